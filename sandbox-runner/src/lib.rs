@@ -1,1 +1,14 @@
+//! `sandbox-runner`: the locked-down process that runs one script for `mcp-sandbox`.
+//!
+//! The library part is shared with the host so both sides use the same wire types:
+//! - [`protocol`] — frame codec and message types (always built; no heavy dependencies).
+//! - `lockdown` — the OS isolation layers, applied before any user code is read (feature `lockdown`).
+//! - `engine` — QuickJS, the `mcp` proxies and the runner's single-threaded loop (feature `engine`).
+
 pub mod protocol;
+
+#[cfg(feature = "lockdown")]
+pub mod lockdown;
+
+#[cfg(feature = "engine")]
+pub mod engine;

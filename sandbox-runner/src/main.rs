@@ -1,1 +1,115 @@
-fn main(){}
+//! `sandbox-runner`: spawned by the `mcp-sandbox` host with an empty environment, cwd `/`, and
+//! its end of a socketpair at fd 3. It creates the QuickJS engine, locks itself down, says
+//! `ready`, and only then reads the one script it will run. It exits after `execution_complete`.
+//!
+//! Usage (the host passes these; a person never needs to):
+//! `sandbox-runner [--uid N] [--gid N] [--address-space-mb N] [--cpu-seconds N] [--max-frame N]`
+
+use sandbox_runner::engine::{channel::Channel, Engine, ExecuteRequest};
+use sandbox_runner::lockdown::{self, LockdownConfig};
+use sandbox_runner::protocol::{
+    decode_payload, HostMessage, RunnerMessage, DEFAULT_MAX_FRAME, PROTOCOL_VERSION,
+    RUNNER_SOCKET_FD,
+};
+use std::os::fd::FromRawFd;
+use std::os::unix::net::UnixStream;
+
+/// Exit statuses the host can tell apart.
+const EXIT_USAGE: i32 = 2;
+const EXIT_NO_SOCKET: i32 = 3;
+const EXIT_ENGINE: i32 = 4;
+const EXIT_CHANNEL: i32 = 5;
+
+struct Args {
+    lockdown: LockdownConfig,
+    max_frame: usize,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut cfg = LockdownConfig {
+        socket_fd: RUNNER_SOCKET_FD,
+        uid: 65534,
+        gid: 65534,
+        address_space_bytes: 1024 * 1024 * 1024,
+        cpu_seconds: 30,
+    };
+    let mut max_frame = DEFAULT_MAX_FRAME;
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let value = it
+            .next()
+            .ok_or_else(|| format!("{flag} needs a value"))?;
+        let num: u64 = value
+            .parse()
+            .map_err(|_| format!("{flag}: '{value}' is not a number"))?;
+        match flag.as_str() {
+            "--uid" => cfg.uid = u32::try_from(num).map_err(|_| "--uid out of range")?,
+            "--gid" => cfg.gid = u32::try_from(num).map_err(|_| "--gid out of range")?,
+            "--address-space-mb" => cfg.address_space_bytes = num.saturating_mul(1024 * 1024),
+            "--cpu-seconds" => cfg.cpu_seconds = num.max(1),
+            "--max-frame" => max_frame = usize::try_from(num).map_err(|_| "--max-frame out of range")?,
+            other => return Err(format!("unknown flag {other}")),
+        }
+    }
+    Ok(Args { lockdown: cfg, max_frame })
+}
+
+fn main() {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(msg) => {
+            eprintln!("sandbox-runner: {msg}");
+            std::process::exit(EXIT_USAGE);
+        }
+    };
+    // SAFETY: F_GETFD only reads the descriptor flags of fd 3; it has no memory effects.
+    if unsafe { libc::fcntl(RUNNER_SOCKET_FD, libc::F_GETFD) } < 0 {
+        eprintln!("sandbox-runner: fd {RUNNER_SOCKET_FD} is not open; the runner is started by mcp-sandbox");
+        std::process::exit(EXIT_NO_SOCKET);
+    }
+    // SAFETY: the host passes our end of the socketpair at fd 3 (checked open above) and nothing
+    // else in this process owns it.
+    let sock = unsafe { UnixStream::from_raw_fd(RUNNER_SOCKET_FD) };
+
+    // The engine is created before lockdown: it reads no user input, and afterwards far fewer
+    // system calls are needed.
+    let engine = match Engine::new() {
+        Ok(e) => e,
+        Err(_) => std::process::exit(EXIT_ENGINE),
+    };
+    let isolation = lockdown::apply(&args.lockdown);
+
+    let mut channel = Channel::new(sock, args.max_frame);
+    let ready = RunnerMessage::Ready {
+        protocol: PROTOCOL_VERSION,
+        pid: std::process::id(),
+        isolation,
+    };
+    if channel.send(&ready).is_err() {
+        std::process::exit(EXIT_CHANNEL);
+    }
+    let request = match channel.recv().map(|p| decode_payload::<HostMessage>(p)) {
+        Ok(Ok(HostMessage::Execute {
+            code,
+            tools,
+            unavailable,
+            context,
+            limits,
+        })) => ExecuteRequest {
+            code,
+            tools,
+            unavailable,
+            context,
+            limits,
+        },
+        _ => std::process::exit(EXIT_CHANNEL),
+    };
+    channel.set_max_frame(usize::try_from(request.limits.max_frame_bytes).unwrap_or(args.max_frame).min(args.max_frame));
+    let status = match engine.execute(channel, request) {
+        Ok(()) => 0,
+        Err(_) => EXIT_CHANNEL,
+    };
+    // Exit without tearing the JS heap down: the process is single-use.
+    std::mem::forget(engine);
+    std::process::exit(status);
+}

@@ -1,0 +1,447 @@
+//! The wire protocol between the host and the runner.
+//!
+//! Transport: a `socketpair` created by the host; the runner's end is inherited as fd
+//! [`RUNNER_SOCKET_FD`]. Each frame is a 4-byte big-endian length followed by one UTF-8 JSON object
+//! with a `"type"` field. Both sides enforce a maximum frame size ([`DEFAULT_MAX_FRAME`]).
+//!
+//! The host treats everything the runner sends as hostile: these types are what it *expects*, and
+//! anything that does not decode into them ends the execution with `PROTOCOL_ERROR`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// Version of this protocol. The runner announces it in `ready`; the host refuses any other.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The fd number at which the runner finds its end of the socketpair.
+pub const RUNNER_SOCKET_FD: i32 = 3;
+
+/// Default maximum size of one frame's JSON payload, in bytes (16 MiB).
+pub const DEFAULT_MAX_FRAME: usize = 16 * 1024 * 1024;
+
+/// Size of the length prefix.
+pub const LENGTH_PREFIX: usize = 4;
+
+/// Frames sent by the runner to the host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum RunnerMessage {
+    /// Sent once, after lockdown and before the runner reads any user code.
+    Ready {
+        protocol: u32,
+        pid: u32,
+        /// Layer name → `"enforced"` or `"unavailable: <reason>"`.
+        isolation: BTreeMap<String, String>,
+    },
+    /// A tool call made by the script. Many may be outstanding at once.
+    RpcCall {
+        id: u64,
+        server: String,
+        tool: String,
+        #[serde(default)]
+        args: Value,
+    },
+    /// A `console.*` line, sent as it happens.
+    Log { level: LogLevel, message: String },
+    /// The script's outcome. The runner exits after sending it.
+    ExecutionComplete {
+        success: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<Value>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<WireError>,
+    },
+}
+
+/// Frames sent by the host to the runner.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum HostMessage {
+    /// The one script this runner will execute.
+    Execute {
+        code: String,
+        /// The tools the script may call; `mcp.<server>.<tool>` proxies are built from this.
+        tools: Vec<ToolRef>,
+        /// Servers that are configured but cannot be reached, with the reason. Calls to them reject
+        /// with `TOOL_ERROR` naming the server instead of `TOOL_NOT_FOUND`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        unavailable: Vec<UnavailableServer>,
+        /// Variables put in the script's scope, by name.
+        #[serde(default)]
+        context: Map<String, Value>,
+        limits: RunnerLimits,
+    },
+    /// The answer to one `rpc_call`.
+    RpcResult {
+        id: u64,
+        success: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<Value>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<WireError>,
+    },
+}
+
+/// One callable tool, as the runner needs to know it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ToolRef {
+    pub server: String,
+    pub name: String,
+}
+
+/// A configured server whose tools cannot be called, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnavailableServer {
+    pub server: String,
+    pub reason: String,
+}
+
+/// The limits the runner enforces itself (the host enforces the wall clock, per-call timeouts and
+/// call counts on its side, and does not trust the runner for any of them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunnerLimits {
+    /// Time spent running JavaScript, not counting time waiting on tools.
+    pub cpu_ms: u64,
+    /// QuickJS heap limit.
+    pub memory_bytes: u64,
+    /// QuickJS stack limit.
+    pub stack_bytes: u64,
+    /// Maximum size of the serialized result.
+    pub result_bytes: u64,
+    /// Maximum total size of log messages; past it logs are dropped and one marker is sent.
+    pub log_bytes: u64,
+    /// Maximum tool calls the script may start.
+    pub max_calls: u64,
+    /// Maximum size of one frame.
+    pub max_frame_bytes: u64,
+}
+
+impl Default for RunnerLimits {
+    fn default() -> Self {
+        RunnerLimits {
+            cpu_ms: 10_000,
+            memory_bytes: 128 * 1024 * 1024,
+            stack_bytes: 1024 * 1024,
+            result_bytes: 8 * 1024 * 1024,
+            log_bytes: 1024 * 1024,
+            max_calls: 1_000,
+            max_frame_bytes: DEFAULT_MAX_FRAME as u64,
+        }
+    }
+}
+
+/// A structured error as it crosses the socket.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct WireError {
+    pub code: String,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alternatives: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack: Option<String>,
+}
+
+impl WireError {
+    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+        WireError {
+            code: code.into(),
+            message: message.into(),
+            ..Default::default()
+        }
+    }
+}
+
+/// Level of a `console.*` call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogLevel {
+    Log,
+    Info,
+    Warn,
+    Error,
+    Debug,
+}
+
+impl LogLevel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogLevel::Log => "log",
+            LogLevel::Info => "info",
+            LogLevel::Warn => "warn",
+            LogLevel::Error => "error",
+            LogLevel::Debug => "debug",
+        }
+    }
+}
+
+/// Tool names that can never be servers or tools: they collide with JavaScript object machinery.
+pub const RESERVED_NAMES: &[&str] = &[
+    "__proto__",
+    "constructor",
+    "prototype",
+    "toString",
+    "valueOf",
+    "hasOwnProperty",
+    "isPrototypeOf",
+    "propertyIsEnumerable",
+    "toLocaleString",
+    "__defineGetter__",
+    "__defineSetter__",
+    "__lookupGetter__",
+    "__lookupSetter__",
+    "then",
+];
+
+/// Whether `name` may be used as a server or tool name.
+pub fn is_reserved_name(name: &str) -> bool {
+    RESERVED_NAMES.contains(&name)
+}
+
+/// Errors from encoding or decoding a frame.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    #[error("frame of {len} bytes exceeds the maximum of {max} bytes")]
+    TooLarge { len: usize, max: usize },
+    #[error("frame is not a valid protocol message: {0}")]
+    Invalid(#[from] serde_json::Error),
+    #[error("socket error: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("connection closed")]
+    Closed,
+}
+
+/// Serializes `msg` into one buffer: length prefix followed by the JSON payload, ready for a
+/// single `write`. The buffer is cleared first so callers can reuse it.
+pub fn encode_frame<T: Serialize>(
+    msg: &T,
+    max: usize,
+    buf: &mut Vec<u8>,
+) -> Result<(), FrameError> {
+    buf.clear();
+    buf.extend_from_slice(&[0u8; LENGTH_PREFIX]);
+    serde_json::to_writer(&mut *buf, msg)?;
+    let len = buf.len() - LENGTH_PREFIX;
+    if len > max {
+        buf.clear();
+        return Err(FrameError::TooLarge { len, max });
+    }
+    let prefix = u32::try_from(len).map_err(|_| FrameError::TooLarge { len, max })?;
+    buf[..LENGTH_PREFIX].copy_from_slice(&prefix.to_be_bytes());
+    Ok(())
+}
+
+/// Decodes one payload (without its length prefix).
+pub fn decode_payload<T: for<'de> Deserialize<'de>>(payload: &[u8]) -> Result<T, FrameError> {
+    Ok(serde_json::from_slice(payload)?)
+}
+
+/// Fast paths for the runner's hot frames. They write and read exactly the JSON that
+/// [`RunnerMessage`] / [`HostMessage`] define (tests below check it), but splice already-serialized
+/// JSON (tool arguments and results produced by QuickJS's own `JSON.stringify`) instead of
+/// re-parsing it into a `serde_json::Value` and serializing it again.
+pub mod raw {
+    use super::{FrameError, WireError, LENGTH_PREFIX};
+    use serde::Deserialize;
+    use serde_json::value::RawValue;
+
+    fn finish(buf: &mut Vec<u8>, max: usize) -> Result<(), FrameError> {
+        let len = buf.len() - LENGTH_PREFIX;
+        if len > max {
+            buf.clear();
+            return Err(FrameError::TooLarge { len, max });
+        }
+        let prefix = u32::try_from(len).map_err(|_| FrameError::TooLarge { len, max })?;
+        buf[..LENGTH_PREFIX].copy_from_slice(&prefix.to_be_bytes());
+        Ok(())
+    }
+
+    /// `rpc_call` with `args_json` (already valid JSON) spliced in.
+    pub fn encode_rpc_call(
+        id: u64,
+        server: &str,
+        tool: &str,
+        args_json: &str,
+        max: usize,
+        buf: &mut Vec<u8>,
+    ) -> Result<(), FrameError> {
+        buf.clear();
+        buf.extend_from_slice(&[0u8; LENGTH_PREFIX]);
+        buf.extend_from_slice(br#"{"type":"rpc_call","id":"#);
+        buf.extend_from_slice(id.to_string().as_bytes());
+        buf.extend_from_slice(br#","server":"#);
+        serde_json::to_writer(&mut *buf, server)?;
+        buf.extend_from_slice(br#","tool":"#);
+        serde_json::to_writer(&mut *buf, tool)?;
+        buf.extend_from_slice(br#","args":"#);
+        buf.extend_from_slice(args_json.as_bytes());
+        buf.push(b'}');
+        finish(buf, max)
+    }
+
+    /// A successful `execution_complete` with `result_json` (already valid JSON) spliced in.
+    pub fn encode_complete_ok(
+        result_json: &str,
+        max: usize,
+        buf: &mut Vec<u8>,
+    ) -> Result<(), FrameError> {
+        buf.clear();
+        buf.extend_from_slice(&[0u8; LENGTH_PREFIX]);
+        buf.extend_from_slice(br#"{"type":"execution_complete","success":true,"result":"#);
+        buf.extend_from_slice(result_json.as_bytes());
+        buf.push(b'}');
+        finish(buf, max)
+    }
+
+    /// An `rpc_result` as the runner reads it: the result stays raw JSON text for QuickJS to parse.
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct RpcResultRef<'a> {
+        #[serde(rename = "type")]
+        pub kind: &'a str,
+        pub id: u64,
+        pub success: bool,
+        #[serde(default, borrow)]
+        pub result: Option<&'a RawValue>,
+        #[serde(default)]
+        pub error: Option<WireError>,
+    }
+
+    /// Decodes an `rpc_result` payload; any other frame type is an error.
+    pub fn decode_rpc_result(payload: &[u8]) -> Result<RpcResultRef<'_>, FrameError> {
+        let r: RpcResultRef<'_> = serde_json::from_slice(payload)?;
+        if r.kind != "rpc_result" {
+            return Err(FrameError::Invalid(serde::de::Error::custom(format!(
+                "expected rpc_result, got {}",
+                r.kind
+            ))));
+        }
+        Ok(r)
+    }
+}
+
+/// Blocking frame I/O over any `Read + Write`, used by the runner (which has no async executor).
+pub mod blocking {
+    use super::{FrameError, LENGTH_PREFIX};
+    use std::io::{ErrorKind, Read, Write};
+
+    /// Reads one frame's payload into `buf` (cleared first). `Err(Closed)` on a clean EOF before
+    /// the length prefix.
+    pub fn read_frame<R: Read>(r: &mut R, max: usize, buf: &mut Vec<u8>) -> Result<(), FrameError> {
+        let mut prefix = [0u8; LENGTH_PREFIX];
+        match r.read_exact(&mut prefix) {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::UnexpectedEof => return Err(FrameError::Closed),
+            Err(e) => return Err(e.into()),
+        }
+        let len = u32::from_be_bytes(prefix) as usize;
+        if len > max {
+            return Err(FrameError::TooLarge { len, max });
+        }
+        buf.clear();
+        buf.resize(len, 0);
+        r.read_exact(buf)?;
+        Ok(())
+    }
+
+    /// Writes an already encoded frame (see [`super::encode_frame`]) in one call where possible.
+    pub fn write_frame<W: Write>(w: &mut W, frame: &[u8]) -> Result<(), FrameError> {
+        w.write_all(frame)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_round_trip_with_big_endian_prefix() {
+        let msg = RunnerMessage::RpcCall {
+            id: 7,
+            server: "fs".into(),
+            tool: "read".into(),
+            args: serde_json::json!({"path": "/x"}),
+        };
+        let mut buf = Vec::new();
+        encode_frame(&msg, DEFAULT_MAX_FRAME, &mut buf).unwrap();
+        let len = u32::from_be_bytes(buf[..4].try_into().unwrap()) as usize;
+        assert_eq!(len, buf.len() - 4);
+        let back: RunnerMessage = decode_payload(&buf[4..]).unwrap();
+        assert_eq!(back, msg);
+        let text = std::str::from_utf8(&buf[4..]).unwrap();
+        assert!(text.starts_with(r#"{"type":"rpc_call""#), "{text}");
+    }
+
+    #[test]
+    fn oversized_frames_are_refused_on_both_sides() {
+        let msg = RunnerMessage::Log {
+            level: LogLevel::Info,
+            message: "x".repeat(100),
+        };
+        let mut buf = Vec::new();
+        assert!(matches!(
+            encode_frame(&msg, 10, &mut buf),
+            Err(FrameError::TooLarge { max: 10, .. })
+        ));
+        let mut wire: &[u8] = &[0xff, 0xff, 0xff, 0xff, b'{'];
+        assert!(matches!(
+            blocking::read_frame(&mut wire, 1024, &mut buf),
+            Err(FrameError::TooLarge {
+                len: 0xffff_ffff,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn unknown_types_and_fields_are_rejected() {
+        assert!(decode_payload::<RunnerMessage>(br#"{"type":"shell","cmd":"id"}"#).is_err());
+        assert!(decode_payload::<RunnerMessage>(
+            br#"{"type":"log","level":"info","message":"m","extra":1}"#
+        )
+        .is_err());
+        let deep = "[".repeat(100_000);
+        assert!(decode_payload::<RunnerMessage>(deep.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn raw_encoders_match_the_typed_messages() {
+        let mut buf = Vec::new();
+        raw::encode_rpc_call(9, "my \"srv\"", "t-1", r#"{"a":[1,2]}"#, 1 << 20, &mut buf).unwrap();
+        let m: RunnerMessage = decode_payload(&buf[4..]).unwrap();
+        assert_eq!(
+            m,
+            RunnerMessage::RpcCall {
+                id: 9,
+                server: "my \"srv\"".into(),
+                tool: "t-1".into(),
+                args: serde_json::json!({"a": [1, 2]})
+            }
+        );
+        raw::encode_complete_ok("[1,null]", 1 << 20, &mut buf).unwrap();
+        let m: RunnerMessage = decode_payload(&buf[4..]).unwrap();
+        assert_eq!(
+            m,
+            RunnerMessage::ExecutionComplete {
+                success: true,
+                result: Some(serde_json::json!([1, null])),
+                error: None
+            }
+        );
+        assert!(raw::encode_complete_ok(&"1".repeat(100), 10, &mut buf).is_err());
+        let host = HostMessage::RpcResult {
+            id: 4,
+            success: false,
+            result: None,
+            error: Some(WireError::new("TOOL_ERROR", "boom")),
+        };
+        encode_frame(&host, 1 << 20, &mut buf).unwrap();
+        let r = raw::decode_rpc_result(&buf[4..]).unwrap();
+        assert_eq!((r.id, r.success), (4, false));
+        assert_eq!(r.error.unwrap().code, "TOOL_ERROR");
+        assert!(raw::decode_rpc_result(br#"{"type":"execute","id":1,"success":true}"#).is_err());
+    }
+}

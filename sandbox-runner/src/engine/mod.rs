@@ -1,0 +1,310 @@
+//! QuickJS, one script per process: the user's code runs as the body of an async function with
+//! `mcp` and the context variables in scope. A single-threaded loop runs pending jobs and, while
+//! the script waits on tools, blocks on the socket for `rpc_result` frames.
+
+mod bridge;
+pub mod channel;
+mod convert;
+pub mod cpu;
+
+use crate::protocol::{raw, RunnerLimits, ToolRef, UnavailableServer, WireError};
+use bridge::Bridge;
+use channel::Channel;
+use cpu::CpuBudget;
+use rquickjs::context::EvalOptions;
+use rquickjs::function::{Opt, Rest};
+use rquickjs::promise::PromiseState;
+use rquickjs::{Context, Ctx, Function, Promise, Runtime, Value};
+use serde_json::{Map, Value as Json};
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Duration;
+
+const PRELUDE: &str = include_str!("prelude.js");
+/// The name QuickJS gives the user's code in stack traces (`at script.js:3:7`).
+pub const SCRIPT_NAME: &str = "script.js";
+
+/// Errors that stop the runner without a normal completion (the host sees the socket close).
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("cannot create the QuickJS runtime: {0}")]
+    Init(String),
+    #[error("lost the connection to the host: {0}")]
+    Channel(String),
+}
+
+/// What the host asked the runner to run.
+pub struct ExecuteRequest {
+    pub code: String,
+    pub tools: Vec<ToolRef>,
+    pub unavailable: Vec<UnavailableServer>,
+    pub context: Map<String, Json>,
+    pub limits: RunnerLimits,
+}
+
+/// A QuickJS runtime and context, created before lockdown and used for exactly one script.
+pub struct Engine {
+    rt: Runtime,
+    ctx: Context,
+}
+
+impl Engine {
+    pub fn new() -> Result<Self, EngineError> {
+        let rt = Runtime::new().map_err(|e| EngineError::Init(e.to_string()))?;
+        let ctx = Context::full(&rt).map_err(|e| EngineError::Init(e.to_string()))?;
+        Ok(Engine { rt, ctx })
+    }
+
+    /// Runs the script and sends its `execution_complete` frame (or the socket error).
+    pub fn execute(&self, channel: Channel, req: ExecuteRequest) -> Result<(), EngineError> {
+        let limits = req.limits;
+        self.rt
+            .set_memory_limit(usize::try_from(limits.memory_bytes).unwrap_or(usize::MAX));
+        self.rt
+            .set_max_stack_size(usize::try_from(limits.stack_bytes).unwrap_or(usize::MAX));
+        let budget = CpuBudget::start(Duration::from_millis(limits.cpu_ms));
+        let handler_budget = budget.clone();
+        self.rt
+            .set_interrupt_handler(Some(Box::new(move || handler_budget.exceeded())));
+
+        let channel = Rc::new(RefCell::new(channel));
+        channel.borrow_mut().set_log_budget(limits.log_bytes);
+        let outcome = self.ctx.with(|ctx| {
+            let bridge = Rc::new(Bridge::new(
+                channel.clone(),
+                &req.tools,
+                &req.unavailable,
+                limits.max_calls,
+            ));
+            let outcome = run_script(&ctx, &bridge, &budget, &req);
+            bridge.clear();
+            let broken = bridge.broken.borrow().clone();
+            match broken {
+                Some(reason) => Err(EngineError::Channel(reason)),
+                None => Ok(outcome),
+            }
+        })?;
+        let mut ch = channel.borrow_mut();
+        let sent = match outcome {
+            Ok(json) if json.len() as u64 > limits.result_bytes => ch.send_error(WireError::new(
+                "LIMIT_EXCEEDED",
+                format!(
+                    "the result is {} bytes; the limit is {} bytes. Return less data (or summarize it in the script)",
+                    json.len(),
+                    limits.result_bytes
+                ),
+            )),
+            Ok(json) => ch.send_result(&json),
+            Err(err) => ch.send_error(err),
+        };
+        sent.map_err(|e| EngineError::Channel(e.to_string()))?;
+        ch.flush_socket();
+        Ok(())
+    }
+}
+
+/// Installs globals, evaluates the code and drives the job queue until the script settles.
+/// Returns the result as JSON text, or the structured error.
+fn run_script<'js>(
+    ctx: &Ctx<'js>,
+    bridge: &Rc<Bridge<'js>>,
+    budget: &CpuBudget,
+    req: &ExecuteRequest,
+) -> Result<String, WireError> {
+    let internal = |e: rquickjs::Error| WireError::new("RUNTIME_ERROR", format!("runner setup failed: {e}"));
+    install_context(ctx, &req.context)?;
+    install_prelude(ctx, bridge).map_err(internal)?;
+
+    let promise = match start(ctx, &req.code) {
+        Ok(p) => p,
+        Err(thrown) => return Err(classify(ctx, budget, req.limits.cpu_ms, thrown)),
+    };
+    let wrapped = promise.1;
+    let promise = promise.0;
+    loop {
+        while ctx.execute_pending_job() {
+            if budget.tripped() {
+                break;
+            }
+        }
+        if bridge.broken.borrow().is_some() {
+            return Err(WireError::new("RUNNER_CRASHED", "lost the connection to the host"));
+        }
+        if budget.tripped() {
+            return Err(cpu_limit(req.limits.cpu_ms));
+        }
+        match promise.state() {
+            PromiseState::Resolved => {
+                let value: Value = promise.result().unwrap_or_else(|| Ok(Value::new_undefined(ctx.clone()))).map_err(internal)?;
+                let value = if wrapped {
+                    value
+                } else {
+                    // Top-level-await scripts resolve to `{value: <completion value>}`.
+                    value
+                        .as_object()
+                        .and_then(|o| o.get::<_, Value>("value").ok())
+                        .unwrap_or_else(|| Value::new_undefined(ctx.clone()))
+                };
+                return convert::result_json(ctx, value);
+            }
+            PromiseState::Rejected => {
+                let _ = promise.result::<Value>();
+                let thrown = ctx.catch();
+                return Err(classify(ctx, budget, req.limits.cpu_ms, thrown));
+            }
+            PromiseState::Pending => {
+                // Nothing left to run: wait for the host. If no call is outstanding the script
+                // waits on something that can never settle; the host's wall clock ends it.
+                let received = bridge.channel.borrow_mut().recv_owned();
+                let frame = match received {
+                    Ok(f) => f,
+                    Err(e) => {
+                        *bridge.broken.borrow_mut() = Some(e.to_string());
+                        return Err(WireError::new("RUNNER_CRASHED", "lost the connection to the host"));
+                    }
+                };
+                let settled = match raw::decode_rpc_result(&frame) {
+                    // Settling runs JS, which may send frames: the channel is not borrowed here.
+                    Ok(r) => bridge.settle(ctx, r).map_err(|e| classify_err(ctx, budget, req.limits.cpu_ms, e)),
+                    Err(reason) => {
+                        *bridge.broken.borrow_mut() = Some(format!("bad frame from host: {reason}"));
+                        Err(WireError::new("RUNNER_CRASHED", "bad frame from the host"))
+                    }
+                };
+                bridge.channel.borrow_mut().restore(frame);
+                settled?;
+            }
+        }
+    }
+}
+
+fn cpu_limit(cpu_ms: u64) -> WireError {
+    WireError::new(
+        "CPU_LIMIT",
+        format!("the script used more than {cpu_ms} ms of CPU time (time waiting on tools does not count); look for an endless loop or raise --cpu-ms"),
+    )
+}
+
+fn classify<'js>(ctx: &Ctx<'js>, budget: &CpuBudget, cpu_ms: u64, thrown: Value<'js>) -> WireError {
+    if budget.tripped() {
+        return cpu_limit(cpu_ms);
+    }
+    // When QuickJS cannot even allocate the error object it throws `null`; the heap is then at
+    // its limit (the garbage stays until the runtime is freed).
+    if thrown.is_null() && near_memory_limit(ctx) {
+        return convert::memory_limit();
+    }
+    convert::thrown_to_error(ctx, thrown)
+}
+
+/// Whether the heap is within 10% of its limit.
+fn near_memory_limit(ctx: &Ctx<'_>) -> bool {
+    // SAFETY: `ctx` is a live context; JS_GetRuntime returns its runtime, and
+    // JS_ComputeMemoryUsage only writes into the zeroed struct we pass.
+    let usage = unsafe {
+        let rt = rquickjs::qjs::JS_GetRuntime(ctx.as_raw().as_ptr());
+        let mut usage: rquickjs::qjs::JSMemoryUsage = std::mem::zeroed();
+        rquickjs::qjs::JS_ComputeMemoryUsage(rt, &mut usage);
+        usage
+    };
+    usage.malloc_limit > 0 && usage.malloc_size.saturating_mul(10) >= usage.malloc_limit.saturating_mul(9)
+}
+
+fn classify_err<'js>(ctx: &Ctx<'js>, budget: &CpuBudget, cpu_ms: u64, e: rquickjs::Error) -> WireError {
+    if e.is_exception() {
+        let thrown = ctx.catch();
+        return classify(ctx, budget, cpu_ms, thrown);
+    }
+    WireError::new("RUNTIME_ERROR", e.to_string())
+}
+
+/// Evaluates the user's code. Returns the promise and whether the code was wrapped in an async
+/// function (because it uses a top-level `return`).
+fn start<'js>(ctx: &Ctx<'js>, code: &str) -> Result<(Promise<'js>, bool), Value<'js>> {
+    let opts = || {
+        let mut o = EvalOptions::default();
+        o.global = true;
+        o.strict = true;
+        o.filename = Some(SCRIPT_NAME.to_string());
+        o
+    };
+    // First as a script with top-level await: its completion value is the result when there is
+    // no `return`. A top-level `return` is a syntax error there (nothing has run yet), so the
+    // code is then compiled as the body of an async function, kept on the same first line so
+    // line numbers in errors match the user's source.
+    let mut o = opts();
+    o.promise = true;
+    match ctx.eval_with_options::<Promise, _>(code, o) {
+        Ok(p) => return Ok((p, false)),
+        Err(e) if e.is_exception() => {
+            let thrown = ctx.catch();
+            if !is_top_level_return(&thrown) {
+                return Err(thrown);
+            }
+        }
+        Err(e) => return Err(rquickjs::String::from_str(ctx.clone(), &e.to_string()).map(|s| s.into_value()).unwrap_or_else(|_| Value::new_undefined(ctx.clone()))),
+    }
+    let wrapped = format!("(async () => {{{code}\n}})()");
+    match ctx.eval_with_options::<Promise, _>(wrapped, opts()) {
+        Ok(p) => Ok((p, true)),
+        Err(e) if e.is_exception() => Err(ctx.catch()),
+        Err(e) => Err(rquickjs::String::from_str(ctx.clone(), &e.to_string()).map(|s| s.into_value()).unwrap_or_else(|_| Value::new_undefined(ctx.clone()))),
+    }
+}
+
+fn is_top_level_return(thrown: &Value<'_>) -> bool {
+    thrown
+        .as_exception()
+        .and_then(|e| e.message())
+        .is_some_and(|m| m.contains("return not in a function"))
+}
+
+fn install_context<'js>(ctx: &Ctx<'js>, context: &Map<String, Json>) -> Result<(), WireError> {
+    let globals = ctx.globals();
+    for (name, value) in context {
+        if !is_identifier(name) || matches!(name.as_str(), "mcp" | "console" | "globalThis") {
+            return Err(WireError::new(
+                "INVALID_ARGUMENTS",
+                format!("context key '{name}' cannot be a variable name in the script; use identifiers other than mcp, console and globalThis"),
+            ));
+        }
+        let text = value.to_string();
+        let v = ctx
+            .json_parse(text)
+            .map_err(|e| WireError::new("INVALID_ARGUMENTS", format!("context '{name}': {e}")))?;
+        globals
+            .set(name.as_str(), v)
+            .map_err(|e| WireError::new("INVALID_ARGUMENTS", format!("context '{name}': {e}")))?;
+    }
+    Ok(())
+}
+
+/// An ASCII JavaScript identifier (what a context key must be to become a variable).
+pub fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_' || c == '$')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+}
+
+fn install_prelude<'js>(ctx: &Ctx<'js>, bridge: &Rc<Bridge<'js>>) -> rquickjs::Result<()> {
+    let prelude: Function = ctx.eval(PRELUDE)?;
+    let b = bridge.clone();
+    let call = Function::new(
+        ctx.clone(),
+        move |ctx: Ctx<'js>, server: String, tool: String, args: Opt<Value<'js>>| {
+            b.call(ctx, server, tool, args)
+        },
+    )?;
+    let b = bridge.clone();
+    let log = Function::new(
+        ctx.clone(),
+        move |ctx: Ctx<'js>, level: String, args: Rest<Value<'js>>| {
+            b.log(ctx, level, args)
+        },
+    )?;
+    let tools = bridge.tools_object(ctx)?;
+    prelude.call::<_, ()>((call, log, tools))
+}
+
+#[cfg(test)]
+mod tests;
