@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Installs everything the tests need, from a fresh clone, and is safe to run again:
+#   - the pinned reference MCP servers and TypeScript (npm ci, from package-lock.json),
+#   - a Python venv at .venv with tests/python/requirements.txt (the official MCP Python SDK),
+#   - every binary of the workspace (debug): mcp-sandbox, sandbox-runner, the fixtures.
+# Needs only the Rust toolchain, node/npm and python3. Nothing is downloaded at test time.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+say() { printf 'setup: %s\n' "$*"; }
+need() {
+    command -v "$1" >/dev/null 2>&1 || { say "missing '$1' ($2)" >&2; exit 1; }
+}
+# Content hash of the given files, used to skip steps whose inputs did not change.
+stamp_of() { cat "$@" | sha256sum | cut -d' ' -f1; }
+
+need cargo "install the Rust toolchain: https://rustup.rs"
+need node "install Node.js >= 20"
+need npm "install npm (comes with Node.js)"
+need python3 "install Python >= 3.10"
+
+# --- npm: reference MCP servers + TypeScript, exactly as locked ---
+npm_stamp="$(stamp_of package.json package-lock.json)"
+if [[ -f node_modules/.setup-stamp && "$(cat node_modules/.setup-stamp)" == "$npm_stamp" ]]; then
+    say "node_modules up to date"
+else
+    say "npm ci"
+    npm ci --no-audit --no-fund --loglevel=error
+    echo "$npm_stamp" > node_modules/.setup-stamp
+fi
+
+# --- Python venv with the MCP Python SDK ---
+py_stamp="$(stamp_of tests/python/requirements.txt)"
+if [[ -x .venv/bin/python && -f .venv/.setup-stamp && "$(cat .venv/.setup-stamp)" == "$py_stamp" ]]; then
+    say ".venv up to date"
+else
+    if [[ ! -x .venv/bin/python ]]; then
+        say "python3 -m venv .venv"
+        python3 -m venv .venv || {
+            say "could not create a venv (on Debian/Ubuntu: apt-get install python3-venv)" >&2
+            exit 1
+        }
+    fi
+    say "pip install -r tests/python/requirements.txt"
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt
+    echo "$py_stamp" > .venv/.setup-stamp
+fi
+
+# --- Rust binaries (tests spawn them from target/debug) ---
+say "cargo build --workspace --bins"
+cargo build --workspace --bins --quiet
+
+say "done"
