@@ -8,7 +8,7 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-say() { printf 'setup: %s\n' "$*"; }
+say() { printf 'setup [%3ds]: %s\n' "$SECONDS" "$*"; }
 need() {
     command -v "$1" >/dev/null 2>&1 || { say "missing '$1' ($2)" >&2; exit 1; }
 }
