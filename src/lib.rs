@@ -1,1 +1,23 @@
+//! `mcp-sandbox`: run untrusted JavaScript written by AI agents in an OS-isolated runner process
+//! whose only way out is MCP tool calls that this host checks, routes and traces.
+//!
+//! Library entry point: build a [`catalog::Catalog`] of tool providers (MCP servers from a config
+//! file, in-process tools), then [`session::execute`] scripts against it.
 
+pub mod catalog;
+pub mod check;
+pub mod cli;
+pub mod config;
+pub mod error;
+pub mod limits;
+pub mod outcome;
+pub mod runner;
+pub mod session;
+pub mod trace;
+
+pub use catalog::{Catalog, InProcessServer, ToolInfo, ToolProvider};
+pub use error::{ErrorCode, ExecError};
+pub use limits::Limits;
+pub use outcome::Outcome;
+pub use runner::RunnerCommand;
+pub use session::{execute, ExecRequest};

@@ -1,1 +1,36 @@
-fn main(){}
+use clap::Parser;
+use mcp_sandbox::cli::{self, Cli, Command, EXIT_USAGE};
+use tracing_subscriber::EnvFilter;
+
+fn main() {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            EnvFilter::try_from_env("MCP_SANDBOX_LOG").unwrap_or_else(|_| EnvFilter::new("warn")),
+        )
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("mcp-sandbox: cannot start the async runtime: {e}");
+            std::process::exit(EXIT_USAGE);
+        }
+    };
+    let status = runtime.block_on(async {
+        match cli.command {
+            Command::Run(args) => cli::run(args).await,
+            Command::Check(args) => cli::check(args).await,
+        }
+    });
+    match status {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("mcp-sandbox: {e}");
+            std::process::exit(EXIT_USAGE);
+        }
+    }
+}

@@ -36,9 +36,7 @@ fn parse_args() -> Result<Args, String> {
     let mut max_frame = DEFAULT_MAX_FRAME;
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
-        let value = it
-            .next()
-            .ok_or_else(|| format!("{flag} needs a value"))?;
+        let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
         let num: u64 = value
             .parse()
             .map_err(|_| format!("{flag}: '{value}' is not a number"))?;
@@ -47,11 +45,16 @@ fn parse_args() -> Result<Args, String> {
             "--gid" => cfg.gid = u32::try_from(num).map_err(|_| "--gid out of range")?,
             "--address-space-mb" => cfg.address_space_bytes = num.saturating_mul(1024 * 1024),
             "--cpu-seconds" => cfg.cpu_seconds = num.max(1),
-            "--max-frame" => max_frame = usize::try_from(num).map_err(|_| "--max-frame out of range")?,
+            "--max-frame" => {
+                max_frame = usize::try_from(num).map_err(|_| "--max-frame out of range")?
+            }
             other => return Err(format!("unknown flag {other}")),
         }
     }
-    Ok(Args { lockdown: cfg, max_frame })
+    Ok(Args {
+        lockdown: cfg,
+        max_frame,
+    })
 }
 
 fn main() {
@@ -77,12 +80,13 @@ fn main() {
         Ok(e) => e,
         Err(_) => std::process::exit(EXIT_ENGINE),
     };
+    let pid = std::process::id();
     let isolation = lockdown::apply(&args.lockdown);
 
     let mut channel = Channel::new(sock, args.max_frame);
     let ready = RunnerMessage::Ready {
         protocol: PROTOCOL_VERSION,
-        pid: std::process::id(),
+        pid,
         isolation,
     };
     if channel.send(&ready).is_err() {
@@ -104,7 +108,11 @@ fn main() {
         },
         _ => std::process::exit(EXIT_CHANNEL),
     };
-    channel.set_max_frame(usize::try_from(request.limits.max_frame_bytes).unwrap_or(args.max_frame).min(args.max_frame));
+    channel.set_max_frame(
+        usize::try_from(request.limits.max_frame_bytes)
+            .unwrap_or(args.max_frame)
+            .min(args.max_frame),
+    );
     let status = match engine.execute(channel, request) {
         Ok(()) => 0,
         Err(_) => EXIT_CHANNEL,

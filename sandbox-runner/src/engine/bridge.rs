@@ -3,7 +3,9 @@
 
 use super::channel::Channel;
 use super::convert::describe;
-use crate::protocol::{is_reserved_name, raw::RpcResultRef, LogLevel, ToolRef, UnavailableServer, WireError};
+use crate::protocol::{
+    is_reserved_name, raw::RpcResultRef, LogLevel, ToolRef, UnavailableServer, WireError,
+};
 use rquickjs::function::{Opt, Rest};
 use rquickjs::{Ctx, Exception, Function, Object, Promise, Value};
 use std::cell::{Cell, RefCell};
@@ -35,7 +37,9 @@ impl<'js> Bridge<'js> {
             if is_reserved_name(&t.server) || is_reserved_name(&t.name) {
                 continue;
             }
-            map.entry(t.server.clone()).or_default().insert(t.name.clone());
+            map.entry(t.server.clone())
+                .or_default()
+                .insert(t.name.clone());
         }
         for u in unavailable {
             map.entry(u.server.clone()).or_default();
@@ -87,7 +91,8 @@ impl<'js> Bridge<'js> {
         }
         let alternatives = self.closest(server, tool);
         let hint = if alternatives.is_empty() {
-            "list the available tools with `Object.keys(mcp)` and `Object.keys(mcp.<server>)`".to_string()
+            "list the available tools with `Object.keys(mcp)` and `Object.keys(mcp.<server>)`"
+                .to_string()
         } else {
             format!("did you mean {}?", alternatives.join(", "))
         };
@@ -208,7 +213,10 @@ impl<'js> Bridge<'js> {
             }
             Err(other) => {
                 *self.broken.borrow_mut() = Some(other.to_string());
-                Err(WireError::new("RUNNER_CRASHED", "lost the connection to the host"))
+                Err(WireError::new(
+                    "RUNNER_CRASHED",
+                    "lost the connection to the host",
+                ))
             }
         }
     }

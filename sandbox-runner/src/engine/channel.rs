@@ -3,12 +3,16 @@
 use crate::protocol::{
     blocking, encode_frame, raw, FrameError, LogLevel, RunnerMessage, WireError,
 };
+use std::fs::File;
 use std::io::Write;
-use std::os::unix::net::UnixStream;
 
 /// Frame channel to the host. Every frame is written with one `write` call.
+///
+/// The socket is used through plain `read`/`write` (a `File`), not `send`/`recv`: the seccomp
+/// allowlist then needs only those two calls. SIGPIPE is ignored by the Rust runtime, so a closed
+/// peer is an `EPIPE` error, not a signal.
 pub struct Channel {
-    sock: UnixStream,
+    sock: File,
     max_frame: usize,
     out: Vec<u8>,
     inbuf: Vec<u8>,
@@ -17,7 +21,8 @@ pub struct Channel {
 }
 
 impl Channel {
-    pub fn new(sock: UnixStream, max_frame: usize) -> Self {
+    pub fn new(sock: impl Into<std::os::fd::OwnedFd>, max_frame: usize) -> Self {
+        let sock = File::from(sock.into());
         Channel {
             sock,
             max_frame,

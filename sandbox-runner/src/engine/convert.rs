@@ -27,30 +27,30 @@ pub fn result_json<'js>(ctx: &Ctx<'js>, value: Value<'js>) -> Result<String, Wir
     let replacer = Function::new(
         ctx.clone(),
         |ctx: Ctx<'js>, key: Coerced<String>, v: Value<'js>| -> rquickjs::Result<Value<'js>> {
-                let what = if v.is_function() {
-                    Some("a function")
-                } else if v.is_symbol() {
-                    Some("a symbol")
-                } else if v.is_big_int() {
-                    Some("a BigInt")
-                } else {
-                    None
-                };
-                match what {
-                    Some(what) => {
-                        let at = if key.0.is_empty() {
-                            "the result itself".to_string()
-                        } else {
-                            format!("key \"{}\"", key.0)
-                        };
-                        Err(Exception::throw_type(
-                            &ctx,
-                            &format!("the result contains {what} ({at}), which JSON cannot represent"),
-                        ))
-                    }
-                    None => Ok(v),
+            let what = if v.is_function() {
+                Some("a function")
+            } else if v.is_symbol() {
+                Some("a symbol")
+            } else if v.is_big_int() {
+                Some("a BigInt")
+            } else {
+                None
+            };
+            match what {
+                Some(what) => {
+                    let at = if key.0.is_empty() {
+                        "the result itself".to_string()
+                    } else {
+                        format!("key \"{}\"", key.0)
+                    };
+                    Err(Exception::throw_type(
+                        &ctx,
+                        &format!("the result contains {what} ({at}), which JSON cannot represent"),
+                    ))
                 }
-            },
+                None => Ok(v),
+            }
+        },
     )
     .map_err(|e| WireError::new("RUNTIME_ERROR", e.to_string()))?;
     match ctx.json_stringify_replacer(value, replacer) {
@@ -64,7 +64,9 @@ pub fn result_json<'js>(ctx: &Ctx<'js>, value: Value<'js>) -> Result<String, Wir
                 .unwrap_or_else(|| "the result cannot be serialized".into());
             Err(WireError::new(
                 "RESULT_NOT_SERIALIZABLE",
-                format!("{msg}. Return plain data: objects, arrays, strings, numbers, booleans, null."),
+                format!(
+                    "{msg}. Return plain data: objects, arrays, strings, numbers, booleans, null."
+                ),
             ))
         }
     }
@@ -103,7 +105,10 @@ pub fn thrown_to_error<'js>(ctx: &Ctx<'js>, thrown: Value<'js>) -> WireError {
             .unwrap_or_else(|| "Error".into());
         let message = exc.message().unwrap_or_default();
         let mut err = if name == "SyntaxError" {
-            WireError::new("SYNTAX_ERROR", with_location(&message, exc.stack().as_deref()))
+            WireError::new(
+                "SYNTAX_ERROR",
+                with_location(&message, exc.stack().as_deref()),
+            )
         } else if name == "InternalError" && message == "out of memory" {
             memory_limit()
         } else if message == "Maximum call stack size exceeded" {
@@ -128,7 +133,10 @@ fn with_location(message: &str, stack: Option<&str>) -> String {
     let loc = stack.and_then(|s| {
         s.lines().find_map(|line| {
             let rest = line.trim().strip_prefix("at ")?;
-            let rest = rest.rsplit_once('(').map(|(_, r)| r.trim_end_matches(')')).unwrap_or(rest);
+            let rest = rest
+                .rsplit_once('(')
+                .map(|(_, r)| r.trim_end_matches(')'))
+                .unwrap_or(rest);
             let mut parts = rest.rsplitn(3, ':');
             let col: u32 = parts.next()?.parse().ok()?;
             let line: u32 = parts.next()?.parse().ok()?;

@@ -111,7 +111,8 @@ fn run_script<'js>(
     budget: &CpuBudget,
     req: &ExecuteRequest,
 ) -> Result<String, WireError> {
-    let internal = |e: rquickjs::Error| WireError::new("RUNTIME_ERROR", format!("runner setup failed: {e}"));
+    let internal =
+        |e: rquickjs::Error| WireError::new("RUNTIME_ERROR", format!("runner setup failed: {e}"));
     install_context(ctx, &req.context)?;
     install_prelude(ctx, bridge).map_err(internal)?;
 
@@ -128,14 +129,20 @@ fn run_script<'js>(
             }
         }
         if bridge.broken.borrow().is_some() {
-            return Err(WireError::new("RUNNER_CRASHED", "lost the connection to the host"));
+            return Err(WireError::new(
+                "RUNNER_CRASHED",
+                "lost the connection to the host",
+            ));
         }
         if budget.tripped() {
             return Err(cpu_limit(req.limits.cpu_ms));
         }
         match promise.state() {
             PromiseState::Resolved => {
-                let value: Value = promise.result().unwrap_or_else(|| Ok(Value::new_undefined(ctx.clone()))).map_err(internal)?;
+                let value: Value = promise
+                    .result()
+                    .unwrap_or_else(|| Ok(Value::new_undefined(ctx.clone())))
+                    .map_err(internal)?;
                 let value = if wrapped {
                     value
                 } else {
@@ -160,14 +167,20 @@ fn run_script<'js>(
                     Ok(f) => f,
                     Err(e) => {
                         *bridge.broken.borrow_mut() = Some(e.to_string());
-                        return Err(WireError::new("RUNNER_CRASHED", "lost the connection to the host"));
+                        return Err(WireError::new(
+                            "RUNNER_CRASHED",
+                            "lost the connection to the host",
+                        ));
                     }
                 };
                 let settled = match raw::decode_rpc_result(&frame) {
                     // Settling runs JS, which may send frames: the channel is not borrowed here.
-                    Ok(r) => bridge.settle(ctx, r).map_err(|e| classify_err(ctx, budget, req.limits.cpu_ms, e)),
+                    Ok(r) => bridge
+                        .settle(ctx, r)
+                        .map_err(|e| classify_err(ctx, budget, req.limits.cpu_ms, e)),
                     Err(reason) => {
-                        *bridge.broken.borrow_mut() = Some(format!("bad frame from host: {reason}"));
+                        *bridge.broken.borrow_mut() =
+                            Some(format!("bad frame from host: {reason}"));
                         Err(WireError::new("RUNNER_CRASHED", "bad frame from the host"))
                     }
                 };
@@ -207,10 +220,16 @@ fn near_memory_limit(ctx: &Ctx<'_>) -> bool {
         rquickjs::qjs::JS_ComputeMemoryUsage(rt, &mut usage);
         usage
     };
-    usage.malloc_limit > 0 && usage.malloc_size.saturating_mul(10) >= usage.malloc_limit.saturating_mul(9)
+    usage.malloc_limit > 0
+        && usage.malloc_size.saturating_mul(10) >= usage.malloc_limit.saturating_mul(9)
 }
 
-fn classify_err<'js>(ctx: &Ctx<'js>, budget: &CpuBudget, cpu_ms: u64, e: rquickjs::Error) -> WireError {
+fn classify_err<'js>(
+    ctx: &Ctx<'js>,
+    budget: &CpuBudget,
+    cpu_ms: u64,
+    e: rquickjs::Error,
+) -> WireError {
     if e.is_exception() {
         let thrown = ctx.catch();
         return classify(ctx, budget, cpu_ms, thrown);
@@ -242,13 +261,19 @@ fn start<'js>(ctx: &Ctx<'js>, code: &str) -> Result<(Promise<'js>, bool), Value<
                 return Err(thrown);
             }
         }
-        Err(e) => return Err(rquickjs::String::from_str(ctx.clone(), &e.to_string()).map(|s| s.into_value()).unwrap_or_else(|_| Value::new_undefined(ctx.clone()))),
+        Err(e) => {
+            return Err(rquickjs::String::from_str(ctx.clone(), &e.to_string())
+                .map(|s| s.into_value())
+                .unwrap_or_else(|_| Value::new_undefined(ctx.clone())))
+        }
     }
     let wrapped = format!("(async () => {{{code}\n}})()");
     match ctx.eval_with_options::<Promise, _>(wrapped, opts()) {
         Ok(p) => Ok((p, true)),
         Err(e) if e.is_exception() => Err(ctx.catch()),
-        Err(e) => Err(rquickjs::String::from_str(ctx.clone(), &e.to_string()).map(|s| s.into_value()).unwrap_or_else(|_| Value::new_undefined(ctx.clone()))),
+        Err(e) => Err(rquickjs::String::from_str(ctx.clone(), &e.to_string())
+            .map(|s| s.into_value())
+            .unwrap_or_else(|_| Value::new_undefined(ctx.clone()))),
     }
 }
 
@@ -298,9 +323,7 @@ fn install_prelude<'js>(ctx: &Ctx<'js>, bridge: &Rc<Bridge<'js>>) -> rquickjs::R
     let b = bridge.clone();
     let log = Function::new(
         ctx.clone(),
-        move |ctx: Ctx<'js>, level: String, args: Rest<Value<'js>>| {
-            b.log(ctx, level, args)
-        },
+        move |ctx: Ctx<'js>, level: String, args: Rest<Value<'js>>| b.log(ctx, level, args),
     )?;
     let tools = bridge.tools_object(ctx)?;
     prelude.call::<_, ()>((call, log, tools))

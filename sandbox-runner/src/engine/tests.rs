@@ -23,9 +23,19 @@ fn run(code: &str, limits: RunnerLimits) -> Vec<RunnerMessage> {
             let msg: RunnerMessage = decode_payload(&payload).unwrap();
             if let RunnerMessage::RpcCall { id, tool, args, .. } = &msg {
                 let reply = if tool != "fail" {
-                    HostMessage::RpcResult { id: *id, success: true, result: Some(args.clone()), error: None }
+                    HostMessage::RpcResult {
+                        id: *id,
+                        success: true,
+                        result: Some(args.clone()),
+                        error: None,
+                    }
                 } else {
-                    HostMessage::RpcResult { id: *id, success: false, result: None, error: Some(WireError::new("TOOL_ERROR", "it failed")) }
+                    HostMessage::RpcResult {
+                        id: *id,
+                        success: false,
+                        result: None,
+                        error: Some(WireError::new("TOOL_ERROR", "it failed")),
+                    }
                 };
                 encode_frame(&reply, 1 << 20, &mut buf).unwrap();
                 b.write_all(&buf).unwrap();
@@ -42,9 +52,18 @@ fn run(code: &str, limits: RunnerLimits) -> Vec<RunnerMessage> {
     let req = ExecuteRequest {
         code: code.to_string(),
         tools: vec![
-            ToolRef { server: "fx".into(), name: "echo".into() },
-            ToolRef { server: "fx".into(), name: "fail".into() },
-            ToolRef { server: "fx".into(), name: "read-file".into() },
+            ToolRef {
+                server: "fx".into(),
+                name: "echo".into(),
+            },
+            ToolRef {
+                server: "fx".into(),
+                name: "fail".into(),
+            },
+            ToolRef {
+                server: "fx".into(),
+                name: "read-file".into(),
+            },
         ],
         unavailable: vec![],
         context: serde_json::from_value(json!({"who": "world"})).unwrap(),
@@ -61,12 +80,20 @@ fn outcome(code: &str) -> RunnerMessage {
 fn ok(v: serde_json::Value) -> RunnerMessage {
     // A JSON `null` result decodes as an absent one.
     let result = if v.is_null() { None } else { Some(v) };
-    RunnerMessage::ExecutionComplete { success: true, result, error: None }
+    RunnerMessage::ExecutionComplete {
+        success: true,
+        result,
+        error: None,
+    }
 }
 
 fn code_of(m: RunnerMessage) -> (String, String) {
     match m {
-        RunnerMessage::ExecutionComplete { success: false, error: Some(e), .. } => (e.code, e.message),
+        RunnerMessage::ExecutionComplete {
+            success: false,
+            error: Some(e),
+            ..
+        } => (e.code, e.message),
         other => panic!("expected an error, got {other:?}"),
     }
 }
@@ -83,12 +110,16 @@ fn last_expression_and_return_both_give_the_result() {
 #[test]
 fn tool_calls_resolve_and_reject_with_codes() {
     assert_eq!(outcome("await mcp.fx.echo({a: 1})"), ok(json!({"a": 1})));
-    assert_eq!(outcome("return (await mcp.fx['read-file']({p: 'x'})).p"), ok(json!("x")));
+    assert_eq!(
+        outcome("return (await mcp.fx['read-file']({p: 'x'})).p"),
+        ok(json!("x"))
+    );
     assert_eq!(
         outcome("try { await mcp.fx.fail({}) } catch (e) { return [e.code, e.message] }"),
         ok(json!(["TOOL_ERROR", "it failed"]))
     );
-    let all = "const r = await Promise.all([1,2,3].map(n => mcp.fx.echo({n}))); return r.map(x => x.n)";
+    let all =
+        "const r = await Promise.all([1,2,3].map(n => mcp.fx.echo({n}))); return r.map(x => x.n)";
     assert_eq!(outcome(all), ok(json!([1, 2, 3])));
 }
 
@@ -97,13 +128,19 @@ fn unknown_and_reserved_names_reject_with_alternatives() {
     let (code, msg) = code_of(outcome("await mcp.fx.ecko({})"));
     assert_eq!(code, "TOOL_NOT_FOUND");
     assert!(msg.contains("fx.echo"), "{msg}");
-    let r = outcome("try { await mcp.nosuch.tool() } catch (e) { return [e.code, e.alternatives] }");
+    let r =
+        outcome("try { await mcp.nosuch.tool() } catch (e) { return [e.code, e.alternatives] }");
     assert_eq!(r, ok(json!(["TOOL_NOT_FOUND", []])));
     for name in ["constructor", "__proto__", "toString", "hasOwnProperty"] {
-        let r = outcome(&format!("try {{ await mcp.fx[{name:?}]({{}}); return 'called' }} catch (e) {{ return e.code }}"));
+        let r = outcome(&format!(
+            "try {{ await mcp.fx[{name:?}]({{}}); return 'called' }} catch (e) {{ return e.code }}"
+        ));
         assert_eq!(r, ok(json!("TOOL_NOT_FOUND")), "{name}");
     }
-    assert_eq!(outcome("Object.keys(mcp.fx)"), ok(json!(["echo", "fail", "read-file"])));
+    assert_eq!(
+        outcome("Object.keys(mcp.fx)"),
+        ok(json!(["echo", "fail", "read-file"]))
+    );
 }
 
 #[test]
@@ -112,7 +149,10 @@ fn script_errors_have_codes() {
     assert_eq!(code, "SYNTAX_ERROR");
     assert!(msg.contains("line 1"), "{msg}");
     let (code, msg) = code_of(outcome("\n\nthrow new TypeError('bad thing')"));
-    assert_eq!((code.as_str(), msg.as_str()), ("RUNTIME_ERROR", "TypeError: bad thing"));
+    assert_eq!(
+        (code.as_str(), msg.as_str()),
+        ("RUNTIME_ERROR", "TypeError: bad thing")
+    );
     let (code, _) = code_of(outcome("return () => 1"));
     assert_eq!(code, "RESULT_NOT_SERIALIZABLE");
     let (code, _) = code_of(outcome("const a = {}; a.a = a; return a"));
@@ -123,33 +163,72 @@ fn script_errors_have_codes() {
 
 #[test]
 fn limits_end_the_script_with_codes() {
-    let limits = RunnerLimits { cpu_ms: 200, ..Default::default() };
+    let limits = RunnerLimits {
+        cpu_ms: 200,
+        ..Default::default()
+    };
     let (code, _) = code_of(run("while (true) {}", limits).pop().unwrap());
     assert_eq!(code, "CPU_LIMIT");
-    let limits = RunnerLimits { memory_bytes: 16 << 20, ..Default::default() };
-    let (code, msg) = code_of(run("const a = []; while (true) a.push('x'.repeat(1000) + a.length)", limits).pop().unwrap());
+    let limits = RunnerLimits {
+        memory_bytes: 16 << 20,
+        ..Default::default()
+    };
+    let (code, msg) = code_of(
+        run(
+            "const a = []; while (true) a.push('x'.repeat(1000) + a.length)",
+            limits,
+        )
+        .pop()
+        .unwrap(),
+    );
     assert_eq!(code, "MEMORY_LIMIT", "{msg}");
     let (code, msg) = code_of(outcome("function f(n) { return f(n + 1) + 1 } f(0)"));
     assert_eq!(code, "RUNTIME_ERROR");
     assert!(msg.contains("stack"), "{msg}");
-    let limits = RunnerLimits { max_calls: 2, ..Default::default() };
-    let (code, _) = code_of(run("for (let i = 0; i < 3; i++) await mcp.fx.echo({})", limits).pop().unwrap());
+    let limits = RunnerLimits {
+        max_calls: 2,
+        ..Default::default()
+    };
+    let (code, _) = code_of(
+        run("for (let i = 0; i < 3; i++) await mcp.fx.echo({})", limits)
+            .pop()
+            .unwrap(),
+    );
     assert_eq!(code, "LIMIT_EXCEEDED");
 }
 
 #[test]
 fn console_lines_are_forwarded_in_order_and_bounded() {
-    let frames = run("console.log('a', 1, {b: 2}); console.error(new Error('e')); 0", RunnerLimits::default());
+    let frames = run(
+        "console.log('a', 1, {b: 2}); console.error(new Error('e')); 0",
+        RunnerLimits::default(),
+    );
     assert_eq!(
         frames[..2],
         [
-            RunnerMessage::Log { level: crate::protocol::LogLevel::Log, message: "a 1 {\"b\":2}".into() },
-            RunnerMessage::Log { level: crate::protocol::LogLevel::Error, message: "Error: e".into() },
+            RunnerMessage::Log {
+                level: crate::protocol::LogLevel::Log,
+                message: "a 1 {\"b\":2}".into()
+            },
+            RunnerMessage::Log {
+                level: crate::protocol::LogLevel::Error,
+                message: "Error: e".into()
+            },
         ]
     );
-    let limits = RunnerLimits { log_bytes: 100, ..Default::default() };
-    let frames = run("for (let i = 0; i < 100; i++) console.log('0123456789'); 1", limits);
-    assert_eq!(frames.len(), 10 + 1 + 1, "10 lines, one truncation marker, completion");
+    let limits = RunnerLimits {
+        log_bytes: 100,
+        ..Default::default()
+    };
+    let frames = run(
+        "for (let i = 0; i < 100; i++) console.log('0123456789'); 1",
+        limits,
+    );
+    assert_eq!(
+        frames.len(),
+        10 + 1 + 1,
+        "10 lines, one truncation marker, completion"
+    );
 }
 
 #[test]
@@ -161,9 +240,12 @@ fn hostile_overrides_do_not_reach_other_tools() {
     // `then` was replaced, so `await` of the tool promise still works through the engine's own
     // resolution; the call goes to fx.echo and nowhere else.
     let frames = run(code, RunnerLimits::default());
-    let calls: Vec<_> = frames.iter().filter_map(|m| match m {
-        RunnerMessage::RpcCall { server, tool, .. } => Some(format!("{server}:{tool}")),
-        _ => None,
-    }).collect();
+    let calls: Vec<_> = frames
+        .iter()
+        .filter_map(|m| match m {
+            RunnerMessage::RpcCall { server, tool, .. } => Some(format!("{server}:{tool}")),
+            _ => None,
+        })
+        .collect();
     assert_eq!(calls, ["fx:echo"]);
 }

@@ -1,0 +1,152 @@
+//! `mcp-sandbox check`: start a runner, read the isolation it reports and what the kernel says
+//! about it in `/proc/<pid>/status`, then let it go.
+
+use crate::limits::Limits;
+use crate::runner::{spawn, RunnerCommand};
+use crate::session::REQUIRED_LAYERS;
+use futures::StreamExt;
+use sandbox_runner::protocol::{decode_payload, RunnerMessage, PROTOCOL_VERSION};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::time::Duration;
+use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
+
+#[derive(Debug, Serialize)]
+pub struct CheckReport {
+    pub runner: String,
+    pub protocol: u32,
+    /// Layer → `enforced…` or `unavailable: reason`, as the runner reported them.
+    pub layers: BTreeMap<String, String>,
+    /// The kernel's Landlock ABI version (0 = not supported).
+    pub landlock_abi: i64,
+    /// Fields of the running runner's `/proc/<pid>/status`.
+    pub uid: Option<String>,
+    pub seccomp: Option<String>,
+    pub no_new_privs: Option<String>,
+    pub cap_eff: Option<String>,
+    pub cap_prm: Option<String>,
+    /// Layers required but not enforced (empty when the machine is fit to run code).
+    pub missing: Vec<String>,
+    pub ok: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    #[error("{0}")]
+    Spawn(#[from] crate::runner::SpawnError),
+    #[error("the runner did not report ready: {0}")]
+    NoReady(String),
+}
+
+/// The kernel's Landlock ABI version, or 0.
+pub fn landlock_abi() -> i64 {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: with a null attr, size 0 and the VERSION flag, landlock_create_ruleset only returns
+    // the ABI version (or an error); it reads and writes no memory.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    v.max(0)
+}
+
+fn status_field(status: &str, name: &str) -> Option<String> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(name))
+        .map(|v| v.trim().to_string())
+}
+
+pub async fn check(
+    runner: &RunnerCommand,
+    extra_required: &[String],
+) -> Result<CheckReport, CheckError> {
+    let limits = Limits::default();
+    let mut spawned = spawn(runner, &limits)?;
+    let codec = LengthDelimitedCodec::builder()
+        .big_endian()
+        .length_field_length(4)
+        .max_frame_length(1024 * 1024)
+        .new_codec();
+    let mut frames = FramedRead::new(&mut spawned.socket, codec);
+    let first = tokio::time::timeout(Duration::from_secs(5), frames.next()).await;
+    let payload = match first {
+        Ok(Some(Ok(p))) => p,
+        Ok(Some(Err(e))) => return Err(CheckError::NoReady(e.to_string())),
+        Ok(None) => return Err(CheckError::NoReady("the runner exited".into())),
+        Err(_) => return Err(CheckError::NoReady("no answer within 5 s".into())),
+    };
+    let (protocol, layers) = match decode_payload::<RunnerMessage>(&payload) {
+        Ok(RunnerMessage::Ready {
+            protocol,
+            isolation,
+            ..
+        }) => (protocol, isolation),
+        Ok(_) => return Err(CheckError::NoReady("its first frame was not ready".into())),
+        Err(e) => return Err(CheckError::NoReady(e.to_string())),
+    };
+    // The runner is now locked down and blocked reading its execute frame.
+    let status =
+        std::fs::read_to_string(format!("/proc/{}/status", spawned.pid)).unwrap_or_default();
+    drop(frames);
+    let _ = spawned.child.start_kill();
+    let _ = spawned.child.wait().await;
+    let missing: Vec<String> = REQUIRED_LAYERS
+        .iter()
+        .map(|s| s.to_string())
+        .chain(extra_required.iter().cloned())
+        .filter(|l| !layers.get(l).is_some_and(|v| v.starts_with("enforced")))
+        .collect();
+    let seccomp = status_field(&status, "Seccomp:");
+    let no_new_privs = status_field(&status, "NoNewPrivs:");
+    let kernel_ok = seccomp.as_deref() == Some("2") && no_new_privs.as_deref() == Some("1");
+    Ok(CheckReport {
+        runner: runner.program.display().to_string(),
+        protocol,
+        ok: missing.is_empty() && kernel_ok && protocol == PROTOCOL_VERSION,
+        layers,
+        landlock_abi: landlock_abi(),
+        uid: status_field(&status, "Uid:"),
+        seccomp,
+        no_new_privs,
+        cap_eff: status_field(&status, "CapEff:"),
+        cap_prm: status_field(&status, "CapPrm:"),
+        missing,
+    })
+}
+
+/// The report for a person.
+pub fn render(r: &CheckReport) -> String {
+    let mut out = format!("runner: {} (protocol {})\n", r.runner, r.protocol);
+    for (layer, state) in &r.layers {
+        let req = if REQUIRED_LAYERS.contains(&layer.as_str()) {
+            "required"
+        } else {
+            "best effort"
+        };
+        out.push_str(&format!("  {layer:<13} {state}  [{req}]\n"));
+    }
+    let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "?".into());
+    out.push_str(&format!("landlock ABI: {}\n", r.landlock_abi));
+    out.push_str(&format!(
+        "runner uid (real, effective, saved, fs): {}\n",
+        opt(&r.uid)
+    ));
+    out.push_str(&format!(
+        "/proc status: Seccomp: {}  NoNewPrivs: {}  CapEff: {}  CapPrm: {}\n",
+        opt(&r.seccomp),
+        opt(&r.no_new_privs),
+        opt(&r.cap_eff),
+        opt(&r.cap_prm)
+    ));
+    if r.ok {
+        out.push_str("ok: the required layers are enforced\n");
+    } else {
+        out.push_str(&format!("NOT OK: missing {}\n", r.missing.join(", ")));
+    }
+    out
+}

@@ -1,0 +1,191 @@
+//! The configuration file: the `mcpServers` JSON that Claude Desktop and other MCP clients use,
+//! plus an optional `sandbox` section for limits and runner settings.
+//!
+//! ```json
+//! {"mcpServers": {"filesystem": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."]}},
+//!  "sandbox": {"limits": {"timeout_ms": 10000}}}
+//! ```
+
+use crate::catalog::valid_server_name;
+use crate::limits::Limits;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Largest configuration file accepted.
+const MAX_CONFIG_BYTES: u64 = 4 * 1024 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("config {path} is larger than {MAX_CONFIG_BYTES} bytes")]
+    TooLarge { path: PathBuf },
+    #[error("config {path} is not valid: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+/// One stdio MCP server.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerConfig {
+    pub command: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Added to the host's environment for this server.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Working directory; relative paths are taken from the config file's directory, which is
+    /// also the default.
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+    /// Only `"stdio"` is supported.
+    #[serde(default, rename = "type")]
+    pub transport: Option<String>,
+}
+
+/// The `sandbox` section.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxSection {
+    #[serde(default)]
+    pub limits: Option<Limits>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+struct RawConfig {
+    #[serde(default, rename = "mcpServers")]
+    mcp_servers: BTreeMap<String, ServerConfig>,
+    #[serde(default)]
+    sandbox: SandboxSection,
+}
+
+/// A loaded configuration.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Config {
+    pub servers: BTreeMap<String, ServerConfig>,
+    pub sandbox: SandboxSection,
+    /// The directory relative paths are resolved against.
+    pub base_dir: PathBuf,
+}
+
+impl Config {
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let read_err = |source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        };
+        let meta = std::fs::metadata(path).map_err(read_err)?;
+        if meta.len() > MAX_CONFIG_BYTES {
+            return Err(ConfigError::TooLarge {
+                path: path.to_path_buf(),
+            });
+        }
+        let text = std::fs::read_to_string(path).map_err(read_err)?;
+        let base = path
+            .parent()
+            .map(|p| {
+                if p.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    p
+                }
+            })
+            .unwrap_or(Path::new("."));
+        let base = std::fs::canonicalize(base).unwrap_or_else(|_| base.to_path_buf());
+        Config::parse(&text, &base).map_err(|message| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            message,
+        })
+    }
+
+    /// Parses configuration text; relative paths resolve against `base_dir`.
+    pub fn parse(text: &str, base_dir: &Path) -> Result<Config, String> {
+        let raw: RawConfig = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        for (name, server) in &raw.mcp_servers {
+            if !valid_server_name(name) {
+                return Err(format!(
+                    "server name '{name}' is not allowed: use letters, digits, '_' or '-', and not a JavaScript built-in name"
+                ));
+            }
+            if server.command.trim().is_empty() {
+                return Err(format!("server '{name}': command is empty"));
+            }
+            if let Some(t) = &server.transport {
+                if t != "stdio" {
+                    return Err(format!(
+                        "server '{name}': transport '{t}' is not supported; only stdio servers (command + args) are"
+                    ));
+                }
+            }
+        }
+        if let Some(limits) = &raw.sandbox.limits {
+            limits.validate().map_err(|e| e.to_string())?;
+        }
+        Ok(Config {
+            servers: raw.mcp_servers,
+            sandbox: raw.sandbox,
+            base_dir: base_dir.to_path_buf(),
+        })
+    }
+
+    /// The working directory of a server.
+    pub fn server_cwd(&self, server: &ServerConfig) -> PathBuf {
+        match &server.cwd {
+            Some(p) if p.is_absolute() => p.clone(),
+            Some(p) => self.base_dir.join(p),
+            None => self.base_dir.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_claude_desktop_style_config() {
+        let c = Config::parse(
+            r#"{"mcpServers": {"fs": {"command": "npx", "args": ["-y", "x"], "env": {"A": "1"}}}, "globalShortcut": ""}"#,
+            Path::new("/base"),
+        )
+        .unwrap();
+        assert_eq!(c.servers["fs"].args, ["-y", "x"]);
+        assert_eq!(c.server_cwd(&c.servers["fs"]), Path::new("/base"));
+    }
+
+    #[test]
+    fn rejects_bad_configs_with_a_reason() {
+        let bad = [
+            (
+                r#"{"mcpServers": {"a:b": {"command": "x"}}}"#,
+                "not allowed",
+            ),
+            (
+                r#"{"mcpServers": {"constructor": {"command": "x"}}}"#,
+                "not allowed",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"command": ""}}}"#,
+                "command is empty",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"url": "http://x"}}}"#,
+                "unknown field",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"command": "x", "type": "sse"}}}"#,
+                "not supported",
+            ),
+            (r#"{"sandbox": {"limits": {"memory_mb": 0}}}"#, "memory_mb"),
+            ("[1,2", "EOF"),
+        ];
+        for (text, needle) in bad {
+            let err = Config::parse(text, Path::new("/")).unwrap_err();
+            assert!(err.contains(needle), "{text}: {err}");
+        }
+    }
+}

@@ -1,0 +1,181 @@
+//! Spawning runner processes: empty environment, cwd `/`, stdio on /dev/null, its end of a
+//! socketpair at fd 3 and no other fd, its own process group, killed when dropped.
+
+use crate::limits::Limits;
+use sandbox_runner::protocol::RUNNER_SOCKET_FD;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::PathBuf;
+use std::process::Stdio;
+
+/// How to start a runner.
+#[derive(Debug, Clone)]
+pub struct RunnerCommand {
+    pub program: PathBuf,
+    /// Arguments placed before the lockdown flags (test fixtures use this for their mode).
+    pub prefix_args: Vec<String>,
+    /// uid/gid the runner drops to when started as root.
+    pub uid: u32,
+    pub gid: u32,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    #[error("runner program {0} does not exist; build it with `cargo build --release -p sandbox-runner` or pass --runner PATH")]
+    Missing(PathBuf),
+    #[error("cannot create the runner's socket: {0}")]
+    Socket(std::io::Error),
+    #[error("cannot start the runner {path}: {source}")]
+    Spawn {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl RunnerCommand {
+    /// The `sandbox-runner` installed next to the current executable (how `cargo build` and
+    /// `cargo install` lay them out), or `MCP_SANDBOX_RUNNER` when set.
+    pub fn default_program() -> PathBuf {
+        if let Some(p) = std::env::var_os("MCP_SANDBOX_RUNNER") {
+            return PathBuf::from(p);
+        }
+        let exe = std::env::current_exe().unwrap_or_default();
+        let dir = exe.parent().map(PathBuf::from).unwrap_or_default();
+        // Test and bench binaries live one level down, in target/<profile>/deps.
+        let beside = dir.join("sandbox-runner");
+        if beside.exists() {
+            return beside;
+        }
+        dir.parent()
+            .map(|p| p.join("sandbox-runner"))
+            .unwrap_or(beside)
+    }
+
+    pub fn new(program: PathBuf) -> Self {
+        RunnerCommand {
+            program,
+            prefix_args: Vec::new(),
+            uid: 65534,
+            gid: 65534,
+        }
+    }
+}
+
+/// A started runner: the process and the host's end of the socket.
+pub struct SpawnedRunner {
+    pub child: tokio::process::Child,
+    pub socket: tokio::net::UnixStream,
+    pub pid: u32,
+}
+
+/// Address space for the runner: the QuickJS heap plus room for the binary, stack and allocator.
+fn address_space_mb(limits: &Limits) -> u64 {
+    limits
+        .memory_mb
+        .saturating_mul(2)
+        .max(limits.memory_mb + 256)
+        + limits.frame_bytes.div_ceil(1024 * 1024) * 2
+}
+
+pub fn spawn(cmd: &RunnerCommand, limits: &Limits) -> Result<SpawnedRunner, SpawnError> {
+    if !cmd.program.exists() {
+        return Err(SpawnError::Missing(cmd.program.clone()));
+    }
+    let (host_end, runner_end) =
+        std::os::unix::net::UnixStream::pair().map_err(SpawnError::Socket)?;
+    let runner_fd: OwnedFd = runner_end.into();
+    let raw = runner_fd.as_raw_fd();
+    let mut command = tokio::process::Command::new(&cmd.program);
+    command
+        .args(&cmd.prefix_args)
+        .arg("--uid")
+        .arg(cmd.uid.to_string())
+        .arg("--gid")
+        .arg(cmd.gid.to_string())
+        .arg("--address-space-mb")
+        .arg(address_space_mb(limits).to_string())
+        .arg("--cpu-seconds")
+        .arg((limits.cpu_ms.div_ceil(1000) + 1).to_string())
+        .arg("--max-frame")
+        .arg(limits.frame_bytes.to_string())
+        .env_clear()
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .kill_on_drop(true);
+    // SAFETY: the closure runs in the forked child before exec and only makes async-signal-safe
+    // system calls (dup2, fcntl, close_range) on integers; it allocates nothing and touches no
+    // locks.
+    unsafe {
+        command.pre_exec(move || {
+            if raw == RUNNER_SOCKET_FD {
+                // Already at fd 3: only clear close-on-exec.
+                if libc::fcntl(raw, libc::F_SETFD, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            } else if libc::dup2(raw, RUNNER_SOCKET_FD) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // Every other inherited fd above 3 goes; errors are harmless (they are close-on-exec).
+            libc::syscall(
+                libc::SYS_close_range,
+                (RUNNER_SOCKET_FD + 1) as libc::c_uint,
+                libc::c_uint::MAX,
+                0 as libc::c_uint,
+            );
+            Ok(())
+        });
+    }
+    let child = command.spawn().map_err(|source| SpawnError::Spawn {
+        path: cmd.program.clone(),
+        source,
+    })?;
+    drop(runner_fd);
+    let pid = child.id().unwrap_or(0);
+    host_end.set_nonblocking(true).map_err(SpawnError::Socket)?;
+    let socket = tokio::net::UnixStream::from_std(host_end).map_err(SpawnError::Socket)?;
+    Ok(SpawnedRunner { child, socket, pid })
+}
+
+/// Describes how a runner ended, for `RUNNER_CRASHED`.
+pub fn describe_exit(status: &std::process::ExitStatus) -> (String, Option<i32>, Option<i32>) {
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(sig) = status.signal() {
+        let name = signal_name(sig);
+        let why = match sig {
+            libc::SIGSYS => ": it made a system call the seccomp filter forbids",
+            libc::SIGKILL => " (killed from outside, or by the kernel's out-of-memory killer)",
+            libc::SIGXCPU => ": it hit the CPU-time rlimit",
+            libc::SIGSEGV | libc::SIGBUS | libc::SIGABRT => ": the JavaScript engine crashed",
+            _ => "",
+        };
+        (
+            format!("the runner was killed by signal {sig} ({name}){why}"),
+            Some(sig),
+            None,
+        )
+    } else {
+        let code = status.code().unwrap_or(-1);
+        (
+            format!("the runner exited with status {code} before finishing"),
+            None,
+            Some(code),
+        )
+    }
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSYS => "SIGSYS",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGINT => "SIGINT",
+        libc::SIGSTOP => "SIGSTOP",
+        _ => "signal",
+    }
+}

@@ -1,0 +1,667 @@
+//! One execution: spawn a runner, wait for `ready`, send `execute`, serve its tool calls
+//! concurrently, enforce the host-side limits and record traces at the socket boundary.
+//!
+//! The runner is hostile from here: every frame is bounded and checked, and anything unexpected
+//! kills it with `PROTOCOL_ERROR`. Whatever happens, the runner is reaped and every call that
+//! started gets its `tool_end` receipt.
+
+use crate::catalog::Catalog;
+use crate::error::{ErrorCode, ExecError};
+use crate::limits::Limits;
+use crate::outcome::{LogLine, Metrics, Outcome};
+use crate::runner::{describe_exit, spawn, RunnerCommand, SpawnedRunner};
+use crate::trace::{new_trace_id, now_ms, TraceError, TraceEvent, TraceKind};
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
+use futures::StreamExt;
+use sandbox_runner::protocol::{
+    decode_payload, encode_frame, FrameError, HostMessage, RunnerMessage, WireError,
+    PROTOCOL_VERSION,
+};
+use serde_json::{Map, Value};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::time::{Duration, Instant};
+use tokio::io::AsyncWriteExt;
+use tokio::sync::mpsc;
+use tokio::time::Instant as TokioInstant;
+use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
+
+/// Per-line overhead counted against the log budget, so empty lines cannot grow memory forever.
+pub const LOG_LINE_OVERHEAD: u64 = 32;
+/// How long a runner may take to exit after `execution_complete` or after closing its socket.
+const EXIT_GRACE: Duration = Duration::from_millis(1000);
+
+/// What to run.
+#[derive(Debug, Clone, Default)]
+pub struct ExecRequest {
+    pub code: String,
+    pub context: Map<String, Value>,
+    pub limits: Limits,
+    /// Isolation layers that must be enforced besides the always-required ones.
+    pub require_layers: Vec<String>,
+}
+
+/// Layers a runner must report `enforced` or the host refuses to run code.
+pub const REQUIRED_LAYERS: &[&str] = &["rlimits", "no_new_privs", "seccomp"];
+
+/// Runs one script to its outcome. Never panics on anything the runner sends.
+pub async fn execute(catalog: &Catalog, runner: &RunnerCommand, req: ExecRequest) -> Outcome {
+    let started = Instant::now();
+    let mut run = Run::new(&req.limits);
+    let error = run.drive(catalog, runner, &req).await.err();
+    run.finish(error, started)
+}
+
+type CallFuture = BoxFuture<'static, (u64, Result<Value, ExecError>)>;
+
+struct Call {
+    tool: String,
+    trace_id: String,
+    started: Instant,
+}
+
+struct Queued {
+    id: u64,
+    server: String,
+    tool: String,
+    args: Value,
+}
+
+/// The state of one execution.
+struct Run {
+    limits: Limits,
+    deadline: TokioInstant,
+    logs: Vec<LogLine>,
+    log_bytes: u64,
+    logs_truncated: bool,
+    traces: Vec<TraceEvent>,
+    calls: u64,
+    seen_ids: HashSet<u64>,
+    inflight: HashMap<u64, Call>,
+    queue: VecDeque<Queued>,
+    result: Option<Value>,
+    /// The script's own error, reported by the runner.
+    script_error: Option<ExecError>,
+}
+
+impl Run {
+    fn new(limits: &Limits) -> Self {
+        Run {
+            limits: *limits,
+            deadline: TokioInstant::now() + Duration::from_millis(limits.timeout_ms),
+            logs: Vec::new(),
+            log_bytes: 0,
+            logs_truncated: false,
+            traces: Vec::new(),
+            calls: 0,
+            seen_ids: HashSet::new(),
+            inflight: HashMap::new(),
+            queue: VecDeque::new(),
+            result: None,
+            script_error: None,
+        }
+    }
+
+    async fn drive(
+        &mut self,
+        catalog: &Catalog,
+        runner: &RunnerCommand,
+        req: &ExecRequest,
+    ) -> Result<(), ExecError> {
+        if let Err(e) = self.limits.validate() {
+            return Err(ExecError::new(ErrorCode::LimitExceeded, e.to_string()));
+        }
+        if req.code.len() as u64 > self.limits.source_bytes {
+            return Err(ExecError::new(
+                ErrorCode::LimitExceeded,
+                format!(
+                    "the script is {} bytes; the source limit is {} bytes",
+                    req.code.len(),
+                    self.limits.source_bytes
+                ),
+            ));
+        }
+        let SpawnedRunner {
+            mut child, socket, ..
+        } = spawn(runner, &self.limits)
+            .map_err(|e| ExecError::new(ErrorCode::SandboxUnavailable, e.to_string()))?;
+        let result = self.session(catalog, req, socket, &mut child).await;
+        // Whatever happened, the runner is gone and reaped before we return.
+        if result.is_err() {
+            let _ = child.start_kill();
+        }
+        let waited = tokio::time::timeout(EXIT_GRACE, child.wait()).await;
+        if waited.is_err() {
+            let _ = child.start_kill();
+            let _ = child.wait().await;
+        }
+        result
+    }
+
+    /// The conversation with one runner.
+    async fn session(
+        &mut self,
+        catalog: &Catalog,
+        req: &ExecRequest,
+        socket: tokio::net::UnixStream,
+        child: &mut tokio::process::Child,
+    ) -> Result<(), ExecError> {
+        let max_frame = usize::try_from(self.limits.frame_bytes).unwrap_or(usize::MAX);
+        let (read_half, mut write_half) = socket.into_split();
+        let codec = LengthDelimitedCodec::builder()
+            .big_endian()
+            .length_field_length(4)
+            .max_frame_length(max_frame)
+            .new_codec();
+        let mut frames = FramedRead::new(read_half, codec);
+        // Writes go through their own task so a runner that stops reading can never stop us
+        // from reading (and so from noticing timeouts and crashes).
+        let (tx, mut rx) = mpsc::unbounded_channel::<Bytes>();
+        let writer = tokio::spawn(async move {
+            while let Some(frame) = rx.recv().await {
+                if write_half.write_all(&frame).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let outcome = self
+            .converse(catalog, req, &mut frames, &tx, child, max_frame)
+            .await;
+        drop(tx);
+        writer.abort();
+        outcome
+    }
+
+    async fn converse(
+        &mut self,
+        catalog: &Catalog,
+        req: &ExecRequest,
+        frames: &mut FramedRead<tokio::net::unix::OwnedReadHalf, LengthDelimitedCodec>,
+        tx: &mpsc::UnboundedSender<Bytes>,
+        child: &mut tokio::process::Child,
+        max_frame: usize,
+    ) -> Result<(), ExecError> {
+        // 1. ready
+        let first = tokio::time::timeout_at(self.deadline, frames.next()).await;
+        let payload = match first {
+            Err(_) => return Err(self.timeout_error("before the runner was ready")),
+            Ok(None) => return Err(crashed(child, "before it was ready").await),
+            Ok(Some(Err(e))) => return Err(protocol(format!("bad frame: {e}"))),
+            Ok(Some(Ok(p))) => p,
+        };
+        match decode_payload::<RunnerMessage>(&payload) {
+            Ok(RunnerMessage::Ready {
+                protocol: v,
+                isolation,
+                ..
+            }) => {
+                if v != PROTOCOL_VERSION {
+                    return Err(protocol(format!(
+                        "runner speaks protocol {v}, this host speaks {PROTOCOL_VERSION}; install matching mcp-sandbox and sandbox-runner binaries"
+                    )));
+                }
+                let required = REQUIRED_LAYERS
+                    .iter()
+                    .map(|s| s.to_string())
+                    .chain(req.require_layers.iter().cloned());
+                let missing: Vec<String> = required
+                    .filter(|layer| {
+                        !isolation
+                            .get(layer)
+                            .is_some_and(|s| s.starts_with("enforced"))
+                    })
+                    .map(|layer| {
+                        let why = isolation
+                            .get(&layer)
+                            .cloned()
+                            .unwrap_or_else(|| "not reported".into());
+                        format!("{layer} ({why})")
+                    })
+                    .collect();
+                if !missing.is_empty() {
+                    return Err(ExecError::new(
+                        ErrorCode::SandboxUnavailable,
+                        format!(
+                            "refusing to run code: required isolation layers are not enforced: {}. Run `mcp-sandbox check` for details",
+                            missing.join(", ")
+                        ),
+                    ));
+                }
+            }
+            Ok(other) => return Err(protocol(format!("expected ready, got {}", kind(&other)))),
+            Err(e) => return Err(protocol(e.to_string())),
+        }
+
+        // 2. execute
+        let exec = HostMessage::Execute {
+            code: req.code.clone(),
+            tools: catalog.tool_refs(),
+            unavailable: catalog.unavailable_servers(),
+            context: req.context.clone(),
+            limits: self.limits.runner_limits(),
+        };
+        let mut buf = Vec::new();
+        encode_frame(&exec, max_frame, &mut buf).map_err(|e| {
+            ExecError::new(
+                ErrorCode::LimitExceeded,
+                format!("the script and its context do not fit in one frame: {e}"),
+            )
+        })?;
+        let _ = tx.send(Bytes::from(buf));
+
+        // 3. calls, logs and the result
+        let mut running: FuturesUnordered<CallFuture> = FuturesUnordered::new();
+        let mut completed = false;
+        let mut grace: Option<TokioInstant> = None;
+        loop {
+            let wake = match grace {
+                Some(g) => g.min(self.deadline),
+                None => self.deadline,
+            };
+            tokio::select! {
+                biased;
+                _ = tokio::time::sleep_until(wake) => {
+                    if completed {
+                        return Err(protocol("the runner did not exit after sending its result".into()));
+                    }
+                    return Err(self.timeout_error(""));
+                }
+                Some((id, result)) = running.next(), if !running.is_empty() => {
+                    self.finish_call(id, result, tx, max_frame);
+                    while self.inflight.len() < self.limits.max_concurrent_calls as usize {
+                        let Some(q) = self.queue.pop_front() else { break };
+                        running.push(self.start_call(catalog, q));
+                    }
+                }
+                frame = frames.next() => {
+                    let payload = match frame {
+                        None => {
+                            if completed {
+                                return self.check_clean_exit(child).await;
+                            }
+                            return Err(crashed(child, "while running the script").await);
+                        }
+                        Some(Err(e)) => return Err(protocol(format!("bad frame: {e}"))),
+                        Some(Ok(p)) => p,
+                    };
+                    let msg = decode_payload::<RunnerMessage>(&payload)
+                        .map_err(|e| protocol(e.to_string()))?;
+                    if completed {
+                        return Err(protocol(format!("{} after execution_complete", kind(&msg))));
+                    }
+                    match msg {
+                        RunnerMessage::Log { level, message } => self.log(level.as_str(), message),
+                        RunnerMessage::RpcCall { id, server, tool, args } => {
+                            if !self.seen_ids.insert(id) {
+                                return Err(protocol(format!("call id {id} was used twice")));
+                            }
+                            self.calls += 1;
+                            if self.calls > self.limits.max_calls {
+                                return Err(protocol(format!(
+                                    "the runner made more than {} calls; it should have refused them",
+                                    self.limits.max_calls
+                                )));
+                            }
+                            let q = Queued { id, server, tool, args };
+                            if let Some(fut) = self.admit(catalog, q, tx, max_frame) {
+                                running.push(fut);
+                            }
+                        }
+                        RunnerMessage::ExecutionComplete { success, result, error } => {
+                            self.complete(success, result, error)?;
+                            completed = true;
+                            grace = Some(TokioInstant::now() + EXIT_GRACE);
+                            // Calls the script did not wait for are abandoned (their MCP
+                            // requests are cancelled as their futures drop).
+                            running.clear();
+                            self.queue.clear();
+                            self.receipts(&ExecError::new(
+                                ErrorCode::ToolError,
+                                "abandoned: the script finished before this call returned",
+                            ));
+                        }
+                        RunnerMessage::Ready { .. } => {
+                            return Err(protocol("a second ready frame".into()));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Records `tool_start` and either starts the call, queues it, or answers at once with the
+    /// reason it cannot be made.
+    fn admit(
+        &mut self,
+        catalog: &Catalog,
+        q: Queued,
+        tx: &mpsc::UnboundedSender<Bytes>,
+        max_frame: usize,
+    ) -> Option<CallFuture> {
+        let tool = format!("{}:{}", q.server, q.tool);
+        let trace_id = new_trace_id();
+        self.traces.push(TraceEvent {
+            kind: TraceKind::ToolStart,
+            tool: tool.clone(),
+            trace_id: trace_id.clone(),
+            parent_trace_id: None,
+            ts: now_ms(),
+            success: None,
+            duration_ms: None,
+            error: None,
+        });
+        self.inflight.insert(
+            q.id,
+            Call {
+                tool,
+                trace_id,
+                started: Instant::now(),
+            },
+        );
+        if let Err(e) = route_check(catalog, &q.server, &q.tool) {
+            self.finish_call(q.id, Err(e), tx, max_frame);
+            return None;
+        }
+        let active = self.inflight.len() - self.queue.len();
+        if active > self.limits.max_concurrent_calls as usize {
+            self.queue.push_back(q);
+            return None;
+        }
+        Some(self.start_call(catalog, q))
+    }
+
+    fn start_call(&self, catalog: &Catalog, q: Queued) -> CallFuture {
+        let timeout = Duration::from_millis(self.limits.call_timeout_ms);
+        let qualified = format!("{}:{}", q.server, q.tool);
+        let fut =
+            match catalog.provider(&q.server) {
+                Some(p) => p.call(&q.tool, q.args),
+                None => Box::pin(async move {
+                    Err(ExecError::new(ErrorCode::ToolNotFound, "no such server"))
+                }),
+            };
+        let id = q.id;
+        Box::pin(async move {
+            match tokio::time::timeout(timeout, fut).await {
+                Ok(r) => (id, r),
+                Err(_) => (
+                    id,
+                    Err(ExecError::new(
+                        ErrorCode::ToolTimeout,
+                        format!(
+                            "{qualified} did not answer within {} ms (the per-call timeout); the request was cancelled",
+                            timeout.as_millis()
+                        ),
+                    )
+                    .with_tool(&qualified)),
+                ),
+            }
+        })
+    }
+
+    /// Sends the `rpc_result` and records `tool_end`.
+    fn finish_call(
+        &mut self,
+        id: u64,
+        result: Result<Value, ExecError>,
+        tx: &mpsc::UnboundedSender<Bytes>,
+        max_frame: usize,
+    ) {
+        let Some(call) = self.inflight.remove(&id) else {
+            return;
+        };
+        let mut result = result.map_err(|mut e| {
+            if e.tool.is_none() {
+                e.tool = Some(call.tool.clone());
+            }
+            e
+        });
+        let mut buf = Vec::new();
+        let frame = |result: &Result<Value, ExecError>, buf: &mut Vec<u8>| {
+            let msg = match result {
+                Ok(v) => HostMessage::RpcResult {
+                    id,
+                    success: true,
+                    result: Some(v.clone()),
+                    error: None,
+                },
+                Err(e) => HostMessage::RpcResult {
+                    id,
+                    success: false,
+                    result: None,
+                    error: Some(to_wire(e)),
+                },
+            };
+            encode_frame(&msg, max_frame, buf)
+        };
+        let too_big = match frame(&result, &mut buf) {
+            Err(FrameError::TooLarge { len, max }) => Some((len, max)),
+            _ => None,
+        };
+        if let Some((len, max)) = too_big {
+            result = Err(ExecError::new(
+                ErrorCode::LimitExceeded,
+                format!(
+                    "the result of {} is {len} bytes; the frame limit is {max} bytes",
+                    call.tool
+                ),
+            )
+            .with_tool(&call.tool));
+            let _ = frame(&result, &mut buf);
+        }
+        let _ = tx.send(Bytes::from(buf));
+        self.end_trace(call, result.err().as_ref());
+    }
+
+    fn end_trace(&mut self, call: Call, error: Option<&ExecError>) {
+        self.traces.push(TraceEvent {
+            kind: TraceKind::ToolEnd,
+            tool: call.tool,
+            trace_id: call.trace_id,
+            parent_trace_id: None,
+            ts: now_ms(),
+            success: Some(error.is_none()),
+            duration_ms: Some(call.started.elapsed().as_secs_f64() * 1000.0),
+            error: error.map(TraceError::from),
+        });
+    }
+
+    /// A `tool_end` receipt with `error` for every call still open.
+    fn receipts(&mut self, error: &ExecError) {
+        let mut open: Vec<(u64, Call)> = self.inflight.drain().collect();
+        open.sort_by_key(|(id, _)| *id);
+        for (_, call) in open {
+            self.end_trace(call, Some(error));
+        }
+    }
+
+    fn log(&mut self, level: &str, message: String) {
+        if self.logs_truncated {
+            return;
+        }
+        let cost = message.len() as u64 + LOG_LINE_OVERHEAD;
+        if self.log_bytes + cost > self.limits.log_bytes.saturating_add(4096) {
+            self.logs_truncated = true;
+            self.logs.push(LogLine {
+                level: "warn".into(),
+                message: "[mcp-sandbox: log limit reached; later log lines were dropped]".into(),
+            });
+            return;
+        }
+        self.log_bytes += cost;
+        self.logs.push(LogLine {
+            level: level.to_string(),
+            message,
+        });
+    }
+
+    fn complete(
+        &mut self,
+        success: bool,
+        result: Option<Value>,
+        error: Option<WireError>,
+    ) -> Result<(), ExecError> {
+        if success {
+            self.result = Some(result.unwrap_or(Value::Null));
+            return Ok(());
+        }
+        let Some(w) = error else {
+            return Err(protocol(
+                "a failed execution_complete without an error".into(),
+            ));
+        };
+        let code = ErrorCode::parse(&w.code)
+            .filter(|c| c.runner_may_report())
+            .ok_or_else(|| protocol(format!("the runner reported error code '{}'", w.code)))?;
+        // A script error is the execution's outcome, not a protocol failure.
+        self.script_error = Some(ExecError {
+            code,
+            message: w.message,
+            tool: w.tool,
+            alternatives: w.alternatives,
+            stack: w.stack,
+            signal: None,
+            exit_status: None,
+        });
+        Ok(())
+    }
+
+    async fn check_clean_exit(
+        &mut self,
+        child: &mut tokio::process::Child,
+    ) -> Result<(), ExecError> {
+        match tokio::time::timeout(EXIT_GRACE, child.wait()).await {
+            Ok(Ok(status)) if status.success() => Ok(()),
+            Ok(Ok(status)) => {
+                let (message, signal, exit_status) = describe_exit(&status);
+                let mut e = ExecError::new(
+                    ErrorCode::RunnerCrashed,
+                    format!("{message} (after sending its result)"),
+                );
+                e.signal = signal;
+                e.exit_status = exit_status;
+                Err(e)
+            }
+            Ok(Err(e)) => Err(ExecError::new(
+                ErrorCode::RunnerCrashed,
+                format!("cannot wait for the runner: {e}"),
+            )),
+            Err(_) => Err(protocol(
+                "the runner closed its socket but did not exit".into(),
+            )),
+        }
+    }
+
+    fn timeout_error(&self, when: &str) -> ExecError {
+        let when = if when.is_empty() {
+            String::new()
+        } else {
+            format!(" {when}")
+        };
+        ExecError::new(
+            ErrorCode::ExecutionTimeout,
+            format!(
+                "the execution did not finish within {} ms{when}; the runner was killed. Await every promise you start, or raise --timeout-ms",
+                self.limits.timeout_ms
+            ),
+        )
+    }
+
+    fn finish(mut self, error: Option<ExecError>, started: Instant) -> Outcome {
+        let error = error.or(self.script_error.take());
+        if let Some(e) = &error {
+            self.receipts(&ExecError::new(e.code, e.message.clone()));
+        }
+        let success = error.is_none();
+        Outcome {
+            success,
+            result: if success {
+                self.result.take().unwrap_or(Value::Null)
+            } else {
+                Value::Null
+            },
+            error,
+            logs: self.logs,
+            traces: self.traces,
+            metrics: Metrics {
+                duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+                tool_calls: self.calls,
+            },
+        }
+    }
+}
+
+/// Whether the call may go to a server at all (the runner is not trusted to have checked).
+fn route_check(catalog: &Catalog, server: &str, tool: &str) -> Result<(), ExecError> {
+    let qualified = format!("{server}:{tool}");
+    if let Some(reason) = catalog.unavailable().get(server) {
+        return Err(ExecError::new(
+            ErrorCode::ToolError,
+            format!("MCP server '{server}' is unavailable: {reason}"),
+        )
+        .with_tool(qualified));
+    }
+    let known = catalog
+        .tools()
+        .iter()
+        .any(|t| t.server == server && t.name == tool);
+    if !known {
+        return Err(ExecError::new(
+            ErrorCode::ToolNotFound,
+            format!("unknown tool '{server}.{tool}'"),
+        )
+        .with_tool(qualified));
+    }
+    Ok(())
+}
+
+fn to_wire(e: &ExecError) -> WireError {
+    WireError {
+        code: e.code.as_str().to_string(),
+        message: e.message.clone(),
+        tool: e.tool.clone(),
+        alternatives: e.alternatives.clone(),
+        stack: None,
+    }
+}
+
+fn protocol(message: String) -> ExecError {
+    ExecError::new(
+        ErrorCode::ProtocolError,
+        format!("the runner broke the protocol ({message}); it was killed"),
+    )
+}
+
+fn kind(m: &RunnerMessage) -> &'static str {
+    match m {
+        RunnerMessage::Ready { .. } => "ready",
+        RunnerMessage::RpcCall { .. } => "rpc_call",
+        RunnerMessage::Log { .. } => "log",
+        RunnerMessage::ExecutionComplete { .. } => "execution_complete",
+    }
+}
+
+/// The runner's socket closed early: how did it end?
+async fn crashed(child: &mut tokio::process::Child, when: &str) -> ExecError {
+    let status = match tokio::time::timeout(EXIT_GRACE, child.wait()).await {
+        Ok(Ok(s)) => s,
+        _ => {
+            let _ = child.start_kill();
+            match child.wait().await {
+                Ok(s) => s,
+                Err(e) => {
+                    return ExecError::new(
+                        ErrorCode::RunnerCrashed,
+                        format!("the runner stopped {when} and cannot be waited for: {e}"),
+                    )
+                }
+            }
+        }
+    };
+    let (message, signal, exit_status) = describe_exit(&status);
+    let mut e = ExecError::new(ErrorCode::RunnerCrashed, format!("{message} ({when})"));
+    e.signal = signal;
+    e.exit_status = exit_status;
+    e
+}

@@ -1,0 +1,181 @@
+//! Trace events recorded by the host at the socket boundary, and their renderings (table, JSON
+//! lines, Mermaid sequence diagram).
+
+use crate::error::{ErrorCode, ExecError};
+use serde::{Deserialize, Serialize};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TraceKind {
+    ToolStart,
+    ToolEnd,
+    CapabilityStart,
+    CapabilityEnd,
+}
+
+/// The `{code, message}` of a failed call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceError {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl From<&ExecError> for TraceError {
+    fn from(e: &ExecError) -> Self {
+        TraceError {
+            code: e.code,
+            message: e.message.clone(),
+        }
+    }
+}
+
+/// One event, exactly in the design's format.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceEvent {
+    #[serde(rename = "type")]
+    pub kind: TraceKind,
+    /// `server:tool`
+    pub tool: String,
+    pub trace_id: String,
+    pub parent_trace_id: Option<String>,
+    /// Milliseconds since the Unix epoch.
+    pub ts: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub success: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<TraceError>,
+}
+
+/// Milliseconds since the Unix epoch, with sub-millisecond precision.
+pub fn now_ms() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64() * 1000.0)
+        .unwrap_or(0.0)
+}
+
+pub fn new_trace_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// How to print traces on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TraceFormat {
+    Table,
+    Json,
+    Mermaid,
+}
+
+pub fn render(events: &[TraceEvent], format: TraceFormat) -> String {
+    match format {
+        TraceFormat::Table => table(events),
+        TraceFormat::Json => events
+            .iter()
+            .filter_map(|e| serde_json::to_string(e).ok())
+            .map(|l| l + "\n")
+            .collect(),
+        TraceFormat::Mermaid => mermaid(events),
+    }
+}
+
+/// One row per finished call: tool, duration, status.
+fn table(events: &[TraceEvent]) -> String {
+    let ends: Vec<&TraceEvent> = events.iter().filter(|e| is_end(e)).collect();
+    let width = ends.iter().map(|e| e.tool.len()).max().unwrap_or(4).max(4);
+    let mut out = format!("{:<width$}  {:>10}  {}\n", "TOOL", "MS", "STATUS");
+    for e in ends {
+        let status = match (&e.success, &e.error) {
+            (Some(true), _) => "ok".to_string(),
+            (_, Some(err)) => format!("{}: {}", err.code, err.message),
+            _ => "failed".to_string(),
+        };
+        out.push_str(&format!(
+            "{:<width$}  {:>10.2}  {}\n",
+            e.tool,
+            e.duration_ms.unwrap_or(0.0),
+            status
+        ));
+    }
+    out
+}
+
+fn is_end(e: &TraceEvent) -> bool {
+    matches!(e.kind, TraceKind::ToolEnd | TraceKind::CapabilityEnd)
+}
+
+/// A Mermaid `sequenceDiagram`: script → host → server for each call, with durations.
+fn mermaid(events: &[TraceEvent]) -> String {
+    let mut servers: Vec<&str> = Vec::new();
+    for e in events {
+        let server = e.tool.split(':').next().unwrap_or("");
+        if !servers.contains(&server) {
+            servers.push(server);
+        }
+    }
+    let mut out =
+        String::from("sequenceDiagram\n    participant S as script\n    participant H as host\n");
+    for s in &servers {
+        out.push_str(&format!("    participant {} as {}\n", id(s), s));
+    }
+    for e in events {
+        let (server, tool) = e.tool.split_once(':').unwrap_or((&e.tool, ""));
+        match e.kind {
+            TraceKind::ToolStart | TraceKind::CapabilityStart => {
+                out.push_str(&format!(
+                    "    S->>H: {tool}\n    H->>{}: {tool}\n",
+                    id(server)
+                ));
+            }
+            TraceKind::ToolEnd | TraceKind::CapabilityEnd => {
+                let ms = e.duration_ms.unwrap_or(0.0);
+                let status = match &e.error {
+                    Some(err) => err.code.as_str().to_string(),
+                    None => "ok".to_string(),
+                };
+                out.push_str(&format!(
+                    "    {}-->>H: {status} ({ms:.1} ms)\n    H-->>S: {tool} {status}\n",
+                    id(server)
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// A Mermaid-safe participant id.
+fn id(server: &str) -> String {
+    let clean: String = server
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    format!("srv_{clean}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_serialize_in_the_design_format() {
+        let e = TraceEvent {
+            kind: TraceKind::ToolEnd,
+            tool: "filesystem:read_file".into(),
+            trace_id: "t".into(),
+            parent_trace_id: None,
+            ts: 1.5,
+            success: Some(true),
+            duration_ms: Some(45.2),
+            error: None,
+        };
+        assert_eq!(
+            serde_json::to_string(&e).unwrap(),
+            r#"{"type":"tool_end","tool":"filesystem:read_file","trace_id":"t","parent_trace_id":null,"ts":1.5,"success":true,"duration_ms":45.2}"#
+        );
+        let m = render(&[e], TraceFormat::Mermaid);
+        assert!(m.starts_with("sequenceDiagram\n"), "{m}");
+        assert!(m.contains("srv_filesystem-->>H: ok (45.2 ms)"), "{m}");
+    }
+}
