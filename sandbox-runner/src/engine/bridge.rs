@@ -105,22 +105,23 @@ impl<'js> Bridge<'js> {
         Err(e)
     }
 
-    /// Up to three `server.tool` names closest to the one asked for.
+    /// Up to three `server.tool` names closest to the one asked for: by tool name within the
+    /// same server, by the whole `server.tool` name across servers.
     fn closest(&self, server: &str, tool: &str) -> Vec<String> {
         let wanted = format!("{server}.{tool}");
         let mut scored: Vec<(f64, String)> = self
             .tools
             .iter()
-            .flat_map(|(s, tools)| tools.iter().map(move |t| format!("{s}.{t}")))
-            .map(|cand| {
-                let whole = strsim::normalized_damerau_levenshtein(&wanted, &cand);
-                let tool_only = cand
-                    .split_once('.')
-                    .map(|(_, t)| strsim::normalized_damerau_levenshtein(tool, t))
-                    .unwrap_or(0.0);
-                (whole.max(tool_only * 0.9), cand)
+            .flat_map(|(s, tools)| tools.iter().map(move |t| (s, t)))
+            .map(|(s, t)| {
+                let score = if s == server {
+                    strsim::normalized_damerau_levenshtein(tool, t)
+                } else {
+                    strsim::normalized_damerau_levenshtein(&wanted, &format!("{s}.{t}")) * 0.9
+                };
+                (score, format!("{s}.{t}"))
             })
-            .filter(|(score, _)| *score >= 0.4)
+            .filter(|(score, _)| *score >= 0.5)
             .collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
         scored.into_iter().take(3).map(|(_, c)| c).collect()

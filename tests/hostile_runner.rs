@@ -1,0 +1,97 @@
+//! Fake runners (tests/fixtures fake-runner) that speak garbage, oversized lengths, unknown ids
+//! and other protocol violations: the host answers PROTOCOL_ERROR (or a timeout), kills them,
+//! never panics, and keeps working.
+
+mod common;
+use common::*;
+use mcp_sandbox::{ExecRequest, Limits};
+use std::time::Instant;
+
+async fn with_fake(mode: &str, limits: Limits) -> mcp_sandbox::Outcome {
+    let catalog = fixture_catalog().await;
+    let o = mcp_sandbox::execute(
+        &catalog,
+        &fake_runner(mode),
+        ExecRequest {
+            code: "1".into(),
+            limits,
+            ..Default::default()
+        },
+    )
+    .await;
+    catalog.shutdown().await;
+    o
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn protocol_violations_end_in_protocol_error() {
+    let limits = Limits {
+        timeout_ms: 3_000,
+        ..Default::default()
+    };
+    for mode in [
+        "garbage",
+        "huge-length",
+        "truncated",
+        "invalid-utf8",
+        "deep-json",
+        "unknown-id",
+        "reuse-id",
+        "call-after-complete",
+        "wrong-protocol",
+    ] {
+        let t = Instant::now();
+        let o = with_fake(mode, limits).await;
+        assert_eq!(code(&o), "PROTOCOL_ERROR", "{mode}: {o:?}");
+        assert!(
+            t.elapsed().as_millis() < 2_900,
+            "{mode} took {:?}: it should not need the timeout",
+            t.elapsed()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn missing_required_layers_are_refused() {
+    let o = with_fake("missing-layers", Limits::default()).await;
+    assert_eq!(code(&o), "SANDBOX_UNAVAILABLE");
+    assert!(o
+        .error
+        .unwrap()
+        .message
+        .contains("seccomp (unavailable: test)"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn silence_and_floods_end_at_the_wall_clock() {
+    for mode in ["silent", "sleep-before-ready", "flood"] {
+        let limits = Limits {
+            timeout_ms: 500,
+            ..Default::default()
+        };
+        let t = Instant::now();
+        let o = with_fake(mode, limits).await;
+        assert_eq!(code(&o), "EXECUTION_TIMEOUT", "{mode}: {o:?}");
+        assert!(t.elapsed().as_millis() < 3_000, "{mode}: {:?}", t.elapsed());
+        assert!(
+            o.logs.len() < 40_000,
+            "{mode}: the log budget bounds memory ({} lines)",
+            o.logs.len()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn early_exits_are_runner_crashes_with_the_status() {
+    let o = with_fake("exit-before-ready", Limits::default()).await;
+    assert_eq!(code(&o), "RUNNER_CRASHED");
+    assert_eq!(o.error.unwrap().exit_status, Some(7));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_well_behaved_fake_shows_the_host_follows_the_protocol() {
+    let o = with_fake("echo-call", Limits::default()).await;
+    assert!(o.success, "{o:?}");
+    assert_eq!(o.result, serde_json::json!("hi"));
+    assert_eq!(o.traces.len(), 2);
+}
