@@ -12,12 +12,14 @@ pub mod error;
 pub mod limits;
 pub mod outcome;
 pub mod runner;
+pub mod sandbox;
 pub mod session;
 pub mod trace;
 
-pub use catalog::{Catalog, InProcessServer, ToolInfo, ToolProvider};
+pub use catalog::{CallContext, Catalog, InProcessServer, ToolInfo, ToolProvider};
 pub use error::{ErrorCode, ExecError};
 pub use limits::Limits;
 pub use outcome::Outcome;
 pub use runner::RunnerCommand;
+pub use sandbox::{QueueOptions, Sandbox};
 pub use session::{execute, ExecRequest};

@@ -5,7 +5,7 @@
 //! kills it with `PROTOCOL_ERROR`. Whatever happens, the runner is reaped and every call that
 //! started gets its `tool_end` receipt.
 
-use crate::catalog::Catalog;
+use crate::catalog::{CallContext, Catalog};
 use crate::error::{ErrorCode, ExecError};
 use crate::limits::Limits;
 use crate::outcome::{LogLine, Metrics, Outcome};
@@ -59,6 +59,11 @@ struct Call {
     tool: String,
     trace_id: String,
     started: Instant,
+}
+
+/// The wall-clock deadline as a std `Instant`, for providers.
+fn std_deadline(deadline: TokioInstant) -> Instant {
+    deadline.into_std()
 }
 
 struct Queued {
@@ -374,9 +379,17 @@ impl Run {
     fn start_call(&self, catalog: &Catalog, q: Queued) -> CallFuture {
         let timeout = Duration::from_millis(self.limits.call_timeout_ms);
         let qualified = format!("{}:{}", q.server, q.tool);
+        let ctx = CallContext {
+            trace_id: self
+                .inflight
+                .get(&q.id)
+                .map(|c| c.trace_id.clone())
+                .unwrap_or_default(),
+            deadline: std_deadline(self.deadline),
+        };
         let fut =
             match catalog.provider(&q.server) {
-                Some(p) => p.call(&q.tool, q.args),
+                Some(p) => p.call(&q.tool, q.args, &ctx),
                 None => Box::pin(async move {
                     Err(ExecError::new(ErrorCode::ToolNotFound, "no such server"))
                 }),

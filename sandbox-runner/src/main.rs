@@ -92,7 +92,7 @@ fn main() {
     if channel.send(&ready).is_err() {
         std::process::exit(EXIT_CHANNEL);
     }
-    let request = match channel.recv().map(|p| decode_payload::<HostMessage>(p)) {
+    let request = match channel.recv().map(decode_payload::<HostMessage>) {
         Ok(Ok(HostMessage::Execute {
             code,
             tools,

@@ -1,7 +1,7 @@
 //! Tools implemented in Rust and served from the host process: for library users, tests and
 //! benchmarks.
 
-use super::{ToolInfo, ToolProvider};
+use super::{CallContext, ToolInfo, ToolProvider};
 use crate::error::{ErrorCode, ExecError};
 use futures::future::BoxFuture;
 use serde_json::Value;
@@ -60,7 +60,12 @@ impl ToolProvider for InProcessServer {
         self.tools.values().map(|(info, _)| info.clone()).collect()
     }
 
-    fn call(&self, tool: &str, args: Value) -> BoxFuture<'static, Result<Value, ExecError>> {
+    fn call(
+        &self,
+        tool: &str,
+        args: Value,
+        _ctx: &CallContext,
+    ) -> BoxFuture<'static, Result<Value, ExecError>> {
         match self.tools.get(tool) {
             Some((_, handler)) => handler(args),
             None => {

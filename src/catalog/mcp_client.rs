@@ -2,7 +2,7 @@
 //! with a start-up timeout; a server that fails to start is reported with the reason and leaves
 //! the others usable.
 
-use super::{ToolInfo, ToolProvider};
+use super::{CallContext, ToolInfo, ToolProvider};
 use crate::config::{Config, ServerConfig};
 use crate::error::{ErrorCode, ExecError};
 use futures::future::BoxFuture;
@@ -144,7 +144,12 @@ impl ToolProvider for McpServer {
         self.tools.clone()
     }
 
-    fn call(&self, tool: &str, args: Value) -> BoxFuture<'static, Result<Value, ExecError>> {
+    fn call(
+        &self,
+        tool: &str,
+        args: Value,
+        _ctx: &CallContext,
+    ) -> BoxFuture<'static, Result<Value, ExecError>> {
         let peer = self.peer.clone();
         let qualified = format!("{}:{tool}", self.name);
         let server = self.name.clone();

@@ -31,6 +31,15 @@ impl ToolInfo {
     }
 }
 
+/// What the session knows about one call when it routes it.
+#[derive(Debug, Clone)]
+pub struct CallContext {
+    /// The trace id of this call (`tool_start`/`tool_end`); nested work uses it as its parent.
+    pub trace_id: String,
+    /// When the whole execution must be over; a provider must not outlive it.
+    pub deadline: std::time::Instant,
+}
+
 /// One server's worth of tools.
 pub trait ToolProvider: Send + Sync {
     /// The server name (`mcp.<name>`).
@@ -38,7 +47,12 @@ pub trait ToolProvider: Send + Sync {
     /// The tools it offers now.
     fn tools(&self) -> Vec<ToolInfo>;
     /// Calls one tool. The future must be cancel-safe: dropping it abandons the call.
-    fn call(&self, tool: &str, args: Value) -> BoxFuture<'static, Result<Value, ExecError>>;
+    fn call(
+        &self,
+        tool: &str,
+        args: Value,
+        ctx: &CallContext,
+    ) -> BoxFuture<'static, Result<Value, ExecError>>;
     /// Stops whatever the provider runs (child processes). Later calls fail.
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         Box::pin(async {})

@@ -1,0 +1,100 @@
+//! The library's front door: a catalog, a runner command and an execution queue that bounds how
+//! many runners run at once and how many executions may wait (over it: `LIMIT_EXCEEDED` at once,
+//! never a growing queue).
+
+use crate::catalog::Catalog;
+use crate::error::{ErrorCode, ExecError};
+use crate::outcome::Outcome;
+use crate::runner::RunnerCommand;
+use crate::session::{execute, ExecRequest};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use tokio::sync::Semaphore;
+
+/// Bounds of the execution queue.
+#[derive(Debug, Clone, Copy)]
+pub struct QueueOptions {
+    /// Runners alive at once.
+    pub max_running: usize,
+    /// Executions waiting for a runner slot.
+    pub max_queued: usize,
+}
+
+impl Default for QueueOptions {
+    fn default() -> Self {
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2);
+        QueueOptions {
+            max_running: cores * 4,
+            max_queued: 1024,
+        }
+    }
+}
+
+/// Runs scripts against a catalog, at most `max_running` at a time.
+#[derive(Clone)]
+pub struct Sandbox {
+    catalog: Arc<Catalog>,
+    runner: RunnerCommand,
+    slots: Arc<Semaphore>,
+    admitted: Arc<AtomicUsize>,
+    options: QueueOptions,
+}
+
+impl Sandbox {
+    pub fn new(catalog: Arc<Catalog>, runner: RunnerCommand, options: QueueOptions) -> Self {
+        Sandbox {
+            catalog,
+            runner,
+            slots: Arc::new(Semaphore::new(options.max_running.max(1))),
+            admitted: Arc::new(AtomicUsize::new(0)),
+            options,
+        }
+    }
+
+    pub fn catalog(&self) -> &Arc<Catalog> {
+        &self.catalog
+    }
+
+    pub fn runner(&self) -> &RunnerCommand {
+        &self.runner
+    }
+
+    /// Runs one script, waiting for a free runner slot if needed.
+    pub async fn execute(&self, req: ExecRequest) -> Outcome {
+        let cap = self.options.max_running.max(1) + self.options.max_queued;
+        let before = self.admitted.fetch_add(1, Ordering::SeqCst);
+        let _admission = Admission(&self.admitted);
+        if before >= cap {
+            return Outcome::failed(ExecError::new(
+                ErrorCode::LimitExceeded,
+                format!(
+                    "the sandbox is busy: {} executions running and {} queued; retry later",
+                    self.options.max_running, self.options.max_queued
+                ),
+            ));
+        }
+        let Ok(_slot) = self.slots.acquire().await else {
+            return Outcome::failed(ExecError::new(
+                ErrorCode::SandboxUnavailable,
+                "the sandbox is shutting down",
+            ));
+        };
+        execute(&self.catalog, &self.runner, req).await
+    }
+
+    /// Executions admitted and not finished (running or queued).
+    pub fn in_flight(&self) -> usize {
+        self.admitted.load(Ordering::SeqCst)
+    }
+}
+
+/// Releases one admission when the execution ends, however it ends.
+struct Admission<'a>(&'a AtomicUsize);
+
+impl Drop for Admission<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
