@@ -11,6 +11,7 @@ pub mod config;
 pub mod error;
 pub mod limits;
 pub mod outcome;
+pub mod pool;
 pub mod runner;
 pub mod sandbox;
 pub mod session;
