@@ -10,6 +10,7 @@ pub mod cli;
 pub mod config;
 pub mod error;
 pub mod limits;
+pub mod outbox;
 pub mod outcome;
 pub mod pool;
 pub mod runner;
