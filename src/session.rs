@@ -26,6 +26,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 use tokio::time::Instant as TokioInstant;
 use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
+use tokio_util::sync::CancellationToken;
 
 /// Per-line overhead counted against the log budget, so empty lines cannot grow memory forever.
 pub const LOG_LINE_OVERHEAD: u64 = 32;
@@ -40,6 +41,29 @@ pub struct ExecRequest {
     pub limits: Limits,
     /// Isolation layers that must be enforced besides the always-required ones.
     pub require_layers: Vec<String>,
+    /// Called with the runner's pid right after it is spawned, before the host reads from it
+    /// (supervisors and fault-injection tests; see [`SpawnHook`]).
+    pub on_spawn: Option<SpawnHook>,
+    /// Cancelling it kills the runner and ends the execution with `SANDBOX_UNAVAILABLE`
+    /// (the host is shutting down); logs and traces so far are kept, open calls get receipts.
+    pub cancel: Option<CancellationToken>,
+}
+
+/// A callback given the runner's pid once it is spawned. It runs synchronously on the session's
+/// task while the child is known not to be reaped yet, so a `pidfd_open` inside it is race-free.
+#[derive(Clone)]
+pub struct SpawnHook(pub std::sync::Arc<dyn Fn(u32) + Send + Sync>);
+
+impl SpawnHook {
+    pub fn new(f: impl Fn(u32) + Send + Sync + 'static) -> Self {
+        SpawnHook(std::sync::Arc::new(f))
+    }
+}
+
+impl std::fmt::Debug for SpawnHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SpawnHook")
+    }
 }
 
 /// Layers a runner must report `enforced` or the host refuses to run code.
@@ -127,11 +151,25 @@ impl Run {
                 ),
             ));
         }
+        if req.cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
+            return Err(shutting_down());
+        }
         let SpawnedRunner {
-            mut child, socket, ..
+            mut child,
+            socket,
+            pid,
         } = spawn(runner, &self.limits)
             .map_err(|e| ExecError::new(ErrorCode::SandboxUnavailable, e.to_string()))?;
-        let result = self.session(catalog, req, socket, &mut child).await;
+        if let Some(hook) = &req.on_spawn {
+            (hook.0)(pid);
+        }
+        let result = match req.cancel.clone() {
+            None => self.session(catalog, req, socket, &mut child).await,
+            Some(cancel) => tokio::select! {
+                r = self.session(catalog, req, socket, &mut child) => r,
+                _ = cancel.cancelled() => Err(shutting_down()),
+            },
+        };
         // Whatever happened, the runner is gone and reaped before we return.
         if result.is_err() {
             let _ = child.start_kill();
@@ -637,6 +675,13 @@ fn to_wire(e: &ExecError) -> WireError {
         alternatives: e.alternatives.clone(),
         stack: None,
     }
+}
+
+fn shutting_down() -> ExecError {
+    ExecError::new(
+        ErrorCode::SandboxUnavailable,
+        "the host is shutting down; the runner was killed. Retry on a running host",
+    )
 }
 
 fn protocol(message: String) -> ExecError {
