@@ -230,7 +230,7 @@ impl Run {
         let payload = match first {
             Err(_) => return Err(self.timeout_error("before the runner was ready")),
             Ok(None) => return Err(crashed(child, "before it was ready").await),
-            Ok(Some(Err(e))) => return Err(protocol(format!("bad frame: {e}"))),
+            Ok(Some(Err(e))) => return Err(frame_error(child, e, "before it was ready").await),
             Ok(Some(Ok(p))) => p,
         };
         match decode_payload::<RunnerMessage>(&payload) {
@@ -325,7 +325,9 @@ impl Run {
                             }
                             return Err(crashed(child, "while running the script").await);
                         }
-                        Some(Err(e)) => return Err(protocol(format!("bad frame: {e}"))),
+                        Some(Err(e)) => {
+                            return Err(frame_error(child, e, "while running the script").await)
+                        }
                         Some(Ok(p)) => p,
                     };
                     let msg = decode_payload::<RunnerMessage>(&payload)
@@ -698,6 +700,24 @@ fn kind(m: &RunnerMessage) -> &'static str {
         RunnerMessage::Log { .. } => "log",
         RunnerMessage::ExecutionComplete { .. } => "execution_complete",
     }
+}
+
+/// A frame could not be read. An oversized length is a protocol error at once; a stream that
+/// ends inside a frame is a crash when the runner died abnormally (killed while writing), and a
+/// protocol error when it exited 0 after writing half a frame.
+async fn frame_error(
+    child: &mut tokio::process::Child,
+    e: std::io::Error,
+    when: &str,
+) -> ExecError {
+    if e.kind() == std::io::ErrorKind::InvalidData {
+        return protocol(format!("bad frame: {e}"));
+    }
+    let crash = crashed(child, when).await;
+    if crash.signal.is_some() || crash.exit_status.is_some_and(|s| s != 0) {
+        return crash;
+    }
+    protocol(format!("bad frame: {e}"))
 }
 
 /// The runner's socket closed early: how did it end?
