@@ -54,7 +54,10 @@ async fn a_server_that_exits_mid_call_is_reported_and_restarted() {
         message.starts_with("MCP server 'fixture' died during the call"),
         "{message}"
     );
-    assert!(message.contains("crash requested"), "stderr tail: {message}");
+    assert!(
+        message.contains("crash requested"),
+        "stderr tail: {message}"
+    );
     assert!(message.contains("restarted for the next call"), "{message}");
     // Later calls go to a new process.
     let after = fixture_pid(&catalog).await;
@@ -73,27 +76,44 @@ async fn a_server_killed_from_outside_mid_call_is_reported_and_restarted() {
         // SAFETY: kill(2) on the pid of our own live child (it is not reaped while it runs).
         unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     });
-    let o = run(&catalog, &SETTLED.replace("CALL", "mcp.fixture.sleep({ ms: 5000 })")).await;
+    let o = run(
+        &catalog,
+        &SETTLED.replace("CALL", "mcp.fixture.sleep({ ms: 5000 })"),
+    )
+    .await;
     killer.await.unwrap();
     assert!(o.success, "{o:?}");
     assert_eq!(o.result["code"], "TOOL_ERROR");
     assert_eq!(o.result["alive"], "still here");
     let message = o.result["message"].as_str().unwrap();
-    assert!(message.contains("MCP server 'fixture' died during the call"), "{message}");
+    assert!(
+        message.contains("MCP server 'fixture' died during the call"),
+        "{message}"
+    );
     let o = run(&catalog, "return await mcp.fixture.add({ a: 1, b: 2 })").await;
     assert_eq!(o.result, json!({"sum": 3}), "{o:?}");
     assert_ne!(fixture_pid(&catalog).await, pid);
     // The dead server was reaped (no zombie), and shutdown ends the new one.
-    assert!(!child_pids().contains(&pid), "the killed server is a zombie");
+    assert!(
+        !child_pids().contains(&pid),
+        "the killed server is a zombie"
+    );
     let new_pid = fixture_pid(&catalog).await;
     catalog.shutdown().await;
-    assert!(!child_pids().contains(&new_pid), "shutdown left the server running");
+    assert!(
+        !child_pids().contains(&new_pid),
+        "shutdown left the server running"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_changed_tool_list_is_seen_by_the_next_execution() {
     let catalog = fixture_catalog().await;
-    let has_late = |c: &Catalog| c.tools().iter().any(|t| t.qualified() == "fixture:late_tool");
+    let has_late = |c: &Catalog| {
+        c.tools()
+            .iter()
+            .any(|t| t.qualified() == "fixture:late_tool")
+    };
     assert!(!has_late(&catalog));
     let o = run(&catalog, "return await mcp.fixture.late_tool({})").await;
     assert_eq!(code(&o), "TOOL_NOT_FOUND", "{o:?}");

@@ -24,8 +24,16 @@ fn children_of(pid: u32) -> Vec<(u32, String)> {
         let Some((head, rest)) = stat.rsplit_once(") ") else {
             continue;
         };
-        let comm = head.split_once(" (").map(|(_, c)| c).unwrap_or("").to_string();
-        let ppid: u32 = rest.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0);
+        let comm = head
+            .split_once(" (")
+            .map(|(_, c)| c)
+            .unwrap_or("")
+            .to_string();
+        let ppid: u32 = rest
+            .split_whitespace()
+            .nth(1)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
         if ppid == pid {
             out.push((p, comm));
         }
@@ -108,10 +116,16 @@ fn sigterm_kills_a_runner_that_outlives_the_grace_period() {
     assert_eq!(status, 0, "stderr: {stderr}");
     assert_eq!(outcome["error"]["code"], "SANDBOX_UNAVAILABLE", "{outcome}");
     assert!(
-        outcome["error"]["message"].as_str().unwrap().contains("shutting down"),
+        outcome["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("shutting down"),
         "{outcome}"
     );
-    assert_eq!(outcome["logs"][0]["message"], "working", "logs are kept: {outcome}");
+    assert_eq!(
+        outcome["logs"][0]["message"], "working",
+        "logs are kept: {outcome}"
+    );
     assert!(stderr.contains("SIGTERM: shut down cleanly"), "{stderr}");
     assert!(
         took >= Duration::from_millis(250) && took < Duration::from_secs(5),
@@ -187,6 +201,11 @@ async fn shutdown_refuses_new_and_queued_work_and_kills_late_runners() {
     assert!(late.error.unwrap().message.contains("shutting down"));
     assert_eq!(sandbox.in_flight(), 0);
     // The MCP server was shut down with the sandbox.
-    let o = mcp_sandbox::execute(&catalog, &runner(), req("return await mcp.fixture.echo({ message: 'x' })")).await;
+    let o = mcp_sandbox::execute(
+        &catalog,
+        &runner(),
+        req("return await mcp.fixture.echo({ message: 'x' })"),
+    )
+    .await;
     assert_eq!(code(&o), "TOOL_ERROR", "{o:?}");
 }
