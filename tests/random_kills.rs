@@ -109,7 +109,9 @@ async fn three_hundred_runners_killed_at_random_moments() {
                     .count();
                 assert_eq!(starts, tool_ends(&o).len(), "{o:?}");
                 let stage = e.message.rsplit_once('(').map(|(_, s)| s).unwrap_or("");
-                *stages.entry(stage.trim_end_matches(')').to_string()).or_default() += 1;
+                *stages
+                    .entry(stage.trim_end_matches(')').to_string())
+                    .or_default() += 1;
                 crashed += 1;
             }
             handle.release();

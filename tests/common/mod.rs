@@ -296,3 +296,8 @@ fn status_field(name: &str) -> u64 {
         .and_then(|v| v.parse().ok())
         .unwrap_or(0)
 }
+
+/// Peak RSS of this process (VmHWM) in KiB.
+pub fn peak_rss_kib() -> u64 {
+    status_field("VmHWM:")
+}
