@@ -21,8 +21,8 @@ use mcp_sandbox::catalog::start_mcp_servers;
 use mcp_sandbox::config::Config;
 use mcp_sandbox::trace::TraceKind;
 use mcp_sandbox::{
-    Catalog, ExecError, ExecRequest, InProcessServer, Limits, Outcome, QueueOptions,
-    RunnerCommand, Sandbox,
+    Catalog, ExecError, ExecRequest, InProcessServer, Limits, Outcome, QueueOptions, RunnerCommand,
+    Sandbox,
 };
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -252,7 +252,11 @@ async fn bench() -> Value {
     let mut by_calls = Vec::new();
     for n in [1u64, 10, 100, 1_000, 10_000] {
         let t = Instant::now();
-        pooled(&sandbox, &format!("for (let i = 0; i < {n}; i++) await mcp.bench.echo({{ i }}); return 1")).await;
+        pooled(
+            &sandbox,
+            &format!("for (let i = 0; i < {n}; i++) await mcp.bench.echo({{ i }}); return 1"),
+        )
+        .await;
         by_calls.push(json!([n, ms_since(t)]));
     }
     let mut by_size = Vec::new();
@@ -260,7 +264,11 @@ async fn bench() -> Value {
         let bytes = kib * 1024;
         wait_full(&sandbox, pool_size).await;
         let t = Instant::now();
-        let o = pooled(&sandbox, &format!("return (await mcp.bench.blob({{ bytes: {bytes} }})).length")).await;
+        let o = pooled(
+            &sandbox,
+            &format!("return (await mcp.bench.blob({{ bytes: {bytes} }})).length"),
+        )
+        .await;
         assert_eq!(o.result, json!(bytes));
         by_size.push(json!([bytes, ms_since(t)]));
     }
@@ -271,7 +279,9 @@ async fn bench() -> Value {
         let runs: Vec<_> = (0..n)
             .map(|_| {
                 let s = sandbox.clone();
-                tokio::spawn(async move { pooled(&s, "return await mcp.bench.echo({ x: 1 })").await })
+                tokio::spawn(
+                    async move { pooled(&s, "return await mcp.bench.echo({ x: 1 })").await },
+                )
             })
             .collect();
         for r in runs {

@@ -5,7 +5,9 @@ use crate::config::Config;
 use crate::limits::Limits;
 use crate::outcome::Outcome;
 use crate::runner::RunnerCommand;
-use crate::session::{execute, ExecRequest};
+use crate::sandbox::{QueueOptions, Sandbox};
+use crate::session::ExecRequest;
+use crate::shutdown::{execute_until_signal, SignalListener};
 use crate::trace::{render, TraceFormat};
 use clap::{Args, Parser, Subcommand};
 use std::io::Read;
@@ -76,6 +78,9 @@ pub struct RunArgs {
     /// Maximum number of tool calls.
     #[arg(long, value_name = "N")]
     pub max_calls: Option<u64>,
+    /// On SIGINT/SIGTERM, how long the running script may still take before its runner is killed.
+    #[arg(long, value_name = "N", default_value_t = 5000)]
+    pub shutdown_grace_ms: u64,
     /// Print the whole outcome as one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
@@ -201,20 +206,34 @@ pub async fn run(args: RunArgs) -> Result<i32, UsageError> {
     let require_layers = args.runner.required_layers()?;
     let runner = args.runner.command();
 
+    // Listen before starting servers so an early signal still shuts them down cleanly.
+    let mut signals = SignalListener::install();
     let catalog = load_catalog(&config).await?;
-    let outcome = execute(
-        &catalog,
-        &runner,
-        ExecRequest {
-            code,
-            context,
-            limits,
-            require_layers,
+    let sandbox = Sandbox::new(
+        Arc::new(catalog),
+        runner,
+        QueueOptions {
+            max_running: 1,
+            max_queued: 0,
+            // One script: a pre-started runner would only be wasted.
+            pool_size: 0,
         },
-    )
-    .await;
-    catalog.shutdown().await;
+    );
+    let request = ExecRequest {
+        code,
+        context,
+        limits,
+        require_layers,
+        ..Default::default()
+    };
+    let grace = Duration::from_millis(args.shutdown_grace_ms);
+    let (outcome, signal) = execute_until_signal(&sandbox, request, &mut signals, grace).await;
     print_outcome(&outcome, args.json, args.trace);
+    if let Some(sig) = signal {
+        // A requested shutdown that completed cleanly is a success, whatever the script did.
+        eprintln!("mcp-sandbox: {sig}: shut down cleanly");
+        return Ok(0);
+    }
     Ok(if outcome.success { 0 } else { EXIT_FAILED })
 }
 

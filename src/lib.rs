@@ -16,6 +16,7 @@ pub mod pool;
 pub mod runner;
 pub mod sandbox;
 pub mod session;
+pub mod shutdown;
 pub mod trace;
 
 pub use catalog::{CallContext, Catalog, InProcessServer, ToolInfo, ToolProvider};
@@ -24,4 +25,4 @@ pub use limits::Limits;
 pub use outcome::Outcome;
 pub use runner::RunnerCommand;
 pub use sandbox::{QueueOptions, Sandbox};
-pub use session::{execute, ExecRequest};
+pub use session::{execute, ExecRequest, SpawnHook};

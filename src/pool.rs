@@ -6,7 +6,7 @@
 use crate::limits::Limits;
 use crate::runner::{self, Backstops, ReadyRunner, RunnerCommand};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -25,6 +25,8 @@ struct Inner {
     idle: Mutex<VecDeque<ReadyRunner>>,
     /// Runners being started right now.
     starting: AtomicUsize,
+    /// Set by `drain`: no more refills.
+    closed: AtomicBool,
 }
 
 impl RunnerPool {
@@ -38,6 +40,7 @@ impl RunnerPool {
                 size,
                 idle: Mutex::new(VecDeque::new()),
                 starting: AtomicUsize::new(0),
+                closed: AtomicBool::new(false),
             }),
         };
         Inner::refill(&pool.inner);
@@ -96,6 +99,7 @@ impl RunnerPool {
 
     /// Kills every idle runner and stops refilling.
     pub async fn drain(&self) {
+        self.inner.closed.store(true, Ordering::SeqCst);
         let runners: Vec<ReadyRunner> = match self.inner.idle.lock() {
             Ok(mut idle) => idle.drain(..).collect(),
             Err(_) => Vec::new(),
@@ -109,6 +113,9 @@ impl RunnerPool {
 impl Inner {
     /// Starts as many runners as are missing, in the background.
     fn refill(inner: &Arc<Inner>) {
+        if inner.closed.load(Ordering::SeqCst) {
+            return;
+        }
         let idle = inner.idle.lock().map(|i| i.len()).unwrap_or(inner.size);
         let starting = inner.starting.load(Ordering::SeqCst);
         let missing = inner.size.saturating_sub(idle + starting);
@@ -117,11 +124,12 @@ impl Inner {
             let inner = inner.clone();
             tokio::spawn(async move {
                 let deadline = tokio::time::Instant::now() + START_TIMEOUT;
-                let started = runner::start(&inner.runner, &inner.limits, deadline).await;
+                let started = runner::start(&inner.runner, &inner.limits, deadline, None).await;
                 match started {
                     Ok(r) => {
+                        let closed = inner.closed.load(Ordering::SeqCst);
                         let surplus = match inner.idle.lock() {
-                            Ok(mut idle) if idle.len() < inner.size => {
+                            Ok(mut idle) if idle.len() < inner.size && !closed => {
                                 idle.push_back(r);
                                 None
                             }

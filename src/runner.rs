@@ -127,10 +127,12 @@ impl ReadyRunner {
 }
 
 /// Spawns a runner and waits (until `deadline`) for its `ready`, checking the protocol version.
+/// `on_spawn` is called with the pid right after the process starts, before it is ready.
 pub async fn start(
     cmd: &RunnerCommand,
     limits: &Limits,
     deadline: TokioInstant,
+    on_spawn: Option<&(dyn Fn(u32) + Send + Sync)>,
 ) -> Result<ReadyRunner, ExecError> {
     let SpawnedRunner {
         mut child,
@@ -138,6 +140,9 @@ pub async fn start(
         pid,
     } = spawn(cmd, limits)
         .map_err(|e| ExecError::new(ErrorCode::SandboxUnavailable, e.to_string()))?;
+    if let Some(hook) = on_spawn {
+        hook(pid);
+    }
     let max_frame = usize::try_from(limits.frame_bytes).unwrap_or(usize::MAX);
     let (read_half, writer) = socket.into_split();
     let codec = LengthDelimitedCodec::builder()
@@ -155,7 +160,7 @@ pub async fn start(
             ),
         )),
         Ok(None) => Err(crashed(&mut child, "before it was ready").await),
-        Ok(Some(Err(e))) => Err(protocol_error(format!("bad frame: {e}"))),
+        Ok(Some(Err(e))) => Err(frame_error(&mut child, e, "before it was ready").await),
         Ok(Some(Ok(payload))) => match decode_payload::<RunnerMessage>(&payload) {
             Ok(RunnerMessage::Ready {
                 protocol,
@@ -192,6 +197,24 @@ pub fn protocol_error(message: String) -> ExecError {
         ErrorCode::ProtocolError,
         format!("the runner broke the protocol ({message}); it was killed"),
     )
+}
+
+/// A frame could not be read. An oversized length is a protocol error at once; a stream that
+/// ends inside a frame is a crash when the runner died abnormally (killed while writing), and a
+/// protocol error when it exited 0 after writing half a frame.
+pub async fn frame_error(
+    child: &mut tokio::process::Child,
+    e: std::io::Error,
+    when: &str,
+) -> ExecError {
+    if e.kind() == std::io::ErrorKind::InvalidData {
+        return protocol_error(format!("bad frame: {e}"));
+    }
+    let crash = crashed(child, when).await;
+    if crash.signal.is_some() || crash.exit_status.is_some_and(|s| s != 0) {
+        return crash;
+    }
+    protocol_error(format!("bad frame: {e}"))
 }
 
 /// The runner's socket closed early: how did it end? Waits briefly, then kills.

@@ -11,7 +11,9 @@ use crate::runner::RunnerCommand;
 use crate::session::{execute_pooled, ExecRequest};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
 
 /// Bounds of the execution queue.
 #[derive(Debug, Clone, Copy)]
@@ -46,6 +48,10 @@ pub struct Sandbox {
     admitted: Arc<AtomicUsize>,
     options: QueueOptions,
     pool: Option<Arc<RunnerPool>>,
+    /// Cancelled when shutdown's grace period is over: running executions are killed.
+    kill: CancellationToken,
+    /// Set when shutdown begins: no new work is taken.
+    closing: CancellationToken,
 }
 
 impl Sandbox {
@@ -66,6 +72,8 @@ impl Sandbox {
             slots: Arc::new(Semaphore::new(options.max_running.max(1))),
             admitted: Arc::new(AtomicUsize::new(0)),
             options,
+            kill: CancellationToken::new(),
+            closing: CancellationToken::new(),
         }
     }
 
@@ -78,7 +86,10 @@ impl Sandbox {
     }
 
     /// Runs one script, waiting for a free runner slot if needed.
-    pub async fn execute(&self, req: ExecRequest) -> Outcome {
+    pub async fn execute(&self, mut req: ExecRequest) -> Outcome {
+        if self.closing.is_cancelled() {
+            return Outcome::failed(shutting_down());
+        }
         let cap = self.options.max_running.max(1) + self.options.max_queued;
         let before = self.admitted.fetch_add(1, Ordering::SeqCst);
         let _admission = Admission(&self.admitted);
@@ -92,11 +103,22 @@ impl Sandbox {
             ));
         }
         let Ok(_slot) = self.slots.acquire().await else {
-            return Outcome::failed(ExecError::new(
-                ErrorCode::SandboxUnavailable,
-                "the sandbox is shutting down",
-            ));
+            return Outcome::failed(shutting_down());
         };
+        // The execution is killed when either the caller's token or the shutdown fires.
+        let token = self.kill.child_token();
+        let _forward = req
+            .cancel
+            .take()
+            .map(|user| {
+                let token = token.clone();
+                tokio::spawn(async move {
+                    user.cancelled().await;
+                    token.cancel();
+                })
+            })
+            .map(AbortOnDrop);
+        req.cancel = Some(token);
         execute_pooled(&self.catalog, &self.runner, self.pool.as_deref(), req).await
     }
 
@@ -104,9 +126,64 @@ impl Sandbox {
         self.pool.as_deref()
     }
 
+    /// Stops the sandbox: new and queued executions get `SANDBOX_UNAVAILABLE` at once, running
+    /// ones may finish within `grace`, then their runners are killed (their outcomes say so);
+    /// finally every MCP server is shut down. Returns when nothing runs any more. Idempotent.
+    pub async fn shutdown(&self, grace: Duration) {
+        self.closing.cancel();
+        self.slots.close();
+        if let Some(pool) = &self.pool {
+            pool.drain().await;
+        }
+        if !self.wait_idle(grace).await {
+            tracing::warn!(
+                running = self.in_flight(),
+                "shutdown grace period over; killing the remaining runners"
+            );
+            self.kill.cancel();
+            // Killing and reaping a runner takes milliseconds; the bound only guards a bug.
+            let _ = self.wait_idle(Duration::from_secs(10)).await;
+        }
+        self.catalog.shutdown().await;
+    }
+
+    /// Whether shutdown has begun.
+    pub fn is_shutting_down(&self) -> bool {
+        self.closing.is_cancelled()
+    }
+
+    async fn wait_idle(&self, within: Duration) -> bool {
+        let end = tokio::time::Instant::now() + within;
+        loop {
+            if self.in_flight() == 0 {
+                return true;
+            }
+            if tokio::time::Instant::now() >= end {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
     /// Executions admitted and not finished (running or queued).
     pub fn in_flight(&self) -> usize {
         self.admitted.load(Ordering::SeqCst)
+    }
+}
+
+fn shutting_down() -> ExecError {
+    ExecError::new(
+        ErrorCode::SandboxUnavailable,
+        "the sandbox is shutting down and takes no new executions; retry on a running host",
+    )
+}
+
+/// Aborts a helper task when the execution that owns it ends.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

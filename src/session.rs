@@ -12,7 +12,8 @@ use crate::outbox::Outbox;
 use crate::outcome::{LogLine, Metrics, Outcome};
 use crate::pool::RunnerPool;
 use crate::runner::{
-    self, crashed, describe_exit, protocol_error, ReadyRunner, RunnerCommand, EXIT_GRACE,
+    self, crashed, describe_exit, frame_error, protocol_error, ReadyRunner, RunnerCommand,
+    EXIT_GRACE,
 };
 use crate::trace::{new_trace_id, now_ms, TraceError, TraceEvent, TraceKind};
 use futures::future::BoxFuture;
@@ -26,6 +27,7 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 use tokio::time::Instant as TokioInstant;
 use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
+use tokio_util::sync::CancellationToken;
 
 /// Per-line overhead counted against the log budget, so empty lines cannot grow memory forever.
 pub const LOG_LINE_OVERHEAD: u64 = 32;
@@ -38,6 +40,29 @@ pub struct ExecRequest {
     pub limits: Limits,
     /// Isolation layers that must be enforced besides the always-required ones.
     pub require_layers: Vec<String>,
+    /// Called with the runner's pid right after it is spawned, before the host reads from it
+    /// (supervisors and fault-injection tests; see [`SpawnHook`]).
+    pub on_spawn: Option<SpawnHook>,
+    /// Cancelling it kills the runner and ends the execution with `SANDBOX_UNAVAILABLE`
+    /// (the host is shutting down); logs and traces so far are kept, open calls get receipts.
+    pub cancel: Option<CancellationToken>,
+}
+
+/// A callback given the runner's pid once it is spawned. It runs synchronously on the session's
+/// task while the child is known not to be reaped yet, so a `pidfd_open` inside it is race-free.
+#[derive(Clone)]
+pub struct SpawnHook(pub std::sync::Arc<dyn Fn(u32) + Send + Sync>);
+
+impl SpawnHook {
+    pub fn new(f: impl Fn(u32) + Send + Sync + 'static) -> Self {
+        SpawnHook(std::sync::Arc::new(f))
+    }
+}
+
+impl std::fmt::Debug for SpawnHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SpawnHook")
+    }
 }
 
 /// Layers a runner must report `enforced` or the host refuses to run code.
@@ -167,14 +192,29 @@ impl Run {
                 ),
             ));
         }
-        let ready = match pool.and_then(|p| p.take(&self.limits)) {
-            Some(r) => r,
-            None => runner::start(runner, &self.limits, self.deadline).await?,
+        if req.cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
+            return Err(shutting_down());
+        }
+        let hook = req.on_spawn.as_ref().map(|h| &*h.0);
+        let mut ready = match pool.and_then(|p| p.take(&self.limits)) {
+            Some(r) => {
+                // A pooled runner started earlier; the hook sees it when it is handed out.
+                if let Some(hook) = hook {
+                    hook(r.pid);
+                }
+                r
+            }
+            None => runner::start(runner, &self.limits, self.deadline, hook).await?,
         };
-        let mut ready = ready;
         let result = match missing_layers(&ready.isolation, &req.require_layers) {
             Some(e) => Err(e),
-            None => self.session(catalog, req, &mut ready).await,
+            None => match req.cancel.clone() {
+                None => self.session(catalog, req, &mut ready).await,
+                Some(cancel) => tokio::select! {
+                    r = self.session(catalog, req, &mut ready) => r,
+                    _ = cancel.cancelled() => Err(shutting_down()),
+                },
+            },
         };
         // Whatever happened, the runner is gone and reaped before we return.
         let child = &mut ready.child;
@@ -271,7 +311,9 @@ impl Run {
                             }
                             return Err(crashed(child, "while running the script").await);
                         }
-                        Some(Err(e)) => return Err(protocol(format!("bad frame: {e}"))),
+                        Some(Err(e)) => {
+                            return Err(frame_error(child, e, "while running the script").await)
+                        }
                         Some(Ok(p)) => p,
                     };
                     let msg = decode_payload::<RunnerMessage>(&payload)
@@ -613,6 +655,13 @@ fn to_wire(e: &ExecError) -> WireError {
         alternatives: e.alternatives.clone(),
         stack: None,
     }
+}
+
+fn shutting_down() -> ExecError {
+    ExecError::new(
+        ErrorCode::SandboxUnavailable,
+        "the host is shutting down; the runner was killed. Retry on a running host",
+    )
 }
 
 fn protocol(message: String) -> ExecError {

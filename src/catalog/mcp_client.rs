@@ -1,35 +1,124 @@
 //! Real MCP servers over stdio, through an rmcp client: started once per host, in parallel, each
 //! with a start-up timeout; a server that fails to start is reported with the reason and leaves
-//! the others usable.
+//! the others usable. A server that dies is restarted once; a changed tool list is re-read.
 
 use super::{CallContext, ToolInfo, ToolProvider};
 use crate::config::{Config, ServerConfig};
 use crate::error::{ErrorCode, ExecError};
 use futures::future::BoxFuture;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Tool};
-use rmcp::service::Peer;
-use rmcp::service::RunningService;
+use rmcp::service::{NotificationContext, Peer, RunningService, ServiceError};
 use rmcp::transport::TokioChildProcess;
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::Value;
 use std::collections::VecDeque;
+use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::watch;
 
 /// How long a server gets to exit after its stdin closes before it is killed.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 /// Lines of a server's stderr kept to explain a failure.
 const STDERR_TAIL: usize = 8;
+/// How long a restart may take when `start` was not given a timeout.
+const DEFAULT_RESTART_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a `tools/list` refresh after `notifications/tools/list_changed` may take.
+const REFRESH_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a call's answer waits for a tool-list refresh in progress (see [`Inner::settle`]).
+const SETTLE_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// A connected MCP server.
+/// A configured MCP server, restarted once when it dies.
+///
+/// - A call that finds the server dead (before anything was sent) restarts it first and then
+///   makes the call: nothing was lost, so nothing is retried twice.
+/// - A call in flight when the server dies fails with `TOOL_ERROR` naming the server; it is not
+///   retried (the tool may have had effects). The next call restarts the server.
+/// - A restart that fails leaves the server down with the reason; later calls fail at once
+///   with it (no restart storm). One death, one restart.
+/// - `notifications/tools/list_changed` re-reads the tool list; the next execution sees it.
 pub struct McpServer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
     name: String,
+    config: ServerConfig,
+    cwd: PathBuf,
+    restart_timeout: Mutex<Duration>,
+    tools: Arc<RwLock<Vec<ToolInfo>>>,
+    /// Tool-list refreshes in progress.
+    refreshing: Arc<watch::Sender<u32>>,
+    state: tokio::sync::Mutex<State>,
+}
+
+enum State {
+    Up(Arc<Conn>),
+    /// Died and could not be restarted: the reason.
+    Failed(String),
+    Stopped,
+}
+
+/// One running server process and its rmcp session.
+struct Conn {
     peer: Peer<RoleClient>,
     /// Held for shutdown; calls go through `peer`.
-    service: tokio::sync::Mutex<Option<RunningService<RoleClient, ()>>>,
-    tools: Vec<ToolInfo>,
+    service: tokio::sync::Mutex<Option<RunningService<RoleClient, ListWatcher>>>,
+    stderr_tail: Arc<Mutex<VecDeque<String>>>,
+}
+
+impl Conn {
+    fn stderr_said(&self) -> String {
+        let lines: Vec<String> = self
+            .stderr_tail
+            .lock()
+            .map(|t| t.iter().cloned().collect())
+            .unwrap_or_default();
+        if lines.is_empty() {
+            String::new()
+        } else {
+            format!("; its stderr said: {}", lines.join(" | "))
+        }
+    }
+
+    async fn close(&self) {
+        if let Some(mut service) = self.service.lock().await.take() {
+            let _ = service.close_with_timeout(SHUTDOWN_GRACE).await;
+        }
+    }
+}
+
+/// The rmcp client handler: re-reads the tool list when the server says it changed.
+#[derive(Clone)]
+struct ListWatcher {
+    server: String,
+    tools: Arc<RwLock<Vec<ToolInfo>>>,
+    refreshing: Arc<watch::Sender<u32>>,
+}
+
+impl ClientHandler for ListWatcher {
+    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
+        self.refreshing.send_modify(|n| *n += 1);
+        match tokio::time::timeout(REFRESH_TIMEOUT, context.peer.list_all_tools()).await {
+            Ok(Ok(tools)) => {
+                let tools: Vec<ToolInfo> =
+                    tools.iter().map(|t| tool_info(&self.server, t)).collect();
+                tracing::info!(server = %self.server, tools = tools.len(), "tool list changed; re-read it");
+                if let Ok(mut t) = self.tools.write() {
+                    *t = tools;
+                }
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(server = %self.server, "tool list changed but tools/list failed: {e}")
+            }
+            Err(_) => {
+                tracing::warn!(server = %self.server, "tool list changed but tools/list timed out")
+            }
+        }
+        self.refreshing.send_modify(|n| *n = n.saturating_sub(1));
+    }
 }
 
 impl McpServer {
@@ -39,60 +128,157 @@ impl McpServer {
         config: &ServerConfig,
         cwd: &std::path::Path,
     ) -> Result<McpServer, String> {
-        let mut cmd = tokio::process::Command::new(&config.command);
-        cmd.args(&config.args).envs(&config.env).current_dir(cwd);
-        let (transport, stderr) = TokioChildProcess::builder(cmd)
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("cannot start `{}`: {e}", config.command))?;
-        let tail = Arc::new(Mutex::new(VecDeque::new()));
-        if let Some(stderr) = stderr {
-            let tail = tail.clone();
-            let server = name.to_string();
-            tokio::spawn(async move {
-                let mut lines = BufReader::new(stderr).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    tracing::info!(server = %server, "{line}");
-                    if let Ok(mut t) = tail.lock() {
-                        if t.len() == STDERR_TAIL {
-                            t.pop_front();
-                        }
-                        t.push_back(line);
-                    }
-                }
-            });
+        let tools = Arc::new(RwLock::new(Vec::new()));
+        let refreshing = Arc::new(watch::channel(0).0);
+        let watcher = ListWatcher {
+            server: name.to_string(),
+            tools: tools.clone(),
+            refreshing: refreshing.clone(),
+        };
+        let (conn, list) = connect(name, config, cwd, watcher).await?;
+        if let Ok(mut t) = tools.write() {
+            *t = list;
         }
-        let explain = |what: String| {
-            let lines: Vec<String> = tail
-                .lock()
-                .map(|t| t.iter().cloned().collect())
-                .unwrap_or_default();
-            if lines.is_empty() {
-                what
-            } else {
-                format!("{what}; its stderr said: {}", lines.join(" | "))
-            }
-        };
-        let service = match ().serve(transport).await {
-            Ok(s) => s,
-            Err(e) => {
-                // Give the stderr reader a moment to collect the server's last words.
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                return Err(explain(format!("initialize failed: {e}")));
-            }
-        };
-        let tools = match service.peer().list_all_tools().await {
-            Ok(t) => t,
-            Err(e) => return Err(explain(format!("tools/list failed: {e}"))),
-        };
-        let tools = tools.iter().map(|t| tool_info(name, t)).collect();
         Ok(McpServer {
-            name: name.to_string(),
-            peer: service.peer().clone(),
-            service: tokio::sync::Mutex::new(Some(service)),
-            tools,
+            inner: Arc::new(Inner {
+                name: name.to_string(),
+                config: config.clone(),
+                cwd: cwd.to_path_buf(),
+                restart_timeout: Mutex::new(DEFAULT_RESTART_TIMEOUT),
+                tools,
+                refreshing,
+                state: tokio::sync::Mutex::new(State::Up(Arc::new(conn))),
+            }),
         })
     }
+
+    /// How long a restart after a death may take (default 30 s).
+    pub fn set_restart_timeout(&self, timeout: Duration) {
+        if let Ok(mut t) = self.inner.restart_timeout.lock() {
+            *t = timeout;
+        }
+    }
+}
+
+impl Inner {
+    /// The live connection; restarts a dead server once.
+    async fn connection(&self) -> Result<Arc<Conn>, String> {
+        let mut state = self.state.lock().await;
+        let old = match &*state {
+            State::Up(c) if !c.peer.is_transport_closed() => return Ok(c.clone()),
+            State::Up(c) => c.clone(),
+            State::Failed(reason) => return Err(reason.clone()),
+            State::Stopped => return Err("it was shut down".into()),
+        };
+        tracing::warn!(server = %self.name, "MCP server died{}; restarting it", old.stderr_said());
+        old.close().await;
+        let watcher = ListWatcher {
+            server: self.name.clone(),
+            tools: self.tools.clone(),
+            refreshing: self.refreshing.clone(),
+        };
+        let timeout = self
+            .restart_timeout
+            .lock()
+            .map(|t| *t)
+            .unwrap_or(DEFAULT_RESTART_TIMEOUT);
+        let started = tokio::time::timeout(
+            timeout,
+            connect(&self.name, &self.config, &self.cwd, watcher),
+        )
+        .await
+        .unwrap_or_else(|_| Err(format!("did not restart within {} ms", timeout.as_millis())));
+        match started {
+            Ok((conn, tools)) => {
+                tracing::info!(server = %self.name, "MCP server restarted");
+                if let Ok(mut t) = self.tools.write() {
+                    *t = tools;
+                }
+                let conn = Arc::new(conn);
+                *state = State::Up(conn.clone());
+                Ok(conn)
+            }
+            Err(reason) => {
+                let reason = format!("it died and could not be restarted: {reason}");
+                tracing::warn!(server = %self.name, "{reason}");
+                *state = State::Failed(reason.clone());
+                Err(reason)
+            }
+        }
+    }
+
+    /// Waits (briefly) for tool-list refreshes in progress, so that a call that changed the list
+    /// (and got `notifications/tools/list_changed` before its answer) returns after the new
+    /// list is in place. rmcp handles notifications on their own task; one yield lets it begin.
+    async fn settle(&self) {
+        tokio::task::yield_now().await;
+        let mut rx = self.refreshing.subscribe();
+        let _ = tokio::time::timeout(SETTLE_TIMEOUT, rx.wait_for(|n| *n == 0)).await;
+    }
+}
+
+/// Spawns the server process, initializes the session and lists its tools.
+async fn connect(
+    name: &str,
+    config: &ServerConfig,
+    cwd: &std::path::Path,
+    watcher: ListWatcher,
+) -> Result<(Conn, Vec<ToolInfo>), String> {
+    let mut cmd = tokio::process::Command::new(&config.command);
+    cmd.args(&config.args).envs(&config.env).current_dir(cwd);
+    let (transport, stderr) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start `{}`: {e}", config.command))?;
+    let tail = Arc::new(Mutex::new(VecDeque::new()));
+    if let Some(stderr) = stderr {
+        let tail = tail.clone();
+        let server = name.to_string();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                tracing::info!(server = %server, "{line}");
+                if let Ok(mut t) = tail.lock() {
+                    if t.len() == STDERR_TAIL {
+                        t.pop_front();
+                    }
+                    t.push_back(line);
+                }
+            }
+        });
+    }
+    let explain = |what: String| {
+        let lines: Vec<String> = tail
+            .lock()
+            .map(|t| t.iter().cloned().collect())
+            .unwrap_or_default();
+        if lines.is_empty() {
+            what
+        } else {
+            format!("{what}; its stderr said: {}", lines.join(" | "))
+        }
+    };
+    let service = match watcher.serve(transport).await {
+        Ok(s) => s,
+        Err(e) => {
+            // Give the stderr reader a moment to collect the server's last words.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            return Err(explain(format!("initialize failed: {e}")));
+        }
+    };
+    let tools = match service.peer().list_all_tools().await {
+        Ok(t) => t,
+        Err(e) => return Err(explain(format!("tools/list failed: {e}"))),
+    };
+    let tools = tools.iter().map(|t| tool_info(name, t)).collect();
+    Ok((
+        Conn {
+            peer: service.peer().clone(),
+            service: tokio::sync::Mutex::new(Some(service)),
+            stderr_tail: tail,
+        },
+        tools,
+    ))
 }
 
 fn tool_info(server: &str, t: &Tool) -> ToolInfo {
@@ -137,15 +323,23 @@ pub fn map_result(tool: &str, result: CallToolResult) -> Result<Value, ExecError
 
 impl ToolProvider for McpServer {
     fn name(&self) -> &str {
-        &self.name
+        &self.inner.name
     }
 
     fn tools(&self) -> Vec<ToolInfo> {
-        self.tools.clone()
+        self.inner
+            .tools
+            .read()
+            .map(|t| t.clone())
+            .unwrap_or_default()
     }
 
     fn has_tool(&self, tool: &str) -> bool {
-        self.tools.iter().any(|t| t.name == tool)
+        self.inner
+            .tools
+            .read()
+            .map(|t| t.iter().any(|t| t.name == tool))
+            .unwrap_or(false)
     }
 
     fn call(
@@ -154,35 +348,56 @@ impl ToolProvider for McpServer {
         args: Value,
         _ctx: &CallContext,
     ) -> BoxFuture<'static, Result<Value, ExecError>> {
-        let peer = self.peer.clone();
-        let qualified = format!("{}:{tool}", self.name);
-        let server = self.name.clone();
+        let inner = self.inner.clone();
+        let qualified = format!("{}:{tool}", inner.name);
         let mut params = CallToolRequestParams::new(tool.to_string());
         if let Value::Object(map) = args {
             params = params.with_arguments(map);
         }
         Box::pin(async move {
+            let server = inner.name.clone();
+            let tool_error = |message: String| {
+                ExecError::new(ErrorCode::ToolError, message).with_tool(&qualified)
+            };
+            let conn = inner.connection().await.map_err(|reason| {
+                tool_error(format!("MCP server '{server}' is unavailable: {reason}"))
+            })?;
             // rmcp sends `notifications/cancelled` if this future is dropped before the answer.
-            match peer.call_tool_once(params).await {
-                Ok(CallToolResponse::Complete(result)) => map_result(&qualified, result),
-                Ok(_) => Err(ExecError::new(
-                    ErrorCode::ToolError,
-                    format!("{qualified} asked for interactive input or a task, which scripts cannot provide"),
-                )
-                .with_tool(&qualified)),
-                Err(e) => Err(ExecError::new(
-                    ErrorCode::ToolError,
-                    format!("MCP server '{server}' failed the call: {e}"),
-                )
-                .with_tool(&qualified)),
+            match conn.peer.call_tool_once(params).await {
+                Ok(CallToolResponse::Complete(result)) => {
+                    inner.settle().await;
+                    map_result(&qualified, result)
+                }
+                Ok(_) => Err(tool_error(format!(
+                    "{qualified} asked for interactive input or a task, which scripts cannot provide"
+                ))),
+                Err(e) => {
+                    let died = matches!(
+                        e,
+                        ServiceError::TransportClosed | ServiceError::TransportSend(_)
+                    ) || conn.peer.is_transport_closed();
+                    if died {
+                        // The stderr reader may still be collecting the server's last words.
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                        Err(tool_error(format!(
+                            "MCP server '{server}' died during the call ({e}){}; the call was not retried, and the server will be restarted for the next call",
+                            conn.stderr_said()
+                        )))
+                    } else {
+                        Err(tool_error(format!(
+                            "MCP server '{server}' failed the call: {e}"
+                        )))
+                    }
+                }
             }
         })
     }
 
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            if let Some(mut service) = self.service.lock().await.take() {
-                let _ = service.close_with_timeout(SHUTDOWN_GRACE).await;
+            let old = std::mem::replace(&mut *self.inner.state.lock().await, State::Stopped);
+            if let State::Up(conn) = old {
+                conn.close().await;
             }
         })
     }
@@ -198,6 +413,9 @@ pub async fn start_mcp_servers(
         let cwd = config.server_cwd(server);
         async move {
             let r = tokio::time::timeout(timeout, McpServer::start(name, server, &cwd)).await;
+            if let Ok(Ok(s)) = &r {
+                s.set_restart_timeout(timeout);
+            }
             let r = match r {
                 Ok(r) => r,
                 Err(_) => Err(format!(

@@ -146,3 +146,158 @@ pub fn open_fds() -> usize {
         .map(|d| d.count())
         .unwrap_or(0)
 }
+
+/// The runner of one execution, captured by a [`mcp_sandbox::SpawnHook`] through a pidfd (so a
+/// signal can never reach a recycled pid), with the moment it was last signalled.
+#[derive(Default)]
+pub struct RunnerHandle {
+    pidfd: std::sync::Mutex<Option<std::os::fd::OwnedFd>>,
+    pid: std::sync::atomic::AtomicU32,
+    signalled_at: std::sync::Mutex<Option<std::time::Instant>>,
+}
+
+impl RunnerHandle {
+    /// A handle and the hook that fills it.
+    pub fn hook() -> (Arc<RunnerHandle>, mcp_sandbox::SpawnHook) {
+        let handle = Arc::new(RunnerHandle::default());
+        let h = handle.clone();
+        let hook = mcp_sandbox::SpawnHook::new(move |pid| h.attach(pid));
+        (handle, hook)
+    }
+
+    pub fn attach(&self, pid: u32) {
+        use std::os::fd::FromRawFd;
+        // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+        assert!(fd >= 0, "pidfd_open({pid}) failed");
+        self.pid.store(pid, std::sync::atomic::Ordering::SeqCst);
+        // SAFETY: fd is a fresh pidfd that nothing else owns.
+        *self.pidfd.lock().unwrap() = Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) });
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.pid.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Sends `sig` to the runner; false if it is already gone (or was never spawned).
+    pub fn signal(&self, sig: i32) -> bool {
+        use std::os::fd::AsRawFd;
+        let guard = self.pidfd.lock().unwrap();
+        let Some(fd) = guard.as_ref() else {
+            return false;
+        };
+        // SAFETY: pidfd_send_signal on a pidfd we own, no siginfo.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_pidfd_send_signal,
+                fd.as_raw_fd(),
+                sig,
+                std::ptr::null::<libc::siginfo_t>(),
+                0,
+            )
+        };
+        if r == 0 {
+            *self.signalled_at.lock().unwrap() = Some(std::time::Instant::now());
+        }
+        r == 0
+    }
+
+    /// When the last successful signal was sent.
+    pub fn signalled_at(&self) -> Option<std::time::Instant> {
+        *self.signalled_at.lock().unwrap()
+    }
+
+    /// Closes the pidfd (for fd accounting).
+    pub fn release(&self) {
+        self.pidfd.lock().unwrap().take();
+    }
+}
+
+/// In-process tools that signal the current runner from the host: `faults.kill {delay_ms}` and
+/// `faults.stop {delay_ms}` (SIGKILL / SIGSTOP after the delay, on a thread; they answer at once).
+pub fn fault_server(handle: Arc<RunnerHandle>) -> InProcessServer {
+    let tool = |server: InProcessServer, name: &'static str, sig: i32| {
+        let handle = handle.clone();
+        server.tool(
+            name,
+            "Signals the runner after delay_ms",
+            json!({"type": "object", "properties": {"delay_ms": {"type": "integer"}}}),
+            move |args| {
+                let handle = handle.clone();
+                async move {
+                    let delay = args["delay_ms"].as_u64().unwrap_or(0);
+                    std::thread::spawn(move || {
+                        std::thread::sleep(Duration::from_millis(delay));
+                        handle.signal(sig);
+                    });
+                    Ok::<Value, ExecError>(json!("scheduled"))
+                }
+            },
+        )
+    };
+    let s = InProcessServer::new("faults");
+    let s = tool(s, "kill", libc::SIGKILL);
+    tool(s, "stop", libc::SIGSTOP)
+}
+
+/// Runs `code` on the real runner with the hook attached.
+pub async fn run_hooked(
+    catalog: &Catalog,
+    code: &str,
+    limits: Limits,
+    hook: mcp_sandbox::SpawnHook,
+) -> Outcome {
+    mcp_sandbox::execute(
+        catalog,
+        &runner(),
+        ExecRequest {
+            code: code.to_string(),
+            limits,
+            on_spawn: Some(hook),
+            ..Default::default()
+        },
+    )
+    .await
+}
+
+/// The `tool_end` events of an outcome as (tool, error code or "ok").
+pub fn tool_ends(o: &Outcome) -> Vec<(String, String)> {
+    o.traces
+        .iter()
+        .filter(|t| t.kind == mcp_sandbox::trace::TraceKind::ToolEnd)
+        .map(|t| {
+            (
+                t.tool.clone(),
+                t.error
+                    .as_ref()
+                    .map(|e| e.code.as_str().to_string())
+                    .unwrap_or_else(|| "ok".into()),
+            )
+        })
+        .collect()
+}
+
+/// VmRSS of this process in KiB.
+pub fn rss_kib() -> u64 {
+    status_field("VmRSS:")
+}
+
+/// Threads of this process.
+pub fn threads() -> u64 {
+    status_field("Threads:")
+}
+
+fn status_field(name: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with(name))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Peak RSS of this process (VmHWM) in KiB.
+pub fn peak_rss_kib() -> u64 {
+    status_field("VmHWM:")
+}
