@@ -4,6 +4,7 @@ use crate::catalog::{start_mcp_servers, Catalog};
 use crate::config::Config;
 use crate::limits::Limits;
 use crate::outcome::Outcome;
+use crate::policy::{Policy, Rules};
 use crate::runner::RunnerCommand;
 use crate::session::{execute, ExecRequest};
 use crate::trace::{render, TraceFormat};
@@ -51,6 +52,32 @@ pub struct RunnerArgs {
     pub require_isolation: Option<String>,
 }
 
+/// Per-execution tool policy on top of the config's `sandbox.allow`/`sandbox.deny`.
+#[derive(Debug, Args, Default)]
+pub struct PolicyArgs {
+    /// Only tools matching one of these `server:tool` globs may be called (repeatable;
+    /// `*` and `?` wildcards; `memory` means `memory:*`). Narrows the config, never widens it.
+    #[arg(long, value_name = "GLOB")]
+    pub allow: Vec<String>,
+    /// Tools matching this `server:tool` glob may not be called (repeatable; deny wins).
+    #[arg(long, value_name = "GLOB")]
+    pub deny: Vec<String>,
+}
+
+impl PolicyArgs {
+    /// The config's policy, narrowed by these flags.
+    pub fn policy(&self, config: &Config) -> Result<Policy, UsageError> {
+        let mut policy = config.policy();
+        if !self.allow.is_empty() || !self.deny.is_empty() {
+            let allow = (!self.allow.is_empty()).then_some(self.allow.as_slice());
+            let rules = Rules::new("--allow/--deny", allow, &self.deny)
+                .map_err(|e| UsageError(e.to_string()))?;
+            policy = policy.with(rules);
+        }
+        Ok(policy)
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// Script file, or - to read standard input.
@@ -82,6 +109,8 @@ pub struct RunArgs {
     /// Print the tool-call traces (to stderr; inside the JSON with --json).
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub trace: Option<TraceFormat>,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
     #[command(flatten)]
     pub runner: RunnerArgs,
 }
@@ -200,6 +229,7 @@ pub async fn run(args: RunArgs) -> Result<i32, UsageError> {
     limits.validate().map_err(|e| UsageError(e.to_string()))?;
     let require_layers = args.runner.required_layers()?;
     let runner = args.runner.command();
+    let policy = args.policy.policy(&config)?;
 
     let catalog = load_catalog(&config).await?;
     let outcome = execute(
@@ -210,6 +240,7 @@ pub async fn run(args: RunArgs) -> Result<i32, UsageError> {
             context,
             limits,
             require_layers,
+            policy,
         },
     )
     .await;

@@ -9,12 +9,15 @@ pub mod check;
 pub mod cli;
 pub mod config;
 pub mod error;
+pub mod gate;
 pub mod limits;
 pub mod outcome;
+pub mod policy;
 pub mod runner;
 pub mod sandbox;
 pub mod session;
 pub mod trace;
+pub mod validate;
 
 pub use catalog::{CallContext, Catalog, InProcessServer, ToolInfo, ToolProvider};
 pub use error::{ErrorCode, ExecError};

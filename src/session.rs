@@ -9,6 +9,7 @@ use crate::catalog::{CallContext, Catalog};
 use crate::error::{ErrorCode, ExecError};
 use crate::limits::Limits;
 use crate::outcome::{LogLine, Metrics, Outcome};
+use crate::policy::Policy;
 use crate::runner::{describe_exit, spawn, RunnerCommand, SpawnedRunner};
 use crate::trace::{new_trace_id, now_ms, TraceError, TraceEvent, TraceKind};
 use bytes::Bytes;
@@ -40,6 +41,8 @@ pub struct ExecRequest {
     pub limits: Limits,
     /// Isolation layers that must be enforced besides the always-required ones.
     pub require_layers: Vec<String>,
+    /// Which tools the script may call (default: all).
+    pub policy: Policy,
 }
 
 /// Layers a runner must report `enforced` or the host refuses to run code.
@@ -49,6 +52,7 @@ pub const REQUIRED_LAYERS: &[&str] = &["rlimits", "no_new_privs", "seccomp"];
 pub async fn execute(catalog: &Catalog, runner: &RunnerCommand, req: ExecRequest) -> Outcome {
     let started = Instant::now();
     let mut run = Run::new(&req.limits);
+    run.policy = req.policy.clone();
     let error = run.drive(catalog, runner, &req).await.err();
     run.finish(error, started)
 }
@@ -88,6 +92,7 @@ struct Run {
     result: Option<Value>,
     /// The script's own error, reported by the runner.
     script_error: Option<ExecError>,
+    policy: Policy,
 }
 
 impl Run {
@@ -105,6 +110,7 @@ impl Run {
             queue: VecDeque::new(),
             result: None,
             script_error: None,
+            policy: Policy::default(),
         }
     }
 
@@ -364,7 +370,8 @@ impl Run {
                 started: Instant::now(),
             },
         );
-        if let Err(e) = route_check(catalog, &q.server, &q.tool) {
+        if let Err(e) = crate::gate::check_call(catalog, &self.policy, &q.server, &q.tool, &q.args)
+        {
             self.finish_call(q.id, Err(e), tx, max_frame);
             return None;
         }
@@ -603,30 +610,6 @@ impl Run {
             },
         }
     }
-}
-
-/// Whether the call may go to a server at all (the runner is not trusted to have checked).
-fn route_check(catalog: &Catalog, server: &str, tool: &str) -> Result<(), ExecError> {
-    let qualified = format!("{server}:{tool}");
-    if let Some(reason) = catalog.unavailable().get(server) {
-        return Err(ExecError::new(
-            ErrorCode::ToolError,
-            format!("MCP server '{server}' is unavailable: {reason}"),
-        )
-        .with_tool(qualified));
-    }
-    let known = catalog
-        .tools()
-        .iter()
-        .any(|t| t.server == server && t.name == tool);
-    if !known {
-        return Err(ExecError::new(
-            ErrorCode::ToolNotFound,
-            format!("unknown tool '{server}.{tool}'"),
-        )
-        .with_tool(qualified));
-    }
-    Ok(())
 }
 
 fn to_wire(e: &ExecError) -> WireError {

@@ -64,6 +64,8 @@ pub trait ToolProvider: Send + Sync {
 pub struct Catalog {
     providers: BTreeMap<String, Arc<dyn ToolProvider>>,
     unavailable: BTreeMap<String, String>,
+    /// Compiled `inputSchema` validators, shared by every execution on this catalog.
+    validators: Arc<crate::validate::ValidatorCache>,
 }
 
 /// A server name that cannot be used.
@@ -113,6 +115,22 @@ impl Catalog {
 
     pub fn unavailable(&self) -> &BTreeMap<String, String> {
         &self.unavailable
+    }
+
+    /// One tool of one available server.
+    pub fn tool(&self, server: &str, name: &str) -> Option<ToolInfo> {
+        if is_reserved_name(name) {
+            return None;
+        }
+        self.providers
+            .get(server)?
+            .tools()
+            .into_iter()
+            .find(|t| t.name == name)
+    }
+
+    pub fn validators(&self) -> &crate::validate::ValidatorCache {
+        &self.validators
     }
 
     /// Every tool of every available server, sorted by server then name.
