@@ -1,4 +1,4 @@
-//! The command line: `mcp-sandbox run`, `mcp-sandbox check`.
+//! The command line: `mcp-sandbox run`, `check`, `tools`, `serve`.
 
 use crate::catalog::{start_mcp_servers, Catalog};
 use crate::config::Config;
@@ -39,6 +39,23 @@ pub enum Command {
     Run(RunArgs),
     /// Show which isolation layers this machine enforces on the runner.
     Check(CheckArgs),
+    /// List the tools of the configured MCP servers (plain, --json or --typescript).
+    Tools(ToolsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ToolsArgs {
+    /// MCP servers configuration (`{"mcpServers": {...}}`).
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Every tool with its schemas, policy verdict, and the unavailable servers, as JSON.
+    #[arg(long, conflicts_with = "typescript")]
+    pub json: bool,
+    /// TypeScript declarations of the `mcp` API.
+    #[arg(long)]
+    pub typescript: bool,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
 }
 
 #[derive(Debug, Args)]
@@ -278,6 +295,28 @@ fn print_outcome(outcome: &Outcome, json: bool, trace: Option<TraceFormat>) {
             }
         }
     }
+}
+
+/// `mcp-sandbox tools`. Unavailable servers are reported, not fatal.
+pub async fn tools(args: ToolsArgs) -> Result<i32, UsageError> {
+    let config = match &args.config {
+        Some(p) => Config::load(p).map_err(|e| UsageError(e.to_string()))?,
+        None => Config::default(),
+    };
+    let policy = args.policy.policy(&config)?;
+    let catalog = load_catalog(&config).await?;
+    let text = if args.json {
+        serde_json::to_string_pretty(&crate::discovery::to_json(&catalog, &policy))
+            .unwrap_or_default()
+            + "\n"
+    } else if args.typescript {
+        crate::discovery::render(&catalog, &policy, &catalog.tools(), true)
+    } else {
+        crate::discovery::to_text(&catalog, &policy)
+    };
+    catalog.shutdown().await;
+    print!("{text}");
+    Ok(0)
 }
 
 /// `mcp-sandbox check`. Exit 0 when the required layers hold.

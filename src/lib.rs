@@ -8,6 +8,7 @@ pub mod catalog;
 pub mod check;
 pub mod cli;
 pub mod config;
+pub mod discovery;
 pub mod error;
 pub mod gate;
 pub mod limits;
@@ -17,6 +18,7 @@ pub mod runner;
 pub mod sandbox;
 pub mod session;
 pub mod trace;
+pub mod typescript;
 pub mod validate;
 
 pub use catalog::{CallContext, Catalog, InProcessServer, ToolInfo, ToolProvider};

@@ -24,6 +24,7 @@ fn main() {
         match cli.command {
             Command::Run(args) => cli::run(args).await,
             Command::Check(args) => cli::check(args).await,
+            Command::Tools(args) => cli::tools(args).await,
         }
     });
     match status {
