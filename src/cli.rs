@@ -8,6 +8,7 @@ use crate::policy::{Policy, Rules};
 use crate::runner::RunnerCommand;
 use crate::session::{execute, ExecRequest};
 use crate::trace::{render, TraceFormat};
+use crate::transpile::{to_javascript, Language};
 use clap::{Args, Parser, Subcommand};
 use std::io::Read;
 use std::path::PathBuf;
@@ -123,6 +124,10 @@ pub struct RunArgs {
     /// Print the whole outcome as one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
+    /// The script's language (default: typescript for .ts files, else javascript). TypeScript is
+    /// stripped to JavaScript before it runs.
+    #[arg(long, value_enum, value_name = "LANG")]
+    pub language: Option<LanguageArg>,
     /// Print the tool-call traces (to stderr; inside the JSON with --json).
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub trace: Option<TraceFormat>,
@@ -130,6 +135,21 @@ pub struct RunArgs {
     pub policy: PolicyArgs,
     #[command(flatten)]
     pub runner: RunnerArgs,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum LanguageArg {
+    Javascript,
+    Typescript,
+}
+
+impl From<LanguageArg> for Language {
+    fn from(l: LanguageArg) -> Language {
+        match l {
+            LanguageArg::Javascript => Language::Javascript,
+            LanguageArg::Typescript => Language::Typescript,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -248,6 +268,17 @@ pub async fn run(args: RunArgs) -> Result<i32, UsageError> {
     let runner = args.runner.command();
     let policy = args.policy.policy(&config)?;
 
+    let language = args
+        .language
+        .map(Language::from)
+        .unwrap_or_else(|| Language::from_path(std::path::Path::new(&args.file)));
+    let code = match to_javascript(&code, language) {
+        Ok(js) => js,
+        Err(e) => {
+            print_outcome(&Outcome::failed(e), args.json, args.trace);
+            return Ok(EXIT_FAILED);
+        }
+    };
     let catalog = load_catalog(&config).await?;
     let outcome = execute(
         &catalog,

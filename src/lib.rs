@@ -18,6 +18,7 @@ pub mod runner;
 pub mod sandbox;
 pub mod session;
 pub mod trace;
+pub mod transpile;
 pub mod typescript;
 pub mod validate;
 
