@@ -152,7 +152,7 @@ fn syntax_error(source: &str, diagnostics: &[OxcDiagnostic]) -> ExecError {
         let at = e
             .labels
             .first()
-            .map(|l| line_col(source, l.offset() as u32));
+            .map(|l| line_col(source, l.offset()));
         parts.push(match at {
             Some((line, col)) => format!("line {line}, column {col}: {}", e.message),
             None => e.message.to_string(),
