@@ -42,6 +42,9 @@ pub enum Command {
     Check(CheckArgs),
     /// List the tools of the configured MCP servers (plain, --json or --typescript).
     Tools(ToolsArgs),
+    /// Be an MCP server (stdio, or streamable HTTP with --http) offering execute_code and
+    /// search_tools over the configured MCP servers.
+    Serve(crate::server::ServeArgs),
 }
 
 #[derive(Debug, Args)]

@@ -16,6 +16,7 @@ pub mod outcome;
 pub mod policy;
 pub mod runner;
 pub mod sandbox;
+pub mod server;
 pub mod session;
 pub mod trace;
 pub mod transpile;

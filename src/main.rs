@@ -25,6 +25,7 @@ fn main() {
             Command::Run(args) => cli::run(args).await,
             Command::Check(args) => cli::check(args).await,
             Command::Tools(args) => cli::tools(args).await,
+            Command::Serve(args) => mcp_sandbox::server::serve(args).await,
         }
     });
     match status {

@@ -149,10 +149,7 @@ fn syntax_error(source: &str, diagnostics: &[OxcDiagnostic]) -> ExecError {
     let mut parts = Vec::new();
     let errors = diagnostics.iter().filter(|d| d.severity == Severity::Error);
     for e in errors.take(5) {
-        let at = e
-            .labels
-            .first()
-            .map(|l| line_col(source, l.offset()));
+        let at = e.labels.first().map(|l| line_col(source, l.offset()));
         parts.push(match at {
             Some((line, col)) => format!("line {line}, column {col}: {}", e.message),
             None => e.message.to_string(),
