@@ -60,6 +60,14 @@ impl ToolProvider for InProcessServer {
         self.tools.values().map(|(info, _)| info.clone()).collect()
     }
 
+    fn has_tool(&self, tool: &str) -> bool {
+        self.tools.contains_key(tool)
+    }
+
+    fn tool(&self, tool: &str) -> Option<ToolInfo> {
+        self.tools.get(tool).map(|(info, _)| info.clone())
+    }
+
     fn call(
         &self,
         tool: &str,

@@ -144,6 +144,14 @@ impl ToolProvider for McpServer {
         self.tools.clone()
     }
 
+    fn has_tool(&self, tool: &str) -> bool {
+        self.tools.iter().any(|t| t.name == tool)
+    }
+
+    fn tool(&self, tool: &str) -> Option<ToolInfo> {
+        self.tools.iter().find(|t| t.name == tool).cloned()
+    }
+
     fn call(
         &self,
         tool: &str,

@@ -46,6 +46,14 @@ pub trait ToolProvider: Send + Sync {
     fn name(&self) -> &str;
     /// The tools it offers now.
     fn tools(&self) -> Vec<ToolInfo>;
+    /// Whether it offers `tool` now (called for every tool call: keep it cheap).
+    fn has_tool(&self, tool: &str) -> bool {
+        self.tools().iter().any(|t| t.name == tool)
+    }
+    /// One tool's description and schemas (called for every tool call: keep it cheap).
+    fn tool(&self, tool: &str) -> Option<ToolInfo> {
+        self.tools().into_iter().find(|t| t.name == tool)
+    }
     /// Calls one tool. The future must be cancel-safe: dropping it abandons the call.
     fn call(
         &self,
@@ -122,15 +130,16 @@ impl Catalog {
         if is_reserved_name(name) {
             return None;
         }
-        self.providers
-            .get(server)?
-            .tools()
-            .into_iter()
-            .find(|t| t.name == name)
+        self.providers.get(server)?.tool(name)
     }
 
     pub fn validators(&self) -> &crate::validate::ValidatorCache {
         &self.validators
+    }
+
+    /// Whether `server` offers `tool` (reserved names never count).
+    pub fn has_tool(&self, server: &str, tool: &str) -> bool {
+        !is_reserved_name(tool) && self.providers.get(server).is_some_and(|p| p.has_tool(tool))
     }
 
     /// Every tool of every available server, sorted by server then name.
