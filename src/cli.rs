@@ -1,14 +1,16 @@
-//! The command line: `mcp-sandbox run`, `mcp-sandbox check`.
+//! The command line: `mcp-sandbox run`, `check`, `tools`, `serve`.
 
 use crate::catalog::{start_mcp_servers, Catalog};
 use crate::config::Config;
 use crate::limits::Limits;
 use crate::outcome::Outcome;
+use crate::policy::{Policy, Rules};
 use crate::runner::RunnerCommand;
 use crate::sandbox::{QueueOptions, Sandbox};
 use crate::session::ExecRequest;
 use crate::shutdown::{execute_until_signal, SignalListener};
 use crate::trace::{render, TraceFormat};
+use crate::transpile::{to_javascript, Language};
 use clap::{Args, Parser, Subcommand};
 use std::io::Read;
 use std::path::PathBuf;
@@ -40,6 +42,26 @@ pub enum Command {
     Run(RunArgs),
     /// Show which isolation layers this machine enforces on the runner.
     Check(CheckArgs),
+    /// List the tools of the configured MCP servers (plain, --json or --typescript).
+    Tools(ToolsArgs),
+    /// Be an MCP server (stdio, or streamable HTTP with --http) offering execute_code and
+    /// search_tools over the configured MCP servers.
+    Serve(crate::server::ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ToolsArgs {
+    /// MCP servers configuration (`{"mcpServers": {...}}`).
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Every tool with its schemas, policy verdict, and the unavailable servers, as JSON.
+    #[arg(long, conflicts_with = "typescript")]
+    pub json: bool,
+    /// TypeScript declarations of the `mcp` API.
+    #[arg(long)]
+    pub typescript: bool,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
 }
 
 #[derive(Debug, Args)]
@@ -51,6 +73,32 @@ pub struct RunnerArgs {
     /// `all`, or a comma-separated list of uid,namespaces,landlock.
     #[arg(long, value_name = "LAYERS")]
     pub require_isolation: Option<String>,
+}
+
+/// Per-execution tool policy on top of the config's `sandbox.allow`/`sandbox.deny`.
+#[derive(Debug, Args, Default)]
+pub struct PolicyArgs {
+    /// Only tools matching one of these `server:tool` globs may be called (repeatable;
+    /// `*` and `?` wildcards; `memory` means `memory:*`). Narrows the config, never widens it.
+    #[arg(long, value_name = "GLOB")]
+    pub allow: Vec<String>,
+    /// Tools matching this `server:tool` glob may not be called (repeatable; deny wins).
+    #[arg(long, value_name = "GLOB")]
+    pub deny: Vec<String>,
+}
+
+impl PolicyArgs {
+    /// The config's policy, narrowed by these flags.
+    pub fn policy(&self, config: &Config) -> Result<Policy, UsageError> {
+        let mut policy = config.policy();
+        if !self.allow.is_empty() || !self.deny.is_empty() {
+            let allow = (!self.allow.is_empty()).then_some(self.allow.as_slice());
+            let rules = Rules::new("--allow/--deny", allow, &self.deny)
+                .map_err(|e| UsageError(e.to_string()))?;
+            policy = policy.with(rules);
+        }
+        Ok(policy)
+    }
 }
 
 #[derive(Debug, Args)]
@@ -84,11 +132,32 @@ pub struct RunArgs {
     /// Print the whole outcome as one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
+    /// The script's language (default: typescript for .ts files, else javascript). TypeScript is
+    /// stripped to JavaScript before it runs.
+    #[arg(long, value_enum, value_name = "LANG")]
+    pub language: Option<LanguageArg>,
     /// Print the tool-call traces (to stderr; inside the JSON with --json).
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub trace: Option<TraceFormat>,
     #[command(flatten)]
+    pub policy: PolicyArgs,
+    #[command(flatten)]
     pub runner: RunnerArgs,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum LanguageArg {
+    Javascript,
+    Typescript,
+}
+
+impl From<LanguageArg> for Language {
+    fn from(l: LanguageArg) -> Language {
+        match l {
+            LanguageArg::Javascript => Language::Javascript,
+            LanguageArg::Typescript => Language::Typescript,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -205,6 +274,19 @@ pub async fn run(args: RunArgs) -> Result<i32, UsageError> {
     limits.validate().map_err(|e| UsageError(e.to_string()))?;
     let require_layers = args.runner.required_layers()?;
     let runner = args.runner.command();
+    let policy = args.policy.policy(&config)?;
+
+    let language = args
+        .language
+        .map(Language::from)
+        .unwrap_or_else(|| Language::from_path(std::path::Path::new(&args.file)));
+    let code = match to_javascript(&code, language) {
+        Ok(js) => js,
+        Err(e) => {
+            print_outcome(&Outcome::failed(e), args.json, args.trace);
+            return Ok(EXIT_FAILED);
+        }
+    };
 
     // Listen before starting servers so an early signal still shuts them down cleanly.
     let mut signals = SignalListener::install();
@@ -224,6 +306,7 @@ pub async fn run(args: RunArgs) -> Result<i32, UsageError> {
         context,
         limits,
         require_layers,
+        policy,
         ..Default::default()
     };
     let grace = Duration::from_millis(args.shutdown_grace_ms);
@@ -266,6 +349,28 @@ fn print_outcome(outcome: &Outcome, json: bool, trace: Option<TraceFormat>) {
             }
         }
     }
+}
+
+/// `mcp-sandbox tools`. Unavailable servers are reported, not fatal.
+pub async fn tools(args: ToolsArgs) -> Result<i32, UsageError> {
+    let config = match &args.config {
+        Some(p) => Config::load(p).map_err(|e| UsageError(e.to_string()))?,
+        None => Config::default(),
+    };
+    let policy = args.policy.policy(&config)?;
+    let catalog = load_catalog(&config).await?;
+    let text = if args.json {
+        serde_json::to_string_pretty(&crate::discovery::to_json(&catalog, &policy))
+            .unwrap_or_default()
+            + "\n"
+    } else if args.typescript {
+        crate::discovery::render(&catalog, &policy, &catalog.tools(), true)
+    } else {
+        crate::discovery::to_text(&catalog, &policy)
+    };
+    catalog.shutdown().await;
+    print!("{text}");
+    Ok(0)
 }
 
 /// `mcp-sandbox check`. Exit 0 when the required layers hold.

@@ -8,6 +8,7 @@
 
 use crate::catalog::valid_server_name;
 use crate::limits::Limits;
+use crate::policy::{Policy, PolicyError, Rules};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -53,6 +54,20 @@ pub struct ServerConfig {
 pub struct SandboxSection {
     #[serde(default)]
     pub limits: Option<Limits>,
+    /// Tool-call policy: when present, only `server:tool` names matching one of these globs may
+    /// be called (see `policy`).
+    #[serde(default)]
+    pub allow: Option<Vec<String>>,
+    /// Tool-call policy: `server:tool` globs that may never be called (deny wins over allow).
+    #[serde(default)]
+    pub deny: Vec<String>,
+}
+
+impl SandboxSection {
+    /// The config's allow/deny rules as one policy layer.
+    pub fn rules(&self) -> Result<Rules, PolicyError> {
+        Rules::new("config", self.allow.as_deref(), &self.deny)
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -125,11 +140,23 @@ impl Config {
         if let Some(limits) = &raw.sandbox.limits {
             limits.validate().map_err(|e| e.to_string())?;
         }
+        raw.sandbox
+            .rules()
+            .map_err(|e| format!("sandbox.allow/deny: {e}"))?;
         Ok(Config {
             servers: raw.mcp_servers,
             sandbox: raw.sandbox,
             base_dir: base_dir.to_path_buf(),
         })
+    }
+
+    /// The tool-call policy of this config (allow everything when it has no rules).
+    pub fn policy(&self) -> Policy {
+        match self.sandbox.rules() {
+            Ok(rules) => Policy::allow_all().with(rules),
+            // `parse` refused bad patterns already; a hand-built config with one denies all.
+            Err(_) => Policy::allow_all().with(Rules::deny_all("config (invalid rules)")),
+        }
     }
 
     /// The working directory of a server.
@@ -181,8 +208,10 @@ mod tests {
                 "not supported",
             ),
             (r#"{"sandbox": {"limits": {"memory_mb": 0}}}"#, "memory_mb"),
-            ("{\"mcpServers\": {", "EOF"),
             ("[1, 2]", "expected"),
+            (r#"{"sandbox": {"deny": ["a:b:c"]}}"#, "sandbox.allow/deny"),
+            (r#"{"sandbox": {"allow": "fs:*"}}"#, "invalid type"),
+            (r#"{"mcpServers": "#, "EOF"),
         ];
         for (text, needle) in bad {
             let err = Config::parse(text, Path::new("/")).unwrap_err();

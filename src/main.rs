@@ -24,6 +24,8 @@ fn main() {
         match cli.command {
             Command::Run(args) => cli::run(args).await,
             Command::Check(args) => cli::check(args).await,
+            Command::Tools(args) => cli::tools(args).await,
+            Command::Serve(args) => mcp_sandbox::server::serve(args).await,
         }
     });
     match status {

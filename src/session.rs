@@ -10,6 +10,7 @@ use crate::error::{ErrorCode, ExecError};
 use crate::limits::Limits;
 use crate::outbox::Outbox;
 use crate::outcome::{LogLine, Metrics, Outcome};
+use crate::policy::Policy;
 use crate::pool::RunnerPool;
 use crate::runner::{
     self, crashed, describe_exit, frame_error, protocol_error, ReadyRunner, RunnerCommand,
@@ -46,6 +47,8 @@ pub struct ExecRequest {
     /// Cancelling it kills the runner and ends the execution with `SANDBOX_UNAVAILABLE`
     /// (the host is shutting down); logs and traces so far are kept, open calls get receipts.
     pub cancel: Option<CancellationToken>,
+    /// Which tools the script may call (default: all).
+    pub policy: Policy,
 }
 
 /// A callback given the runner's pid once it is spawned. It runs synchronously on the session's
@@ -113,6 +116,7 @@ pub async fn execute_pooled(
 ) -> Outcome {
     let started = Instant::now();
     let mut run = Run::new(&req.limits);
+    run.policy = req.policy.clone();
     let error = run.drive(catalog, runner, pool, &req).await.err();
     run.finish(error, started)
 }
@@ -152,6 +156,7 @@ struct Run {
     result: Option<Value>,
     /// The script's own error, reported by the runner.
     script_error: Option<ExecError>,
+    policy: Policy,
 }
 
 impl Run {
@@ -169,6 +174,7 @@ impl Run {
             queue: VecDeque::new(),
             result: None,
             script_error: None,
+            policy: Policy::default(),
         }
     }
 
@@ -390,7 +396,8 @@ impl Run {
                 started: Instant::now(),
             },
         );
-        if let Err(e) = route_check(catalog, &q.server, &q.tool) {
+        if let Err(e) = crate::gate::check_call(catalog, &self.policy, &q.server, &q.tool, &q.args)
+        {
             self.finish_call(q.id, Err(e), tx, max_frame);
             return None;
         }
@@ -625,26 +632,6 @@ impl Run {
             },
         }
     }
-}
-
-/// Whether the call may go to a server at all (the runner is not trusted to have checked).
-fn route_check(catalog: &Catalog, server: &str, tool: &str) -> Result<(), ExecError> {
-    let qualified = format!("{server}:{tool}");
-    if let Some(reason) = catalog.unavailable().get(server) {
-        return Err(ExecError::new(
-            ErrorCode::ToolError,
-            format!("MCP server '{server}' is unavailable: {reason}"),
-        )
-        .with_tool(qualified));
-    }
-    if !catalog.has_tool(server, tool) {
-        return Err(ExecError::new(
-            ErrorCode::ToolNotFound,
-            format!("unknown tool '{server}.{tool}'"),
-        )
-        .with_tool(qualified));
-    }
-    Ok(())
 }
 
 fn to_wire(e: &ExecError) -> WireError {

@@ -64,6 +64,10 @@ impl ToolProvider for InProcessServer {
         self.tools.contains_key(tool)
     }
 
+    fn tool(&self, tool: &str) -> Option<ToolInfo> {
+        self.tools.get(tool).map(|(info, _)| info.clone())
+    }
+
     fn call(
         &self,
         tool: &str,

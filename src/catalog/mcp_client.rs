@@ -342,6 +342,14 @@ impl ToolProvider for McpServer {
             .unwrap_or(false)
     }
 
+    fn tool(&self, tool: &str) -> Option<ToolInfo> {
+        self.inner
+            .tools
+            .read()
+            .ok()
+            .and_then(|t| t.iter().find(|t| t.name == tool).cloned())
+    }
+
     fn call(
         &self,
         tool: &str,

@@ -50,6 +50,10 @@ pub trait ToolProvider: Send + Sync {
     fn has_tool(&self, tool: &str) -> bool {
         self.tools().iter().any(|t| t.name == tool)
     }
+    /// One tool's description and schemas (called for every tool call: keep it cheap).
+    fn tool(&self, tool: &str) -> Option<ToolInfo> {
+        self.tools().into_iter().find(|t| t.name == tool)
+    }
     /// Calls one tool. The future must be cancel-safe: dropping it abandons the call.
     fn call(
         &self,
@@ -68,6 +72,8 @@ pub trait ToolProvider: Send + Sync {
 pub struct Catalog {
     providers: BTreeMap<String, Arc<dyn ToolProvider>>,
     unavailable: BTreeMap<String, String>,
+    /// Compiled `inputSchema` validators, shared by every execution on this catalog.
+    validators: Arc<crate::validate::ValidatorCache>,
 }
 
 /// A server name that cannot be used.
@@ -117,6 +123,18 @@ impl Catalog {
 
     pub fn unavailable(&self) -> &BTreeMap<String, String> {
         &self.unavailable
+    }
+
+    /// One tool of one available server.
+    pub fn tool(&self, server: &str, name: &str) -> Option<ToolInfo> {
+        if is_reserved_name(name) {
+            return None;
+        }
+        self.providers.get(server)?.tool(name)
+    }
+
+    pub fn validators(&self) -> &crate::validate::ValidatorCache {
+        &self.validators
     }
 
     /// Whether `server` offers `tool` (reserved names never count).

@@ -1,0 +1,191 @@
+//! `execute_code {code, context?, timeout_ms?, language?}`: one script in a fresh locked-down
+//! runner. `structuredContent` is the whole outcome (`{success, result, error, logs, traces,
+//! metrics}`); the text is a readable summary. A failed script has `isError: true`.
+
+use super::search_tools::WithText;
+use super::{bad_args, Gateway};
+use crate::outcome::Outcome;
+use crate::session::ExecRequest;
+use crate::trace::TraceKind;
+use crate::transpile::{to_javascript, Language};
+use rmcp::model::{CallToolResult, JsonObject};
+use rmcp::ErrorData;
+use serde_json::{json, Value};
+use std::fmt::Write;
+
+/// The result is cut to this many characters in the text summary (the full value is in
+/// `structuredContent`).
+const SUMMARY_RESULT_CHARS: usize = 4000;
+const SUMMARY_LOG_LINES: usize = 20;
+
+pub fn description(gateway: &Gateway) -> String {
+    let catalog = gateway.sandbox.catalog();
+    let servers: Vec<String> = catalog
+        .tools()
+        .into_iter()
+        .map(|t| t.server)
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let mut d = String::from(
+        "Run JavaScript (or TypeScript with language: \"typescript\") in an isolated sandbox whose only \
+access to the world is MCP tool calls. The code is the body of an async function:\n\
+- call tools with `await mcp.<server>.<tool>({...args})` (names with dashes: `mcp.server[\"get-sum\"]({...})`); \
+use search_tools to see the exact signatures;\n\
+- `return` a JSON-serialisable value: it is the result (without `return`, the value of the last expression);\n\
+- run independent calls in parallel with `await Promise.all([...])`;\n\
+- a failed call throws an Error with `.code` (TOOL_NOT_FOUND with `.alternatives`, INVALID_ARGUMENTS, \
+TOOL_ERROR, TOOL_TIMEOUT, PERMISSION_DENIED, LIMIT_EXCEEDED): catch it with try/catch to recover;\n\
+- `Object.keys(mcp)` lists the servers, `Object.keys(mcp.<server>)` their tools;\n\
+- `console.log` output is returned in `logs`; `context` keys are variables in scope.\n\
+There is no network, filesystem, require/import or timers: only standard JavaScript and `mcp`. \
+A tool result is its structuredContent when the tool sends one, else its text as a string. \
+The answer holds result, logs, error {code, message} and a trace of every tool call; a failed script \
+is reported with isError and the error code.",
+    );
+    if !servers.is_empty() {
+        let _ = write!(d, "\nServers: {}.", servers.join(", "));
+    }
+    for (s, reason) in catalog.unavailable() {
+        let _ = write!(d, "\nUnavailable: {s} ({reason}).");
+    }
+    d
+}
+
+pub fn input_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "code": {"type": "string", "description": "The body of an async function: await tool calls, `return` the result."},
+            "context": {"type": "object", "description": "Values made available to the code as variables (keys must be identifiers)."},
+            "timeout_ms": {"type": "integer", "minimum": 1, "description": "Wall-clock limit for the whole execution (default 30000)."},
+            "language": {"type": "string", "enum": ["javascript", "typescript"], "description": "typescript is stripped to JavaScript before it runs (default javascript)."}
+        },
+        "required": ["code"],
+        "additionalProperties": false
+    })
+}
+
+pub async fn call(gateway: &Gateway, args: JsonObject) -> Result<CallToolResult, ErrorData> {
+    if let Some(extra) = args
+        .keys()
+        .find(|k| !["code", "context", "timeout_ms", "language"].contains(&k.as_str()))
+    {
+        return Err(bad_args(format!(
+            "execute_code: unknown argument `{extra}`; use code, context, timeout_ms, language"
+        )));
+    }
+    let code = match args.get("code") {
+        Some(Value::String(s)) => s.clone(),
+        _ => return Err(bad_args("execute_code: `code` (a string) is required")),
+    };
+    let context = match args.get("context") {
+        None | Some(Value::Null) => Default::default(),
+        Some(Value::Object(m)) => m.clone(),
+        Some(_) => return Err(bad_args("execute_code: `context` must be an object")),
+    };
+    let language = match args.get("language") {
+        None | Some(Value::Null) => Language::Javascript,
+        Some(v) => serde_json::from_value::<Language>(v.clone()).map_err(|_| {
+            bad_args("execute_code: `language` must be \"javascript\" or \"typescript\"")
+        })?,
+    };
+    let mut limits = gateway.limits;
+    match args.get("timeout_ms") {
+        None | Some(Value::Null) => {}
+        Some(v) => match v.as_u64().filter(|n| *n > 0) {
+            Some(ms) => limits.timeout_ms = ms,
+            None => {
+                return Err(bad_args(
+                    "execute_code: `timeout_ms` must be a positive integer",
+                ))
+            }
+        },
+    }
+    let outcome = match to_javascript(&code, language) {
+        Err(e) => Outcome::failed(e),
+        Ok(js) => {
+            gateway
+                .sandbox
+                .execute(ExecRequest {
+                    code: js,
+                    context,
+                    limits,
+                    require_layers: gateway.require_layers.clone(),
+                    policy: gateway.policy.clone(),
+                    ..Default::default()
+                })
+                .await
+        }
+    };
+    let summary = summary(&outcome);
+    let value = serde_json::to_value(&outcome).unwrap_or(Value::Null);
+    let result = if outcome.success {
+        CallToolResult::structured(value)
+    } else {
+        CallToolResult::structured_error(value)
+    };
+    Ok(result.with_text(summary))
+}
+
+/// A readable account of an outcome: status, result or error, logs, tool calls.
+pub fn summary(o: &Outcome) -> String {
+    let mut s = String::new();
+    match &o.error {
+        None => {
+            let _ = writeln!(
+                s,
+                "ok ({:.1} ms, {} tool calls)",
+                o.metrics.duration_ms, o.metrics.tool_calls
+            );
+            let mut r = serde_json::to_string_pretty(&o.result).unwrap_or_default();
+            if r.chars().count() > SUMMARY_RESULT_CHARS {
+                r = r.chars().take(SUMMARY_RESULT_CHARS).collect::<String>()
+                    + "… (cut; the whole result is in structuredContent.result)";
+            }
+            let _ = writeln!(s, "result: {r}");
+        }
+        Some(e) => {
+            let _ = writeln!(s, "error {}: {}", e.code, e.message);
+            if let Some(t) = &e.tool {
+                let _ = writeln!(s, "tool: {t}");
+            }
+            if let Some(alts) = e.alternatives.as_ref().filter(|a| !a.is_empty()) {
+                let _ = writeln!(s, "did you mean: {}", alts.join(", "));
+            }
+            if let Some(stack) = &e.stack {
+                let _ = writeln!(s, "stack: {stack}");
+            }
+        }
+    }
+    if !o.logs.is_empty() {
+        let _ = writeln!(s, "logs:");
+        for l in o.logs.iter().take(SUMMARY_LOG_LINES) {
+            let _ = writeln!(s, "  [{}] {}", l.level, l.message);
+        }
+        if o.logs.len() > SUMMARY_LOG_LINES {
+            let _ = writeln!(s, "  … {} more lines", o.logs.len() - SUMMARY_LOG_LINES);
+        }
+    }
+    let ends: Vec<_> = o
+        .traces
+        .iter()
+        .filter(|t| t.kind == TraceKind::ToolEnd)
+        .collect();
+    if !ends.is_empty() {
+        let _ = writeln!(s, "tool calls:");
+        for t in ends {
+            let status = match &t.error {
+                None => "ok".to_string(),
+                Some(e) => e.code.to_string(),
+            };
+            let _ = writeln!(
+                s,
+                "  {} {status} {:.1} ms",
+                t.tool,
+                t.duration_ms.unwrap_or(0.0)
+            );
+        }
+    }
+    s
+}

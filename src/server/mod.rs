@@ -1,0 +1,121 @@
+//! `mcp-sandbox serve`: this sandbox as an MCP server (rmcp), over stdio or streamable HTTP.
+//!
+//! Two tools: `execute_code` runs a script against the configured MCP servers and answers with the
+//! outcome (`structuredContent`) and a readable summary (text); `search_tools` answers with
+//! TypeScript declarations of the matching tools. A failing script is a tool result with
+//! `isError: true`, never a protocol error. Servers that failed to start are reported by both.
+
+mod execute_code;
+mod search_tools;
+
+use crate::limits::Limits;
+use crate::policy::Policy;
+use crate::sandbox::Sandbox;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// What every session of the server shares.
+pub struct Gateway {
+    pub sandbox: Sandbox,
+    pub policy: Policy,
+    /// The config's limits; `execute_code {timeout_ms}` overrides the wall clock only.
+    pub limits: Limits,
+    pub require_layers: Vec<String>,
+}
+
+/// One MCP session's handler (cheap to clone; HTTP makes one per session).
+#[derive(Clone)]
+pub struct GatewayServer {
+    gateway: Arc<Gateway>,
+}
+
+impl GatewayServer {
+    pub fn new(gateway: Arc<Gateway>) -> Self {
+        GatewayServer { gateway }
+    }
+}
+
+pub(crate) fn schema(value: Value) -> Arc<JsonObject> {
+    match value {
+        Value::Object(map) => Arc::new(map),
+        _ => Arc::new(JsonObject::new()),
+    }
+}
+
+const INSTRUCTIONS: &str = "Run JavaScript or TypeScript that calls MCP tools, with execute_code; \
+find the tools and their TypeScript signatures with search_tools first. Prefer one execute_code \
+call that does a whole task (loops, filtering, several tool calls) over many single tool calls.";
+
+impl ServerHandler for GatewayServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                "mcp-sandbox",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(tools(&self.gateway)))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.unwrap_or_default();
+        let result: CallToolResult = match request.name.as_ref() {
+            "execute_code" => execute_code::call(&self.gateway, args).await?,
+            "search_tools" => search_tools::call(&self.gateway, args)?,
+            other => {
+                return Err(ErrorData::invalid_params(
+                    format!(
+                        "unknown tool {other:?}; this server has execute_code and search_tools"
+                    ),
+                    None,
+                ))
+            }
+        };
+        Ok(result.into())
+    }
+}
+
+fn tools(gateway: &Gateway) -> Vec<Tool> {
+    vec![
+        Tool::new(
+            "execute_code",
+            execute_code::description(gateway),
+            schema(execute_code::input_schema()),
+        ),
+        Tool::new(
+            "search_tools",
+            search_tools::DESCRIPTION,
+            schema(search_tools::input_schema()),
+        ),
+    ]
+}
+
+/// An `invalid_params` protocol error for malformed tool arguments (a wrong call, not a failed
+/// script).
+pub(crate) fn bad_args(message: impl Into<String>) -> ErrorData {
+    ErrorData::invalid_params(message.into(), None)
+}
+
+pub(crate) fn text(s: impl Into<String>) -> ContentBlock {
+    ContentBlock::text(s.into())
+}
+
+pub mod run;
+pub use run::{serve, ServeArgs};

@@ -1,0 +1,110 @@
+//! `search_tools {query?, server?}`: the matching tools as TypeScript declarations of the `mcp`
+//! API, best match first, at most `MAX_SEARCH_RESULTS`.
+
+use super::{bad_args, text, Gateway};
+use crate::discovery::{render, search, MAX_SEARCH_RESULTS};
+use rmcp::model::{CallToolResult, JsonObject};
+use rmcp::ErrorData;
+use serde_json::{json, Value};
+
+pub const DESCRIPTION: &str = "Find the tools you can call from execute_code, as TypeScript \
+declarations of the `mcp` object: `mcp.<server>.<tool>(args): Promise<result>`, with argument \
+types, optional (`?`) and required fields, allowed values and doc comments. `query` is a few words \
+matched against tool names and descriptions (best match first); `server` limits the search to one \
+server; with neither, every tool is listed. Tools marked @denied exist but the policy refuses them \
+(PERMISSION_DENIED). Servers that failed to start are listed as unavailable with the reason.";
+
+pub fn input_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "Words to look for in tool names and descriptions, e.g. \"read file\"."},
+            "server": {"type": "string", "description": "Only tools of this server (the name after `mcp.`)."}
+        },
+        "additionalProperties": false
+    })
+}
+
+pub fn call(gateway: &Gateway, args: JsonObject) -> Result<CallToolResult, ErrorData> {
+    let field = |name: &str| -> Result<Option<String>, ErrorData> {
+        match args.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(bad_args(format!("search_tools: `{name}` must be a string"))),
+        }
+    };
+    if let Some(extra) = args.keys().find(|k| *k != "query" && *k != "server") {
+        return Err(bad_args(format!(
+            "search_tools: unknown argument `{extra}`; use query and server"
+        )));
+    }
+    let query = field("query")?;
+    let server = field("server")?;
+    let catalog = gateway.sandbox.catalog();
+    if let Some(s) = &server {
+        if let Some(reason) = catalog.unavailable().get(s) {
+            return Ok(CallToolResult::structured_error(json!({
+                "tools": [], "unavailable": [{"server": s, "reason": reason}]
+            }))
+            .with_text(format!("MCP server '{s}' is unavailable: {reason}")));
+        }
+        if catalog.provider(s).is_none() {
+            let servers: Vec<String> = catalog
+                .tools()
+                .into_iter()
+                .map(|t| t.server)
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            return Ok(
+                CallToolResult::structured_error(json!({"tools": [], "servers": servers}))
+                    .with_text(format!(
+                        "there is no server '{s}'; the servers are: {}",
+                        servers.join(", ")
+                    )),
+            );
+        }
+    }
+    let found = search(catalog, query.as_deref(), server.as_deref());
+    let total = found.len();
+    let shown: Vec<_> = found.into_iter().take(MAX_SEARCH_RESULTS).collect();
+    let unavailable: Vec<Value> = catalog
+        .unavailable()
+        .iter()
+        .map(|(s, r)| json!({"server": s, "reason": r}))
+        .collect();
+    let mut body = if shown.is_empty() {
+        format!(
+            "No tool matches {:?}. Call search_tools without a query to list every tool.\n",
+            query.as_deref().unwrap_or("")
+        )
+    } else {
+        render(catalog, &gateway.policy, &shown, server.is_none())
+    };
+    if total > shown.len() {
+        body.push_str(&format!(
+            "// {} more tools match; narrow the query or pass `server`.\n",
+            total - shown.len()
+        ));
+    }
+    let names: Vec<String> = shown.iter().map(|t| t.qualified()).collect();
+    Ok(CallToolResult::structured(json!({
+        "tools": names,
+        "total": total,
+        "unavailable": unavailable,
+        "typescript": body,
+    }))
+    .with_text(body))
+}
+
+/// Replaces the default JSON text of a structured result with readable text.
+pub(crate) trait WithText {
+    fn with_text(self, text: String) -> Self;
+}
+
+impl WithText for CallToolResult {
+    fn with_text(mut self, t: String) -> Self {
+        self.content = vec![text(t)];
+        self
+    }
+}
