@@ -8,7 +8,7 @@ use common::*;
 use mcp_sandbox::{ExecRequest, Limits, QueueOptions, Sandbox, SpawnHook};
 use serde_json::json;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const RUNS: u64 = 300;
 /// The whole test must end well within this.
