@@ -215,6 +215,8 @@ pub async fn run(args: RunArgs) -> Result<i32, UsageError> {
         QueueOptions {
             max_running: 1,
             max_queued: 0,
+            // One script: a pre-started runner would only be wasted.
+            pool_size: 0,
         },
     );
     let request = ExecRequest {

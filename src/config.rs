@@ -181,7 +181,8 @@ mod tests {
                 "not supported",
             ),
             (r#"{"sandbox": {"limits": {"memory_mb": 0}}}"#, "memory_mb"),
-            ("[1,2", "EOF"),
+            ("{\"mcpServers\": {", "EOF"),
+            ("[1, 2]", "expected"),
         ];
         for (text, needle) in bad {
             let err = Config::parse(text, Path::new("/")).unwrap_err();

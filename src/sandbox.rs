@@ -4,9 +4,11 @@
 
 use crate::catalog::Catalog;
 use crate::error::{ErrorCode, ExecError};
+use crate::limits::Limits;
 use crate::outcome::Outcome;
+use crate::pool::RunnerPool;
 use crate::runner::RunnerCommand;
-use crate::session::{execute, ExecRequest};
+use crate::session::{execute_pooled, ExecRequest};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,6 +22,8 @@ pub struct QueueOptions {
     pub max_running: usize,
     /// Executions waiting for a runner slot.
     pub max_queued: usize,
+    /// Runners started ahead of time (0 disables the pool).
+    pub pool_size: usize,
 }
 
 impl Default for QueueOptions {
@@ -30,6 +34,7 @@ impl Default for QueueOptions {
         QueueOptions {
             max_running: cores * 4,
             max_queued: 1024,
+            pool_size: cores * 2,
         }
     }
 }
@@ -42,6 +47,7 @@ pub struct Sandbox {
     slots: Arc<Semaphore>,
     admitted: Arc<AtomicUsize>,
     options: QueueOptions,
+    pool: Option<Arc<RunnerPool>>,
     /// Cancelled when shutdown's grace period is over: running executions are killed.
     kill: CancellationToken,
     /// Set when shutdown begins: no new work is taken.
@@ -49,8 +55,18 @@ pub struct Sandbox {
 }
 
 impl Sandbox {
+    /// Must be called within a tokio runtime when `options.pool_size` > 0 (the pool starts
+    /// filling at once, with the default limits' backstops).
     pub fn new(catalog: Arc<Catalog>, runner: RunnerCommand, options: QueueOptions) -> Self {
+        let pool = (options.pool_size > 0).then(|| {
+            Arc::new(RunnerPool::new(
+                runner.clone(),
+                Limits::default(),
+                options.pool_size,
+            ))
+        });
         Sandbox {
+            pool,
             catalog,
             runner,
             slots: Arc::new(Semaphore::new(options.max_running.max(1))),
@@ -103,7 +119,11 @@ impl Sandbox {
             })
             .map(AbortOnDrop);
         req.cancel = Some(token);
-        execute(&self.catalog, &self.runner, req).await
+        execute_pooled(&self.catalog, &self.runner, self.pool.as_deref(), req).await
+    }
+
+    pub fn pool(&self) -> Option<&RunnerPool> {
+        self.pool.as_deref()
     }
 
     /// Stops the sandbox: new and queued executions get `SANDBOX_UNAVAILABLE` at once, running
@@ -112,6 +132,9 @@ impl Sandbox {
     pub async fn shutdown(&self, grace: Duration) {
         self.closing.cancel();
         self.slots.close();
+        if let Some(pool) = &self.pool {
+            pool.drain().await;
+        }
         if !self.wait_idle(grace).await {
             tracing::warn!(
                 running = self.in_flight(),

@@ -8,30 +8,29 @@
 use crate::catalog::{CallContext, Catalog};
 use crate::error::{ErrorCode, ExecError};
 use crate::limits::Limits;
+use crate::outbox::Outbox;
 use crate::outcome::{LogLine, Metrics, Outcome};
-use crate::runner::{describe_exit, spawn, RunnerCommand, SpawnedRunner};
+use crate::pool::RunnerPool;
+use crate::runner::{
+    self, crashed, describe_exit, frame_error, protocol_error, ReadyRunner, RunnerCommand,
+    EXIT_GRACE,
+};
 use crate::trace::{new_trace_id, now_ms, TraceError, TraceEvent, TraceKind};
-use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use futures::StreamExt;
 use sandbox_runner::protocol::{
-    decode_payload, encode_frame, FrameError, HostMessage, RunnerMessage, WireError,
-    PROTOCOL_VERSION,
+    decode_payload, encode_frame, raw, FrameError, HostMessage, RunnerMessage, WireError,
 };
 use serde_json::{Map, Value};
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
-use tokio::io::AsyncWriteExt;
-use tokio::sync::mpsc;
 use tokio::time::Instant as TokioInstant;
 use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
 use tokio_util::sync::CancellationToken;
 
 /// Per-line overhead counted against the log budget, so empty lines cannot grow memory forever.
 pub const LOG_LINE_OVERHEAD: u64 = 32;
-/// How long a runner may take to exit after `execution_complete` or after closing its socket.
-const EXIT_GRACE: Duration = Duration::from_millis(1000);
 
 /// What to run.
 #[derive(Debug, Clone, Default)]
@@ -69,11 +68,52 @@ impl std::fmt::Debug for SpawnHook {
 /// Layers a runner must report `enforced` or the host refuses to run code.
 pub const REQUIRED_LAYERS: &[&str] = &["rlimits", "no_new_privs", "seccomp"];
 
+/// `SANDBOX_UNAVAILABLE` naming every required layer the runner did not enforce, if any.
+pub fn missing_layers(isolation: &BTreeMap<String, String>, extra: &[String]) -> Option<ExecError> {
+    let missing: Vec<String> = REQUIRED_LAYERS
+        .iter()
+        .map(|s| s.to_string())
+        .chain(extra.iter().cloned())
+        .filter(|layer| {
+            !isolation
+                .get(layer)
+                .is_some_and(|s| s.starts_with("enforced"))
+        })
+        .map(|layer| {
+            let why = isolation
+                .get(&layer)
+                .cloned()
+                .unwrap_or_else(|| "not reported".into());
+            format!("{layer} ({why})")
+        })
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    Some(ExecError::new(
+        ErrorCode::SandboxUnavailable,
+        format!(
+            "refusing to run code: required isolation layers are not enforced: {}. Run `mcp-sandbox check` for details",
+            missing.join(", ")
+        ),
+    ))
+}
+
 /// Runs one script to its outcome. Never panics on anything the runner sends.
 pub async fn execute(catalog: &Catalog, runner: &RunnerCommand, req: ExecRequest) -> Outcome {
+    execute_pooled(catalog, runner, None, req).await
+}
+
+/// Like [`execute`], taking a pre-started runner from `pool` when it has one that fits.
+pub async fn execute_pooled(
+    catalog: &Catalog,
+    runner: &RunnerCommand,
+    pool: Option<&RunnerPool>,
+    req: ExecRequest,
+) -> Outcome {
     let started = Instant::now();
     let mut run = Run::new(&req.limits);
-    let error = run.drive(catalog, runner, &req).await.err();
+    let error = run.drive(catalog, runner, pool, &req).await.err();
     run.finish(error, started)
 }
 
@@ -136,6 +176,7 @@ impl Run {
         &mut self,
         catalog: &Catalog,
         runner: &RunnerCommand,
+        pool: Option<&RunnerPool>,
         req: &ExecRequest,
     ) -> Result<(), ExecError> {
         if let Err(e) = self.limits.validate() {
@@ -154,23 +195,29 @@ impl Run {
         if req.cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
             return Err(shutting_down());
         }
-        let SpawnedRunner {
-            mut child,
-            socket,
-            pid,
-        } = spawn(runner, &self.limits)
-            .map_err(|e| ExecError::new(ErrorCode::SandboxUnavailable, e.to_string()))?;
-        if let Some(hook) = &req.on_spawn {
-            (hook.0)(pid);
-        }
-        let result = match req.cancel.clone() {
-            None => self.session(catalog, req, socket, &mut child).await,
-            Some(cancel) => tokio::select! {
-                r = self.session(catalog, req, socket, &mut child) => r,
-                _ = cancel.cancelled() => Err(shutting_down()),
+        let hook = req.on_spawn.as_ref().map(|h| &*h.0);
+        let mut ready = match pool.and_then(|p| p.take(&self.limits)) {
+            Some(r) => {
+                // A pooled runner started earlier; the hook sees it when it is handed out.
+                if let Some(hook) = hook {
+                    hook(r.pid);
+                }
+                r
+            }
+            None => runner::start(runner, &self.limits, self.deadline, hook).await?,
+        };
+        let result = match missing_layers(&ready.isolation, &req.require_layers) {
+            Some(e) => Err(e),
+            None => match req.cancel.clone() {
+                None => self.session(catalog, req, &mut ready).await,
+                Some(cancel) => tokio::select! {
+                    r = self.session(catalog, req, &mut ready) => r,
+                    _ = cancel.cancelled() => Err(shutting_down()),
+                },
             },
         };
         // Whatever happened, the runner is gone and reaped before we return.
+        let child = &mut ready.child;
         if result.is_err() {
             let _ = child.start_kill();
         }
@@ -182,38 +229,27 @@ impl Run {
         result
     }
 
-    /// The conversation with one runner.
+    /// The conversation with one ready runner.
     async fn session(
         &mut self,
         catalog: &Catalog,
         req: &ExecRequest,
-        socket: tokio::net::UnixStream,
-        child: &mut tokio::process::Child,
+        ready: &mut ReadyRunner,
     ) -> Result<(), ExecError> {
         let max_frame = usize::try_from(self.limits.frame_bytes).unwrap_or(usize::MAX);
-        let (read_half, mut write_half) = socket.into_split();
-        let codec = LengthDelimitedCodec::builder()
-            .big_endian()
-            .length_field_length(4)
-            .max_frame_length(max_frame)
-            .new_codec();
-        let mut frames = FramedRead::new(read_half, codec);
-        // Writes go through their own task so a runner that stops reading can never stop us
-        // from reading (and so from noticing timeouts and crashes).
-        let (tx, mut rx) = mpsc::unbounded_channel::<Bytes>();
-        let writer = tokio::spawn(async move {
-            while let Some(frame) = rx.recv().await {
-                if write_half.write_all(&frame).await.is_err() {
-                    break;
-                }
-            }
-        });
-        let outcome = self
-            .converse(catalog, req, &mut frames, &tx, child, max_frame)
-            .await;
-        drop(tx);
-        writer.abort();
-        outcome
+        let Some(write_half) = ready.writer.take() else {
+            return Err(protocol("the runner's socket was already used".into()));
+        };
+        let mut outbox = Outbox::new(write_half);
+        self.converse(
+            catalog,
+            req,
+            &mut ready.frames,
+            &mut outbox,
+            &mut ready.child,
+            max_frame,
+        )
+        .await
     }
 
     async fn converse(
@@ -221,61 +257,10 @@ impl Run {
         catalog: &Catalog,
         req: &ExecRequest,
         frames: &mut FramedRead<tokio::net::unix::OwnedReadHalf, LengthDelimitedCodec>,
-        tx: &mpsc::UnboundedSender<Bytes>,
+        tx: &mut Outbox,
         child: &mut tokio::process::Child,
         max_frame: usize,
     ) -> Result<(), ExecError> {
-        // 1. ready
-        let first = tokio::time::timeout_at(self.deadline, frames.next()).await;
-        let payload = match first {
-            Err(_) => return Err(self.timeout_error("before the runner was ready")),
-            Ok(None) => return Err(crashed(child, "before it was ready").await),
-            Ok(Some(Err(e))) => return Err(frame_error(child, e, "before it was ready").await),
-            Ok(Some(Ok(p))) => p,
-        };
-        match decode_payload::<RunnerMessage>(&payload) {
-            Ok(RunnerMessage::Ready {
-                protocol: v,
-                isolation,
-                ..
-            }) => {
-                if v != PROTOCOL_VERSION {
-                    return Err(protocol(format!(
-                        "runner speaks protocol {v}, this host speaks {PROTOCOL_VERSION}; install matching mcp-sandbox and sandbox-runner binaries"
-                    )));
-                }
-                let required = REQUIRED_LAYERS
-                    .iter()
-                    .map(|s| s.to_string())
-                    .chain(req.require_layers.iter().cloned());
-                let missing: Vec<String> = required
-                    .filter(|layer| {
-                        !isolation
-                            .get(layer)
-                            .is_some_and(|s| s.starts_with("enforced"))
-                    })
-                    .map(|layer| {
-                        let why = isolation
-                            .get(&layer)
-                            .cloned()
-                            .unwrap_or_else(|| "not reported".into());
-                        format!("{layer} ({why})")
-                    })
-                    .collect();
-                if !missing.is_empty() {
-                    return Err(ExecError::new(
-                        ErrorCode::SandboxUnavailable,
-                        format!(
-                            "refusing to run code: required isolation layers are not enforced: {}. Run `mcp-sandbox check` for details",
-                            missing.join(", ")
-                        ),
-                    ));
-                }
-            }
-            Ok(other) => return Err(protocol(format!("expected ready, got {}", kind(&other)))),
-            Err(e) => return Err(protocol(e.to_string())),
-        }
-
         // 2. execute
         let exec = HostMessage::Execute {
             code: req.code.clone(),
@@ -291,7 +276,7 @@ impl Run {
                 format!("the script and its context do not fit in one frame: {e}"),
             )
         })?;
-        let _ = tx.send(Bytes::from(buf));
+        tx.send(buf);
 
         // 3. calls, logs and the result
         let mut running: FuturesUnordered<CallFuture> = FuturesUnordered::new();
@@ -310,9 +295,10 @@ impl Run {
                     }
                     return Err(self.timeout_error(""));
                 }
+                _ = tx.flush(), if tx.pending() => {}
                 Some((id, result)) = running.next(), if !running.is_empty() => {
                     self.finish_call(id, result, tx, max_frame);
-                    while self.inflight.len() < self.limits.max_concurrent_calls as usize {
+                    while running.len() < self.limits.max_concurrent_calls as usize {
                         let Some(q) = self.queue.pop_front() else { break };
                         running.push(self.start_call(catalog, q));
                     }
@@ -381,7 +367,7 @@ impl Run {
         &mut self,
         catalog: &Catalog,
         q: Queued,
-        tx: &mpsc::UnboundedSender<Bytes>,
+        tx: &mut Outbox,
         max_frame: usize,
     ) -> Option<CallFuture> {
         let tool = format!("{}:{}", q.server, q.tool);
@@ -458,7 +444,7 @@ impl Run {
         &mut self,
         id: u64,
         result: Result<Value, ExecError>,
-        tx: &mpsc::UnboundedSender<Bytes>,
+        tx: &mut Outbox,
         max_frame: usize,
     ) {
         let Some(call) = self.inflight.remove(&id) else {
@@ -471,22 +457,18 @@ impl Run {
             e
         });
         let mut buf = Vec::new();
-        let frame = |result: &Result<Value, ExecError>, buf: &mut Vec<u8>| {
-            let msg = match result {
-                Ok(v) => HostMessage::RpcResult {
-                    id,
-                    success: true,
-                    result: Some(v.clone()),
-                    error: None,
-                },
-                Err(e) => HostMessage::RpcResult {
+        let frame = |result: &Result<Value, ExecError>, buf: &mut Vec<u8>| match result {
+            Ok(v) => raw::encode_rpc_result_ok(id, v, max_frame, buf),
+            Err(e) => encode_frame(
+                &HostMessage::RpcResult {
                     id,
                     success: false,
                     result: None,
                     error: Some(to_wire(e)),
                 },
-            };
-            encode_frame(&msg, max_frame, buf)
+                max_frame,
+                buf,
+            ),
         };
         let too_big = match frame(&result, &mut buf) {
             Err(FrameError::TooLarge { len, max }) => Some((len, max)),
@@ -503,7 +485,7 @@ impl Run {
             .with_tool(&call.tool));
             let _ = frame(&result, &mut buf);
         }
-        let _ = tx.send(Bytes::from(buf));
+        tx.send(buf);
         self.end_trace(call, result.err().as_ref());
     }
 
@@ -655,11 +637,7 @@ fn route_check(catalog: &Catalog, server: &str, tool: &str) -> Result<(), ExecEr
         )
         .with_tool(qualified));
     }
-    let known = catalog
-        .tools()
-        .iter()
-        .any(|t| t.server == server && t.name == tool);
-    if !known {
+    if !catalog.has_tool(server, tool) {
         return Err(ExecError::new(
             ErrorCode::ToolNotFound,
             format!("unknown tool '{server}.{tool}'"),
@@ -687,10 +665,7 @@ fn shutting_down() -> ExecError {
 }
 
 fn protocol(message: String) -> ExecError {
-    ExecError::new(
-        ErrorCode::ProtocolError,
-        format!("the runner broke the protocol ({message}); it was killed"),
-    )
+    protocol_error(message)
 }
 
 fn kind(m: &RunnerMessage) -> &'static str {
@@ -700,46 +675,4 @@ fn kind(m: &RunnerMessage) -> &'static str {
         RunnerMessage::Log { .. } => "log",
         RunnerMessage::ExecutionComplete { .. } => "execution_complete",
     }
-}
-
-/// A frame could not be read. An oversized length is a protocol error at once; a stream that
-/// ends inside a frame is a crash when the runner died abnormally (killed while writing), and a
-/// protocol error when it exited 0 after writing half a frame.
-async fn frame_error(
-    child: &mut tokio::process::Child,
-    e: std::io::Error,
-    when: &str,
-) -> ExecError {
-    if e.kind() == std::io::ErrorKind::InvalidData {
-        return protocol(format!("bad frame: {e}"));
-    }
-    let crash = crashed(child, when).await;
-    if crash.signal.is_some() || crash.exit_status.is_some_and(|s| s != 0) {
-        return crash;
-    }
-    protocol(format!("bad frame: {e}"))
-}
-
-/// The runner's socket closed early: how did it end?
-async fn crashed(child: &mut tokio::process::Child, when: &str) -> ExecError {
-    let status = match tokio::time::timeout(EXIT_GRACE, child.wait()).await {
-        Ok(Ok(s)) => s,
-        _ => {
-            let _ = child.start_kill();
-            match child.wait().await {
-                Ok(s) => s,
-                Err(e) => {
-                    return ExecError::new(
-                        ErrorCode::RunnerCrashed,
-                        format!("the runner stopped {when} and cannot be waited for: {e}"),
-                    )
-                }
-            }
-        }
-    };
-    let (message, signal, exit_status) = describe_exit(&status);
-    let mut e = ExecError::new(ErrorCode::RunnerCrashed, format!("{message} ({when})"));
-    e.signal = signal;
-    e.exit_status = exit_status;
-    e
 }

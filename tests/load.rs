@@ -99,6 +99,7 @@ async fn a_thousand_executions_at_once_then_back_to_baseline() {
         QueueOptions {
             max_running: 8,
             max_queued: 1_000,
+            pool_size: 0,
         },
     );
     // Warm up every path so lazily created fds, threads and allocator arenas exist.

@@ -15,6 +15,7 @@ async fn over_the_queue_bound_the_excess_is_refused_at_once() {
         QueueOptions {
             max_running: 2,
             max_queued: 10,
+            pool_size: 0,
         },
     );
     let mut tasks = Vec::new();

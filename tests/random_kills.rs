@@ -50,6 +50,7 @@ async fn three_hundred_runners_killed_at_random_moments() {
         QueueOptions {
             max_running: 6,
             max_queued: RUNS as usize,
+            pool_size: 0,
         },
     );
     let _ = sandbox

@@ -162,6 +162,7 @@ async fn shutdown_refuses_new_and_queued_work_and_kills_late_runners() {
         QueueOptions {
             max_running: 1,
             max_queued: 4,
+            pool_size: 0,
         },
     );
     let req = |code: &str| ExecRequest {

@@ -334,6 +334,14 @@ impl ToolProvider for McpServer {
             .unwrap_or_default()
     }
 
+    fn has_tool(&self, tool: &str) -> bool {
+        self.inner
+            .tools
+            .read()
+            .map(|t| t.iter().any(|t| t.name == tool))
+            .unwrap_or(false)
+    }
+
     fn call(
         &self,
         tool: &str,
