@@ -38,6 +38,10 @@ pub enum Command {
     Run(RunArgs),
     /// Show which isolation layers this machine enforces on the runner.
     Check(CheckArgs),
+    /// Show the tool graph learned from executions (or `graph next TOOL`).
+    Graph(crate::learning_cli::GraphArgs),
+    /// Save, list, show and remove capabilities (code callable as `mcp.namespace.action()`).
+    Capability(crate::learning_cli::CapabilityArgs),
 }
 
 #[derive(Debug, Args)]
@@ -84,6 +88,8 @@ pub struct RunArgs {
     pub trace: Option<TraceFormat>,
     #[command(flatten)]
     pub runner: RunnerArgs,
+    #[command(flatten)]
+    pub state: crate::learning_cli::StateArgs,
 }
 
 #[derive(Debug, Args)]
@@ -201,18 +207,35 @@ pub async fn run(args: RunArgs) -> Result<i32, UsageError> {
     let require_layers = args.runner.required_layers()?;
     let runner = args.runner.command();
 
+    // Learning is best effort: without a usable state file the script still runs (without
+    // capabilities), and the reason is printed.
+    let store = match args.state.open(args.config.as_ref().map(|_| &config)) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            eprintln!("mcp-sandbox: warning: running without the state store: {e}");
+            None
+        }
+    };
     let catalog = load_catalog(&config).await?;
-    let outcome = execute(
-        &catalog,
-        &runner,
-        ExecRequest {
-            code,
-            context,
-            limits,
-            require_layers,
-        },
-    )
-    .await;
+    let req = ExecRequest {
+        code: code.clone(),
+        context,
+        limits,
+        require_layers: require_layers.clone(),
+        parent_trace_id: None,
+    };
+    let outcome = match &store {
+        Some(store) => {
+            let caps = crate::capability::Capabilities {
+                require_layers,
+                ..crate::capability::Capabilities::new(store.clone(), runner.clone())
+            };
+            let outcome = caps.execute(&catalog, req).await;
+            crate::capability::record(store, &outcome, Some(&code)).await;
+            outcome
+        }
+        None => execute(&catalog, &runner, req).await,
+    };
     catalog.shutdown().await;
     print_outcome(&outcome, args.json, args.trace);
     Ok(if outcome.success { 0 } else { EXIT_FAILED })

@@ -53,6 +53,9 @@ pub struct ServerConfig {
 pub struct SandboxSection {
     #[serde(default)]
     pub limits: Option<Limits>,
+    /// The state file (tool graph, capabilities); relative to the config file's directory.
+    #[serde(default)]
+    pub state: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -132,6 +135,11 @@ impl Config {
         })
     }
 
+    /// The `sandbox.state` path, resolved against the config file's directory.
+    pub fn state_path(&self) -> Option<PathBuf> {
+        self.sandbox.state.as_ref().map(|p| self.base_dir.join(p))
+    }
+
     /// The working directory of a server.
     pub fn server_cwd(&self, server: &ServerConfig) -> PathBuf {
         match &server.cwd {
@@ -181,7 +189,7 @@ mod tests {
                 "not supported",
             ),
             (r#"{"sandbox": {"limits": {"memory_mb": 0}}}"#, "memory_mb"),
-            ("[1,2", "EOF"),
+            ("[1,2", "line 1 column"),
         ];
         for (text, needle) in bad {
             let err = Config::parse(text, Path::new("/")).unwrap_err();

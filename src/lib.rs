@@ -4,16 +4,20 @@
 //! Library entry point: build a [`catalog::Catalog`] of tool providers (MCP servers from a config
 //! file, in-process tools), then [`session::execute`] scripts against it.
 
+pub mod analysis;
+pub mod capability;
 pub mod catalog;
 pub mod check;
 pub mod cli;
 pub mod config;
 pub mod error;
+pub mod learning_cli;
 pub mod limits;
 pub mod outcome;
 pub mod runner;
 pub mod sandbox;
 pub mod session;
+pub mod store;
 pub mod trace;
 
 pub use catalog::{CallContext, Catalog, InProcessServer, ToolInfo, ToolProvider};

@@ -24,6 +24,8 @@ fn main() {
         match cli.command {
             Command::Run(args) => cli::run(args).await,
             Command::Check(args) => cli::check(args).await,
+            Command::Graph(args) => mcp_sandbox::learning_cli::graph(args),
+            Command::Capability(args) => mcp_sandbox::learning_cli::capability(args),
         }
     });
     match status {

@@ -40,6 +40,9 @@ pub struct ExecRequest {
     pub limits: Limits,
     /// Isolation layers that must be enforced besides the always-required ones.
     pub require_layers: Vec<String>,
+    /// The trace id of the call this execution serves (a capability call): stamped as
+    /// `parent_trace_id` on this execution's own events.
+    pub parent_trace_id: Option<String>,
 }
 
 /// Layers a runner must report `enforced` or the host refuses to run code.
@@ -49,6 +52,7 @@ pub const REQUIRED_LAYERS: &[&str] = &["rlimits", "no_new_privs", "seccomp"];
 pub async fn execute(catalog: &Catalog, runner: &RunnerCommand, req: ExecRequest) -> Outcome {
     let started = Instant::now();
     let mut run = Run::new(&req.limits);
+    run.parent = req.parent_trace_id.clone();
     let error = run.drive(catalog, runner, &req).await.err();
     run.finish(error, started)
 }
@@ -57,6 +61,7 @@ type CallFuture = BoxFuture<'static, (u64, Result<Value, ExecError>)>;
 
 struct Call {
     tool: String,
+    capability: bool,
     trace_id: String,
     started: Instant,
 }
@@ -88,6 +93,10 @@ struct Run {
     result: Option<Value>,
     /// The script's own error, reported by the runner.
     script_error: Option<ExecError>,
+    /// `parent_trace_id` of this execution's events.
+    parent: Option<String>,
+    /// Events of nested work handed back by providers.
+    children: crate::catalog::TraceSink,
 }
 
 impl Run {
@@ -105,6 +114,8 @@ impl Run {
             queue: VecDeque::new(),
             result: None,
             script_error: None,
+            parent: None,
+            children: Default::default(),
         }
     }
 
@@ -346,11 +357,18 @@ impl Run {
     ) -> Option<CallFuture> {
         let tool = format!("{}:{}", q.server, q.tool);
         let trace_id = new_trace_id();
+        let capability = catalog
+            .provider(&q.server)
+            .is_some_and(|p| p.is_capability());
         self.traces.push(TraceEvent {
-            kind: TraceKind::ToolStart,
+            kind: if capability {
+                TraceKind::CapabilityStart
+            } else {
+                TraceKind::ToolStart
+            },
             tool: tool.clone(),
             trace_id: trace_id.clone(),
-            parent_trace_id: None,
+            parent_trace_id: self.parent.clone(),
             ts: now_ms(),
             success: None,
             duration_ms: None,
@@ -360,6 +378,7 @@ impl Run {
             q.id,
             Call {
                 tool,
+                capability,
                 trace_id,
                 started: Instant::now(),
             },
@@ -386,6 +405,7 @@ impl Run {
                 .map(|c| c.trace_id.clone())
                 .unwrap_or_default(),
             deadline: std_deadline(self.deadline),
+            children: self.children.clone(),
         };
         let fut =
             match catalog.provider(&q.server) {
@@ -468,11 +488,18 @@ impl Run {
     }
 
     fn end_trace(&mut self, call: Call, error: Option<&ExecError>) {
+        if let Ok(mut nested) = self.children.lock() {
+            self.traces.append(&mut nested);
+        }
         self.traces.push(TraceEvent {
-            kind: TraceKind::ToolEnd,
+            kind: if call.capability {
+                TraceKind::CapabilityEnd
+            } else {
+                TraceKind::ToolEnd
+            },
             tool: call.tool,
             trace_id: call.trace_id,
-            parent_trace_id: None,
+            parent_trace_id: self.parent.clone(),
             ts: now_ms(),
             success: Some(error.is_none()),
             duration_ms: Some(call.started.elapsed().as_secs_f64() * 1000.0),

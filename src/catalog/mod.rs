@@ -38,7 +38,13 @@ pub struct CallContext {
     pub trace_id: String,
     /// When the whole execution must be over; a provider must not outlive it.
     pub deadline: std::time::Instant,
+    /// Trace events of nested work (a capability's own calls), pushed by the provider before
+    /// its call returns; the session merges them into the execution's traces.
+    pub children: TraceSink,
 }
+
+/// Where a provider hands back the trace events of nested work.
+pub type TraceSink = Arc<std::sync::Mutex<Vec<crate::trace::TraceEvent>>>;
 
 /// One server's worth of tools.
 pub trait ToolProvider: Send + Sync {
@@ -53,6 +59,10 @@ pub trait ToolProvider: Send + Sync {
         args: Value,
         ctx: &CallContext,
     ) -> BoxFuture<'static, Result<Value, ExecError>>;
+    /// Whether its calls are capability calls (traced as `capability_start`/`capability_end`).
+    fn is_capability(&self) -> bool {
+        false
+    }
     /// Stops whatever the provider runs (child processes). Later calls fail.
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         Box::pin(async {})
