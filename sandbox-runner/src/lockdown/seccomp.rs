@@ -34,6 +34,8 @@ pub enum ArgRule {
         mask: u32,
         values: &'static [u32],
     },
+    /// The (pointer-sized) argument `arg` is 0 (NULL).
+    IsZero { arg: u8 },
 }
 
 /// One entry of the allowlist.
@@ -71,6 +73,13 @@ pub fn allowlist() -> Vec<AllowedSyscall> {
             libc::SYS_read,
             "receive frames on the socket (std's UnixStream::read is read(2))",
         ),
+        AllowedSyscall {
+            name: "recvfrom",
+            nr: libc::SYS_recvfrom,
+            only: Some(ArgRule::IsZero { arg: 4 }),
+            arguments: "src_addr NULL (a plain recv on a connected socket)",
+            reason: "std's UnixStream::read is recv(fd, buf, len, 0), i.e. recvfrom(2)",
+        },
         any(
             "readv",
             libc::SYS_readv,
@@ -81,6 +90,13 @@ pub fn allowlist() -> Vec<AllowedSyscall> {
             libc::SYS_write,
             "send frames on the socket; a panic message to stderr (/dev/null)",
         ),
+        AllowedSyscall {
+            name: "sendto",
+            nr: libc::SYS_sendto,
+            only: Some(ArgRule::IsZero { arg: 4 }),
+            arguments: "dest_addr NULL (a plain send on a connected socket)",
+            reason: "std's UnixStream::write is send(fd, buf, len, MSG_NOSIGNAL), i.e. sendto(2)",
+        },
         any(
             "writev",
             libc::SYS_writev,
@@ -91,6 +107,18 @@ pub fn allowlist() -> Vec<AllowedSyscall> {
             libc::SYS_close,
             "dropping the socket or a std handle; only fds 0-3 exist and none can be created",
         ),
+        AllowedSyscall {
+            name: "fcntl",
+            nr: libc::SYS_fcntl,
+            only: Some(ArgRule::MaskedEq {
+                arg: 1,
+                mask: u32::MAX,
+                values: &[libc::F_GETFD as u32],
+            }),
+            arguments: "cmd F_GETFD only (no F_DUPFD*, F_SETFL, F_SETOWN, leases, locks…)",
+            reason: "std checks an fd is open (F_GETFD) before closing it in debug builds; \
+                     without it dropping the socket ends as SIGSYS",
+        },
         any("brk", libc::SYS_brk, "malloc grows the heap"),
         AllowedSyscall {
             name: "mmap",
@@ -248,7 +276,6 @@ pub fn never_allowed() -> Vec<(&'static str, i64)> {
         ("pipe2", libc::SYS_pipe2),
         ("dup", libc::SYS_dup),
         ("dup3", libc::SYS_dup3),
-        ("fcntl", libc::SYS_fcntl),
         ("prlimit64", libc::SYS_prlimit64),
         ("setrlimit", libc::SYS_setrlimit),
         ("pkey_mprotect", libc::SYS_pkey_mprotect),
@@ -331,6 +358,11 @@ pub fn build_program() -> Result<BpfProgram, LockdownError> {
                     SeccompRule::new(vec![cond]).map_err(bad)
                 })
                 .collect::<Result<_, _>>()?,
+            Some(ArgRule::IsZero { arg }) => {
+                let cond = SeccompCondition::new(arg, SeccompCmpArgLen::Qword, SeccompCmpOp::Eq, 0)
+                    .map_err(bad)?;
+                vec![SeccompRule::new(vec![cond]).map_err(bad)?]
+            }
         };
         rules.insert(entry.nr, chain);
     }
@@ -452,6 +484,28 @@ mod tests {
             call(libc::SYS_mprotect, [0, 4096, 1 << 32 | 4, 0, 0, 0]),
             RET_KILL_PROCESS
         );
+        assert_eq!(call(libc::SYS_recvfrom, [3, 0, 4, 0, 0, 0]), RET_ALLOW);
+        assert_eq!(
+            call(libc::SYS_recvfrom, [3, 0, 4, 0, 1 << 32, 0]),
+            RET_KILL_PROCESS
+        );
+        assert_eq!(
+            call(libc::SYS_recvfrom, [3, 0, 4, 0, 8, 0]),
+            RET_KILL_PROCESS
+        );
+        assert_eq!(call(libc::SYS_sendto, [3, 0, 4, 0x4000, 0, 0]), RET_ALLOW);
+        assert_eq!(
+            call(libc::SYS_sendto, [3, 0, 4, 0, 0x1000, 16]),
+            RET_KILL_PROCESS
+        );
+        assert_eq!(call(libc::SYS_fcntl, [3, 1, 0, 0, 0, 0]), RET_ALLOW); // F_GETFD
+        for cmd in [0, 2, 4, 1030] {
+            // F_DUPFD, F_SETFD, F_SETFL, F_DUPFD_CLOEXEC
+            assert_eq!(
+                call(libc::SYS_fcntl, [3, cmd, 0, 0, 0, 0]),
+                RET_KILL_PROCESS
+            );
+        }
         assert_eq!(call(libc::SYS_madvise, [0, 4096, 4, 0, 0, 0]), RET_ALLOW);
         assert_eq!(
             call(libc::SYS_madvise, [0, 4096, 100, 0, 0, 0]),
