@@ -367,6 +367,61 @@ fn label(s: &str) -> String {
 mod tests {
     use super::*;
 
+    fn call(tool: &str, id: usize, ok: bool, ms: f64, parent: Option<&str>) -> [TraceEvent; 2] {
+        let ev = |kind, success, duration_ms| TraceEvent {
+            kind,
+            tool: tool.into(),
+            trace_id: format!("{tool}-{id}"),
+            parent_trace_id: parent.map(str::to_string),
+            ts: 0.0,
+            success,
+            duration_ms,
+            error: None,
+        };
+        [
+            ev(TraceKind::ToolStart, None, None),
+            ev(TraceKind::ToolEnd, Some(ok), Some(ms)),
+        ]
+    }
+
+    #[test]
+    fn mean_and_p95_over_successes_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("s.db")).unwrap();
+        let mut traces = Vec::new();
+        for i in 1..=20 {
+            traces.extend(call("a:x", i, true, i as f64, None));
+        }
+        traces.extend(call("a:x", 99, false, 5000.0, None));
+        s.record_traces(&traces, false).unwrap();
+        let g = s.graph(None).unwrap();
+        let t = &g.tools[0];
+        assert_eq!((t.calls, t.successes, t.failures), (21, 20, 1));
+        assert_eq!(t.mean_ms, 10.5);
+        assert_eq!(t.p95_ms, 19.0);
+        // a:x → a:x between consecutive successes, 19 times.
+        assert_eq!(g.edges[0].count, 19);
+        // Aborted: only the failure counts.
+        s.record_traces(&traces, true).unwrap();
+        let t = &s.graph(None).unwrap().tools[0];
+        assert_eq!((t.calls, t.successes, t.failures), (22, 20, 2));
+    }
+
+    #[test]
+    fn the_duration_window_is_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("s.db")).unwrap();
+        let mut traces = Vec::new();
+        for i in 0..(P95_WINDOW as usize + 10) {
+            traces.extend(call("b:y", i, true, 1.0, None));
+        }
+        s.record_traces(&traces, false).unwrap();
+        let rows: i64 = s
+            .with(|c| Ok(c.query_row("SELECT COUNT(*) FROM tool_durations", [], |r| r.get(0))?))
+            .unwrap();
+        assert_eq!(rows, P95_WINDOW);
+    }
+
     #[test]
     fn nearest_rank_percentile() {
         let v: Vec<f64> = (1..=100).map(f64::from).collect();
