@@ -14,6 +14,7 @@ pub mod error;
 pub mod learning_cli;
 pub mod limits;
 pub mod outcome;
+pub mod pool;
 pub mod runner;
 pub mod sandbox;
 pub mod session;

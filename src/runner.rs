@@ -1,11 +1,18 @@
 //! Spawning runner processes: empty environment, cwd `/`, stdio on /dev/null, its end of a
 //! socketpair at fd 3 and no other fd, its own process group, killed when dropped.
 
+use crate::error::{ErrorCode, ExecError};
 use crate::limits::Limits;
-use sandbox_runner::protocol::RUNNER_SOCKET_FD;
+use futures::StreamExt;
+use sandbox_runner::protocol::{decode_payload, RunnerMessage, PROTOCOL_VERSION, RUNNER_SOCKET_FD};
+use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::time::Duration;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::time::Instant as TokioInstant;
+use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
 
 /// How to start a runner.
 #[derive(Debug, Clone)]
@@ -65,6 +72,150 @@ pub struct SpawnedRunner {
     pub child: tokio::process::Child,
     pub socket: tokio::net::UnixStream,
     pub pid: u32,
+}
+
+/// Frames arriving from a runner, each at most the frame limit long.
+pub type Frames = FramedRead<OwnedReadHalf, LengthDelimitedCodec>;
+
+/// How long a runner may take to exit once it should.
+pub const EXIT_GRACE: Duration = Duration::from_millis(1000);
+
+/// The rlimits a runner was started with: a runner can serve an execution only if its backstops
+/// are at least what that execution's limits need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backstops {
+    pub address_space_mb: u64,
+    pub cpu_seconds: u64,
+    pub frame_bytes: u64,
+}
+
+impl Backstops {
+    pub fn for_limits(limits: &Limits) -> Self {
+        Backstops {
+            address_space_mb: address_space_mb(limits),
+            cpu_seconds: limits.cpu_ms.div_ceil(1000) + 1,
+            frame_bytes: limits.frame_bytes,
+        }
+    }
+
+    /// Whether a runner started with `self` can run an execution that needs `need`.
+    pub fn covers(&self, need: &Backstops) -> bool {
+        self.address_space_mb >= need.address_space_mb
+            && self.cpu_seconds >= need.cpu_seconds
+            && self.frame_bytes == need.frame_bytes
+    }
+}
+
+/// A runner that is locked down, said `ready`, and waits for its `execute` frame.
+pub struct ReadyRunner {
+    pub child: tokio::process::Child,
+    pub frames: Frames,
+    /// Taken by the session that uses the runner.
+    pub writer: Option<OwnedWriteHalf>,
+    /// Layer → `enforced…` or `unavailable: reason`, from its `ready` frame.
+    pub isolation: BTreeMap<String, String>,
+    pub pid: u32,
+    pub backstops: Backstops,
+}
+
+impl ReadyRunner {
+    /// Kills and reaps the runner.
+    pub async fn discard(mut self) {
+        let _ = self.child.start_kill();
+        let _ = self.child.wait().await;
+    }
+}
+
+/// Spawns a runner and waits (until `deadline`) for its `ready`, checking the protocol version.
+pub async fn start(
+    cmd: &RunnerCommand,
+    limits: &Limits,
+    deadline: TokioInstant,
+) -> Result<ReadyRunner, ExecError> {
+    let SpawnedRunner {
+        mut child,
+        socket,
+        pid,
+    } = spawn(cmd, limits)
+        .map_err(|e| ExecError::new(ErrorCode::SandboxUnavailable, e.to_string()))?;
+    let max_frame = usize::try_from(limits.frame_bytes).unwrap_or(usize::MAX);
+    let (read_half, writer) = socket.into_split();
+    let codec = LengthDelimitedCodec::builder()
+        .big_endian()
+        .length_field_length(4)
+        .max_frame_length(max_frame)
+        .new_codec();
+    let mut frames = FramedRead::new(read_half, codec);
+    let isolation = match tokio::time::timeout_at(deadline, frames.next()).await {
+        Err(_) => Err(ExecError::new(
+            ErrorCode::ExecutionTimeout,
+            format!(
+                "the runner did not become ready within the {} ms time limit; it was killed",
+                limits.timeout_ms
+            ),
+        )),
+        Ok(None) => Err(crashed(&mut child, "before it was ready").await),
+        Ok(Some(Err(e))) => Err(protocol_error(format!("bad frame: {e}"))),
+        Ok(Some(Ok(payload))) => match decode_payload::<RunnerMessage>(&payload) {
+            Ok(RunnerMessage::Ready {
+                protocol,
+                isolation,
+                ..
+            }) if protocol == PROTOCOL_VERSION => Ok(isolation),
+            Ok(RunnerMessage::Ready { protocol, .. }) => Err(protocol_error(format!(
+                "runner speaks protocol {protocol}, this host speaks {PROTOCOL_VERSION}; install matching mcp-sandbox and sandbox-runner binaries"
+            ))),
+            Ok(_) => Err(protocol_error("its first frame was not ready".into())),
+            Err(e) => Err(protocol_error(e.to_string())),
+        },
+    };
+    match isolation {
+        Ok(isolation) => Ok(ReadyRunner {
+            child,
+            frames,
+            writer: Some(writer),
+            isolation,
+            pid,
+            backstops: Backstops::for_limits(limits),
+        }),
+        Err(e) => {
+            let _ = child.start_kill();
+            let _ = child.wait().await;
+            Err(e)
+        }
+    }
+}
+
+/// `PROTOCOL_ERROR` with a message saying the runner was killed.
+pub fn protocol_error(message: String) -> ExecError {
+    ExecError::new(
+        ErrorCode::ProtocolError,
+        format!("the runner broke the protocol ({message}); it was killed"),
+    )
+}
+
+/// The runner's socket closed early: how did it end? Waits briefly, then kills.
+pub async fn crashed(child: &mut tokio::process::Child, when: &str) -> ExecError {
+    let status = match tokio::time::timeout(EXIT_GRACE, child.wait()).await {
+        Ok(Ok(s)) => s,
+        _ => {
+            let _ = child.start_kill();
+            match child.wait().await {
+                Ok(s) => s,
+                Err(e) => {
+                    return ExecError::new(
+                        ErrorCode::RunnerCrashed,
+                        format!("the runner stopped {when} and cannot be waited for: {e}"),
+                    )
+                }
+            }
+        }
+    };
+    let (message, signal, exit_status) = describe_exit(&status);
+    let mut e = ExecError::new(ErrorCode::RunnerCrashed, format!("{message} ({when})"));
+    e.signal = signal;
+    e.exit_status = exit_status;
+    e
 }
 
 /// Address space for the runner: the QuickJS heap plus room for the binary, stack and allocator.

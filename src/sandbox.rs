@@ -4,9 +4,11 @@
 
 use crate::catalog::Catalog;
 use crate::error::{ErrorCode, ExecError};
+use crate::limits::Limits;
 use crate::outcome::Outcome;
+use crate::pool::RunnerPool;
 use crate::runner::RunnerCommand;
-use crate::session::{execute, ExecRequest};
+use crate::session::{execute_pooled, ExecRequest};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::Semaphore;
@@ -18,6 +20,8 @@ pub struct QueueOptions {
     pub max_running: usize,
     /// Executions waiting for a runner slot.
     pub max_queued: usize,
+    /// Runners started ahead of time (0 disables the pool).
+    pub pool_size: usize,
 }
 
 impl Default for QueueOptions {
@@ -28,6 +32,7 @@ impl Default for QueueOptions {
         QueueOptions {
             max_running: cores * 4,
             max_queued: 1024,
+            pool_size: cores * 2,
         }
     }
 }
@@ -40,11 +45,22 @@ pub struct Sandbox {
     slots: Arc<Semaphore>,
     admitted: Arc<AtomicUsize>,
     options: QueueOptions,
+    pool: Option<Arc<RunnerPool>>,
 }
 
 impl Sandbox {
+    /// Must be called within a tokio runtime when `options.pool_size` > 0 (the pool starts
+    /// filling at once, with the default limits' backstops).
     pub fn new(catalog: Arc<Catalog>, runner: RunnerCommand, options: QueueOptions) -> Self {
+        let pool = (options.pool_size > 0).then(|| {
+            Arc::new(RunnerPool::new(
+                runner.clone(),
+                Limits::default(),
+                options.pool_size,
+            ))
+        });
         Sandbox {
+            pool,
             catalog,
             runner,
             slots: Arc::new(Semaphore::new(options.max_running.max(1))),
@@ -81,7 +97,11 @@ impl Sandbox {
                 "the sandbox is shutting down",
             ));
         };
-        execute(&self.catalog, &self.runner, req).await
+        execute_pooled(&self.catalog, &self.runner, self.pool.as_deref(), req).await
+    }
+
+    pub fn pool(&self) -> Option<&RunnerPool> {
+        self.pool.as_deref()
     }
 
     /// Executions admitted and not finished (running or queued).

@@ -9,7 +9,10 @@ use crate::catalog::{CallContext, Catalog};
 use crate::error::{ErrorCode, ExecError};
 use crate::limits::Limits;
 use crate::outcome::{LogLine, Metrics, Outcome};
-use crate::runner::{describe_exit, spawn, RunnerCommand, SpawnedRunner};
+use crate::pool::RunnerPool;
+use crate::runner::{
+    self, crashed, describe_exit, protocol_error, ReadyRunner, RunnerCommand, EXIT_GRACE,
+};
 use crate::trace::{new_trace_id, now_ms, TraceError, TraceEvent, TraceKind};
 use bytes::Bytes;
 use futures::future::BoxFuture;
@@ -17,10 +20,9 @@ use futures::stream::FuturesUnordered;
 use futures::StreamExt;
 use sandbox_runner::protocol::{
     decode_payload, encode_frame, FrameError, HostMessage, RunnerMessage, WireError,
-    PROTOCOL_VERSION,
 };
 use serde_json::{Map, Value};
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
@@ -29,8 +31,6 @@ use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
 
 /// Per-line overhead counted against the log budget, so empty lines cannot grow memory forever.
 pub const LOG_LINE_OVERHEAD: u64 = 32;
-/// How long a runner may take to exit after `execution_complete` or after closing its socket.
-const EXIT_GRACE: Duration = Duration::from_millis(1000);
 
 /// What to run.
 #[derive(Debug, Clone, Default)]
@@ -48,12 +48,53 @@ pub struct ExecRequest {
 /// Layers a runner must report `enforced` or the host refuses to run code.
 pub const REQUIRED_LAYERS: &[&str] = &["rlimits", "no_new_privs", "seccomp"];
 
+/// `SANDBOX_UNAVAILABLE` naming every required layer the runner did not enforce, if any.
+pub fn missing_layers(isolation: &BTreeMap<String, String>, extra: &[String]) -> Option<ExecError> {
+    let missing: Vec<String> = REQUIRED_LAYERS
+        .iter()
+        .map(|s| s.to_string())
+        .chain(extra.iter().cloned())
+        .filter(|layer| {
+            !isolation
+                .get(layer)
+                .is_some_and(|s| s.starts_with("enforced"))
+        })
+        .map(|layer| {
+            let why = isolation
+                .get(&layer)
+                .cloned()
+                .unwrap_or_else(|| "not reported".into());
+            format!("{layer} ({why})")
+        })
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    Some(ExecError::new(
+        ErrorCode::SandboxUnavailable,
+        format!(
+            "refusing to run code: required isolation layers are not enforced: {}. Run `mcp-sandbox check` for details",
+            missing.join(", ")
+        ),
+    ))
+}
+
 /// Runs one script to its outcome. Never panics on anything the runner sends.
 pub async fn execute(catalog: &Catalog, runner: &RunnerCommand, req: ExecRequest) -> Outcome {
+    execute_pooled(catalog, runner, None, req).await
+}
+
+/// Like [`execute`], taking a pre-started runner from `pool` when it has one that fits.
+pub async fn execute_pooled(
+    catalog: &Catalog,
+    runner: &RunnerCommand,
+    pool: Option<&RunnerPool>,
+    req: ExecRequest,
+) -> Outcome {
     let started = Instant::now();
     let mut run = Run::new(&req.limits);
     run.parent = req.parent_trace_id.clone();
-    let error = run.drive(catalog, runner, &req).await.err();
+    let error = run.drive(catalog, runner, pool, &req).await.err();
     run.finish(error, started)
 }
 
@@ -123,6 +164,7 @@ impl Run {
         &mut self,
         catalog: &Catalog,
         runner: &RunnerCommand,
+        pool: Option<&RunnerPool>,
         req: &ExecRequest,
     ) -> Result<(), ExecError> {
         if let Err(e) = self.limits.validate() {
@@ -138,12 +180,17 @@ impl Run {
                 ),
             ));
         }
-        let SpawnedRunner {
-            mut child, socket, ..
-        } = spawn(runner, &self.limits)
-            .map_err(|e| ExecError::new(ErrorCode::SandboxUnavailable, e.to_string()))?;
-        let result = self.session(catalog, req, socket, &mut child).await;
+        let ready = match pool.and_then(|p| p.take(&self.limits)) {
+            Some(r) => r,
+            None => runner::start(runner, &self.limits, self.deadline).await?,
+        };
+        let mut ready = ready;
+        let result = match missing_layers(&ready.isolation, &req.require_layers) {
+            Some(e) => Err(e),
+            None => self.session(catalog, req, &mut ready).await,
+        };
         // Whatever happened, the runner is gone and reaped before we return.
+        let child = &mut ready.child;
         if result.is_err() {
             let _ = child.start_kill();
         }
@@ -155,25 +202,20 @@ impl Run {
         result
     }
 
-    /// The conversation with one runner.
+    /// The conversation with one ready runner.
     async fn session(
         &mut self,
         catalog: &Catalog,
         req: &ExecRequest,
-        socket: tokio::net::UnixStream,
-        child: &mut tokio::process::Child,
+        ready: &mut ReadyRunner,
     ) -> Result<(), ExecError> {
         let max_frame = usize::try_from(self.limits.frame_bytes).unwrap_or(usize::MAX);
-        let (read_half, mut write_half) = socket.into_split();
-        let codec = LengthDelimitedCodec::builder()
-            .big_endian()
-            .length_field_length(4)
-            .max_frame_length(max_frame)
-            .new_codec();
-        let mut frames = FramedRead::new(read_half, codec);
         // Writes go through their own task so a runner that stops reading can never stop us
         // from reading (and so from noticing timeouts and crashes).
         let (tx, mut rx) = mpsc::unbounded_channel::<Bytes>();
+        let Some(mut write_half) = ready.writer.take() else {
+            return Err(protocol("the runner's socket was already used".into()));
+        };
         let writer = tokio::spawn(async move {
             while let Some(frame) = rx.recv().await {
                 if write_half.write_all(&frame).await.is_err() {
@@ -182,7 +224,14 @@ impl Run {
             }
         });
         let outcome = self
-            .converse(catalog, req, &mut frames, &tx, child, max_frame)
+            .converse(
+                catalog,
+                req,
+                &mut ready.frames,
+                &tx,
+                &mut ready.child,
+                max_frame,
+            )
             .await;
         drop(tx);
         writer.abort();
@@ -198,57 +247,6 @@ impl Run {
         child: &mut tokio::process::Child,
         max_frame: usize,
     ) -> Result<(), ExecError> {
-        // 1. ready
-        let first = tokio::time::timeout_at(self.deadline, frames.next()).await;
-        let payload = match first {
-            Err(_) => return Err(self.timeout_error("before the runner was ready")),
-            Ok(None) => return Err(crashed(child, "before it was ready").await),
-            Ok(Some(Err(e))) => return Err(protocol(format!("bad frame: {e}"))),
-            Ok(Some(Ok(p))) => p,
-        };
-        match decode_payload::<RunnerMessage>(&payload) {
-            Ok(RunnerMessage::Ready {
-                protocol: v,
-                isolation,
-                ..
-            }) => {
-                if v != PROTOCOL_VERSION {
-                    return Err(protocol(format!(
-                        "runner speaks protocol {v}, this host speaks {PROTOCOL_VERSION}; install matching mcp-sandbox and sandbox-runner binaries"
-                    )));
-                }
-                let required = REQUIRED_LAYERS
-                    .iter()
-                    .map(|s| s.to_string())
-                    .chain(req.require_layers.iter().cloned());
-                let missing: Vec<String> = required
-                    .filter(|layer| {
-                        !isolation
-                            .get(layer)
-                            .is_some_and(|s| s.starts_with("enforced"))
-                    })
-                    .map(|layer| {
-                        let why = isolation
-                            .get(&layer)
-                            .cloned()
-                            .unwrap_or_else(|| "not reported".into());
-                        format!("{layer} ({why})")
-                    })
-                    .collect();
-                if !missing.is_empty() {
-                    return Err(ExecError::new(
-                        ErrorCode::SandboxUnavailable,
-                        format!(
-                            "refusing to run code: required isolation layers are not enforced: {}. Run `mcp-sandbox check` for details",
-                            missing.join(", ")
-                        ),
-                    ));
-                }
-            }
-            Ok(other) => return Err(protocol(format!("expected ready, got {}", kind(&other)))),
-            Err(e) => return Err(protocol(e.to_string())),
-        }
-
         // 2. execute
         let exec = HostMessage::Execute {
             code: req.code.clone(),
@@ -285,7 +283,10 @@ impl Run {
                 }
                 Some((id, result)) = running.next(), if !running.is_empty() => {
                     self.finish_call(id, result, tx, max_frame);
-                    while self.inflight.len() < self.limits.max_concurrent_calls as usize {
+                    // `inflight` includes the queued calls: count only those running.
+                    while self.inflight.len().saturating_sub(self.queue.len())
+                        < self.limits.max_concurrent_calls as usize
+                    {
                         let Some(q) = self.queue.pop_front() else { break };
                         running.push(self.start_call(catalog, q));
                     }
@@ -667,10 +668,7 @@ fn to_wire(e: &ExecError) -> WireError {
 }
 
 fn protocol(message: String) -> ExecError {
-    ExecError::new(
-        ErrorCode::ProtocolError,
-        format!("the runner broke the protocol ({message}); it was killed"),
-    )
+    protocol_error(message)
 }
 
 fn kind(m: &RunnerMessage) -> &'static str {
@@ -680,28 +678,4 @@ fn kind(m: &RunnerMessage) -> &'static str {
         RunnerMessage::Log { .. } => "log",
         RunnerMessage::ExecutionComplete { .. } => "execution_complete",
     }
-}
-
-/// The runner's socket closed early: how did it end?
-async fn crashed(child: &mut tokio::process::Child, when: &str) -> ExecError {
-    let status = match tokio::time::timeout(EXIT_GRACE, child.wait()).await {
-        Ok(Ok(s)) => s,
-        _ => {
-            let _ = child.start_kill();
-            match child.wait().await {
-                Ok(s) => s,
-                Err(e) => {
-                    return ExecError::new(
-                        ErrorCode::RunnerCrashed,
-                        format!("the runner stopped {when} and cannot be waited for: {e}"),
-                    )
-                }
-            }
-        }
-    };
-    let (message, signal, exit_status) = describe_exit(&status);
-    let mut e = ExecError::new(ErrorCode::RunnerCrashed, format!("{message} ({when})"));
-    e.signal = signal;
-    e.exit_status = exit_status;
-    e
 }
