@@ -7,12 +7,22 @@
 //!   script resumes → next call arrives).
 //! - `mcp_call_us`: the same through a real stdio MCP server (the rmcp fixture's `echo`).
 //! - `runner_rss_kib`: the largest peak RSS of any runner (getrusage of reaped children).
+//! - `pooled_exec_ms`: `return 1+1` on a runner taken from a full pool (each sample waits until
+//!   the pool has refilled, so it measures the pooled path, not a drained pool).
+//! - `parallel_100_calls_ms`: one pooled execution doing 100 echo calls in one `Promise.all`.
+//! - `execs_per_sec`: trivial executions per second with 1, 2 and 8 concurrent submitters through
+//!   `Sandbox` (pool on, refills compete for the same 2 cores).
+//! - `mcp_direct_call_us` and `mcp_call_added_pct`: the same fixture `echo` called directly with an
+//!   rmcp client, and what going through the sandbox adds, in percent of the direct call.
+//! - `scaling`: `[x, ms]` pairs — time of one execution vs number of sequential calls, vs the size
+//!   of a tool result the script receives, and wall time of N executions submitted at once.
 
 use mcp_sandbox::catalog::start_mcp_servers;
 use mcp_sandbox::config::Config;
 use mcp_sandbox::trace::TraceKind;
 use mcp_sandbox::{
-    Catalog, ExecError, ExecRequest, InProcessServer, Limits, Outcome, RunnerCommand,
+    Catalog, ExecError, ExecRequest, InProcessServer, Limits, Outcome, QueueOptions, RunnerCommand,
+    Sandbox,
 };
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -45,25 +55,44 @@ fn round(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
-async fn exec(catalog: &Catalog, runner: &RunnerCommand, code: &str) -> Outcome {
-    let limits = Limits {
+/// Limits roomy enough for every benchmark script, with the default backstops (so pooled
+/// runners fit).
+fn bench_limits() -> Limits {
+    Limits {
         max_calls: 100_000,
         timeout_ms: 600_000,
-        cpu_ms: 600_000,
         ..Default::default()
-    };
-    let o = mcp_sandbox::execute(
-        catalog,
-        runner,
-        ExecRequest {
-            code: code.into(),
-            limits,
-            ..Default::default()
-        },
-    )
-    .await;
+    }
+}
+
+fn request(code: &str) -> ExecRequest {
+    ExecRequest {
+        code: code.into(),
+        limits: bench_limits(),
+        ..Default::default()
+    }
+}
+
+async fn exec(catalog: &Catalog, runner: &RunnerCommand, code: &str) -> Outcome {
+    let o = mcp_sandbox::execute(catalog, runner, request(code)).await;
     assert!(o.success, "benchmark script failed: {o:?}");
     o
+}
+
+async fn pooled(sandbox: &Sandbox, code: &str) -> Outcome {
+    let o = sandbox.execute(request(code)).await;
+    assert!(o.success, "benchmark script failed: {o:?}");
+    o
+}
+
+async fn wait_full(sandbox: &Sandbox, n: usize) {
+    while sandbox.pool().map(|p| p.idle()).unwrap_or(n) < n {
+        tokio::time::sleep(Duration::from_micros(200)).await;
+    }
+}
+
+fn ms_since(t: Instant) -> f64 {
+    round(t.elapsed().as_secs_f64() * 1000.0)
 }
 
 /// Microseconds between consecutive `tool_start` events.
@@ -90,13 +119,26 @@ async fn bench() -> Value {
     let runner = RunnerCommand::new(release_bin("sandbox-runner"));
     let mut local = Catalog::new();
     local
-        .add(Arc::new(InProcessServer::new("bench").tool(
-            "echo",
-            "Returns its arguments",
-            json!({"type": "object"}),
-            |args| async move { Ok::<Value, ExecError>(args) },
-        )))
+        .add(Arc::new(
+            InProcessServer::new("bench")
+                .tool(
+                    "echo",
+                    "Returns its arguments",
+                    json!({"type": "object"}),
+                    |args| async move { Ok::<Value, ExecError>(args) },
+                )
+                .tool(
+                    "blob",
+                    "Returns a string of `bytes` bytes",
+                    json!({"type": "object"}),
+                    |args| async move {
+                        let n = args["bytes"].as_u64().unwrap_or(0) as usize;
+                        Ok::<Value, ExecError>(Value::String("x".repeat(n)))
+                    },
+                ),
+        ))
         .expect("catalog");
+    let local = Arc::new(local);
 
     // Warm-up: page cache, dynamic loader.
     for _ in 0..20 {
@@ -129,13 +171,150 @@ async fn bench() -> Value {
     let calls = "for (let i = 0; i < 2000; i++) await mcp.fixture.echo({ message: 'x' }); return 1";
     let o = exec(&mcp, &runner, calls).await;
     let mcp_gaps = call_gaps_us(&o);
+    // The same call made directly with an rmcp client, no sandbox.
+    let direct = {
+        let provider = mcp.provider("fixture").expect("fixture provider").clone();
+        let ctx = mcp_sandbox::CallContext {
+            trace_id: String::new(),
+            deadline: std::time::Instant::now() + Duration::from_secs(600),
+        };
+        let mut v = Vec::new();
+        for _ in 0..2000 {
+            let t = Instant::now();
+            provider
+                .call("echo", json!({"message": "x"}), &ctx)
+                .await
+                .expect("direct call");
+            v.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+        v
+    };
     mcp.shutdown().await;
+
+    // Pooled executions.
+    let pool_size = 4;
+    let sandbox = Sandbox::new(
+        local.clone(),
+        runner.clone(),
+        QueueOptions {
+            pool_size,
+            ..Default::default()
+        },
+    );
+    let mut pooled_ms = Vec::new();
+    for _ in 0..300 {
+        wait_full(&sandbox, pool_size).await;
+        let t = Instant::now();
+        pooled(&sandbox, "return 1+1").await;
+        pooled_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    let mut parallel = Vec::new();
+    for _ in 0..100 {
+        wait_full(&sandbox, pool_size).await;
+        let t = Instant::now();
+        let o = pooled(
+            &sandbox,
+            "const r = await Promise.all(Array.from({length: 100}, (_, i) => mcp.bench.echo({ i }))); return r.length",
+        )
+        .await;
+        assert_eq!(o.result, json!(100));
+        parallel.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+
+    // Throughput with 1, 2 and 8 concurrent submitters, 2 s each.
+    let mut eps = serde_json::Map::new();
+    for submitters in [1usize, 2, 8] {
+        wait_full(&sandbox, pool_size).await;
+        let t = Instant::now();
+        let window = Duration::from_secs(2);
+        let tasks: Vec<_> = (0..submitters)
+            .map(|_| {
+                let s = sandbox.clone();
+                tokio::spawn(async move {
+                    let mut n = 0u64;
+                    while t.elapsed() < window {
+                        pooled(&s, "return 1").await;
+                        n += 1;
+                    }
+                    n
+                })
+            })
+            .collect();
+        let mut total = 0;
+        for task in tasks {
+            total += task.await.expect("submitter");
+        }
+        let rate = total as f64 / t.elapsed().as_secs_f64();
+        eps.insert(submitters.to_string(), json!(rate.round()));
+    }
+
+    // How cost grows.
+    let mut by_calls = Vec::new();
+    for n in [1u64, 10, 100, 1_000, 10_000] {
+        let t = Instant::now();
+        pooled(
+            &sandbox,
+            &format!("for (let i = 0; i < {n}; i++) await mcp.bench.echo({{ i }}); return 1"),
+        )
+        .await;
+        by_calls.push(json!([n, ms_since(t)]));
+    }
+    let mut by_size = Vec::new();
+    for kib in [1u64, 16, 256, 1024, 8192] {
+        let bytes = kib * 1024;
+        wait_full(&sandbox, pool_size).await;
+        let t = Instant::now();
+        let o = pooled(
+            &sandbox,
+            &format!("return (await mcp.bench.blob({{ bytes: {bytes} }})).length"),
+        )
+        .await;
+        assert_eq!(o.result, json!(bytes));
+        by_size.push(json!([bytes, ms_since(t)]));
+    }
+    let mut by_concurrency = Vec::new();
+    for n in [1usize, 4, 16, 64] {
+        wait_full(&sandbox, pool_size).await;
+        let t = Instant::now();
+        let runs: Vec<_> = (0..n)
+            .map(|_| {
+                let s = sandbox.clone();
+                tokio::spawn(
+                    async move { pooled(&s, "return await mcp.bench.echo({ x: 1 })").await },
+                )
+            })
+            .collect();
+        for r in runs {
+            r.await.expect("execution");
+        }
+        by_concurrency.push(json!([n, ms_since(t)]));
+    }
+    if let Some(p) = sandbox.pool() {
+        p.drain().await;
+    }
+
+    let median = |v: &Vec<f64>| {
+        let mut v = v.clone();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let added_pct = (median(&mcp_gaps) - median(&direct)) / median(&direct) * 100.0;
 
     json!({
         "cold_exec_ms": percentiles(cold),
         "call_overhead_us": percentiles(overhead),
         "mcp_call_us": percentiles(mcp_gaps),
         "runner_rss_kib": rss,
+        "pooled_exec_ms": percentiles(pooled_ms),
+        "parallel_100_calls_ms": percentiles(parallel),
+        "execs_per_sec": eps,
+        "mcp_direct_call_us": percentiles(direct),
+        "mcp_call_added_pct": round(added_pct),
+        "scaling": {
+            "calls": by_calls,
+            "result_bytes": by_size,
+            "concurrent_execs": by_concurrency,
+        },
         "machine": {
             "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
             "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim(),

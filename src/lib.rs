@@ -13,6 +13,7 @@ pub mod config;
 pub mod error;
 pub mod learning_cli;
 pub mod limits;
+pub mod outbox;
 pub mod outcome;
 pub mod pool;
 pub mod runner;

@@ -8,24 +8,22 @@
 use crate::catalog::{CallContext, Catalog};
 use crate::error::{ErrorCode, ExecError};
 use crate::limits::Limits;
+use crate::outbox::Outbox;
 use crate::outcome::{LogLine, Metrics, Outcome};
 use crate::pool::RunnerPool;
 use crate::runner::{
     self, crashed, describe_exit, protocol_error, ReadyRunner, RunnerCommand, EXIT_GRACE,
 };
 use crate::trace::{new_trace_id, now_ms, TraceError, TraceEvent, TraceKind};
-use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use futures::StreamExt;
 use sandbox_runner::protocol::{
-    decode_payload, encode_frame, FrameError, HostMessage, RunnerMessage, WireError,
+    decode_payload, encode_frame, raw, FrameError, HostMessage, RunnerMessage, WireError,
 };
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
-use tokio::io::AsyncWriteExt;
-use tokio::sync::mpsc;
 use tokio::time::Instant as TokioInstant;
 use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
 
@@ -210,32 +208,19 @@ impl Run {
         ready: &mut ReadyRunner,
     ) -> Result<(), ExecError> {
         let max_frame = usize::try_from(self.limits.frame_bytes).unwrap_or(usize::MAX);
-        // Writes go through their own task so a runner that stops reading can never stop us
-        // from reading (and so from noticing timeouts and crashes).
-        let (tx, mut rx) = mpsc::unbounded_channel::<Bytes>();
-        let Some(mut write_half) = ready.writer.take() else {
+        let Some(write_half) = ready.writer.take() else {
             return Err(protocol("the runner's socket was already used".into()));
         };
-        let writer = tokio::spawn(async move {
-            while let Some(frame) = rx.recv().await {
-                if write_half.write_all(&frame).await.is_err() {
-                    break;
-                }
-            }
-        });
-        let outcome = self
-            .converse(
-                catalog,
-                req,
-                &mut ready.frames,
-                &tx,
-                &mut ready.child,
-                max_frame,
-            )
-            .await;
-        drop(tx);
-        writer.abort();
-        outcome
+        let mut outbox = Outbox::new(write_half);
+        self.converse(
+            catalog,
+            req,
+            &mut ready.frames,
+            &mut outbox,
+            &mut ready.child,
+            max_frame,
+        )
+        .await
     }
 
     async fn converse(
@@ -243,7 +228,7 @@ impl Run {
         catalog: &Catalog,
         req: &ExecRequest,
         frames: &mut FramedRead<tokio::net::unix::OwnedReadHalf, LengthDelimitedCodec>,
-        tx: &mpsc::UnboundedSender<Bytes>,
+        tx: &mut Outbox,
         child: &mut tokio::process::Child,
         max_frame: usize,
     ) -> Result<(), ExecError> {
@@ -262,7 +247,7 @@ impl Run {
                 format!("the script and its context do not fit in one frame: {e}"),
             )
         })?;
-        let _ = tx.send(Bytes::from(buf));
+        tx.send(buf);
 
         // 3. calls, logs and the result
         let mut running: FuturesUnordered<CallFuture> = FuturesUnordered::new();
@@ -281,12 +266,10 @@ impl Run {
                     }
                     return Err(self.timeout_error(""));
                 }
+                _ = tx.flush(), if tx.pending() => {}
                 Some((id, result)) = running.next(), if !running.is_empty() => {
                     self.finish_call(id, result, tx, max_frame);
-                    // `inflight` includes the queued calls: count only those running.
-                    while self.inflight.len().saturating_sub(self.queue.len())
-                        < self.limits.max_concurrent_calls as usize
-                    {
+                    while running.len() < self.limits.max_concurrent_calls as usize {
                         let Some(q) = self.queue.pop_front() else { break };
                         running.push(self.start_call(catalog, q));
                     }
@@ -353,7 +336,7 @@ impl Run {
         &mut self,
         catalog: &Catalog,
         q: Queued,
-        tx: &mpsc::UnboundedSender<Bytes>,
+        tx: &mut Outbox,
         max_frame: usize,
     ) -> Option<CallFuture> {
         let tool = format!("{}:{}", q.server, q.tool);
@@ -439,7 +422,7 @@ impl Run {
         &mut self,
         id: u64,
         result: Result<Value, ExecError>,
-        tx: &mpsc::UnboundedSender<Bytes>,
+        tx: &mut Outbox,
         max_frame: usize,
     ) {
         let Some(call) = self.inflight.remove(&id) else {
@@ -452,22 +435,18 @@ impl Run {
             e
         });
         let mut buf = Vec::new();
-        let frame = |result: &Result<Value, ExecError>, buf: &mut Vec<u8>| {
-            let msg = match result {
-                Ok(v) => HostMessage::RpcResult {
-                    id,
-                    success: true,
-                    result: Some(v.clone()),
-                    error: None,
-                },
-                Err(e) => HostMessage::RpcResult {
+        let frame = |result: &Result<Value, ExecError>, buf: &mut Vec<u8>| match result {
+            Ok(v) => raw::encode_rpc_result_ok(id, v, max_frame, buf),
+            Err(e) => encode_frame(
+                &HostMessage::RpcResult {
                     id,
                     success: false,
                     result: None,
                     error: Some(to_wire(e)),
                 },
-            };
-            encode_frame(&msg, max_frame, buf)
+                max_frame,
+                buf,
+            ),
         };
         let too_big = match frame(&result, &mut buf) {
             Err(FrameError::TooLarge { len, max }) => Some((len, max)),
@@ -484,7 +463,7 @@ impl Run {
             .with_tool(&call.tool));
             let _ = frame(&result, &mut buf);
         }
-        let _ = tx.send(Bytes::from(buf));
+        tx.send(buf);
         self.end_trace(call, result.err().as_ref());
     }
 
@@ -643,11 +622,7 @@ fn route_check(catalog: &Catalog, server: &str, tool: &str) -> Result<(), ExecEr
         )
         .with_tool(qualified));
     }
-    let known = catalog
-        .tools()
-        .iter()
-        .any(|t| t.server == server && t.name == tool);
-    if !known {
+    if !catalog.has_tool(server, tool) {
         return Err(ExecError::new(
             ErrorCode::ToolNotFound,
             format!("unknown tool '{server}.{tool}'"),

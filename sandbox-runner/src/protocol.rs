@@ -295,6 +295,23 @@ pub mod raw {
         finish(buf, max)
     }
 
+    /// A successful `rpc_result`, serializing `result` in place (no copy of the value).
+    pub fn encode_rpc_result_ok(
+        id: u64,
+        result: &serde_json::Value,
+        max: usize,
+        buf: &mut Vec<u8>,
+    ) -> Result<(), FrameError> {
+        buf.clear();
+        buf.extend_from_slice(&[0u8; LENGTH_PREFIX]);
+        buf.extend_from_slice(br#"{"type":"rpc_result","id":"#);
+        buf.extend_from_slice(id.to_string().as_bytes());
+        buf.extend_from_slice(br#","success":true,"result":"#);
+        serde_json::to_writer(&mut *buf, result)?;
+        buf.push(b'}');
+        finish(buf, max)
+    }
+
     /// An `rpc_result` as the runner reads it: the result stays raw JSON text for QuickJS to parse.
     #[derive(Debug, Deserialize)]
     #[serde(deny_unknown_fields)]
@@ -443,5 +460,17 @@ mod tests {
         assert_eq!((r.id, r.success), (4, false));
         assert_eq!(r.error.unwrap().code, "TOOL_ERROR");
         assert!(raw::decode_rpc_result(br#"{"type":"execute","id":1,"success":true}"#).is_err());
+        let v = serde_json::json!({"k": "v", "n": [1.5]});
+        raw::encode_rpc_result_ok(12, &v, 1 << 20, &mut buf).unwrap();
+        let m: HostMessage = decode_payload(&buf[4..]).unwrap();
+        assert_eq!(
+            m,
+            HostMessage::RpcResult {
+                id: 12,
+                success: true,
+                result: Some(v),
+                error: None
+            }
+        );
     }
 }

@@ -60,6 +60,10 @@ impl ToolProvider for InProcessServer {
         self.tools.values().map(|(info, _)| info.clone()).collect()
     }
 
+    fn has_tool(&self, tool: &str) -> bool {
+        self.tools.contains_key(tool)
+    }
+
     fn call(
         &self,
         tool: &str,

@@ -144,6 +144,10 @@ impl ToolProvider for McpServer {
         self.tools.clone()
     }
 
+    fn has_tool(&self, tool: &str) -> bool {
+        self.tools.iter().any(|t| t.name == tool)
+    }
+
     fn call(
         &self,
         tool: &str,

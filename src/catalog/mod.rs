@@ -52,6 +52,10 @@ pub trait ToolProvider: Send + Sync {
     fn name(&self) -> &str;
     /// The tools it offers now.
     fn tools(&self) -> Vec<ToolInfo>;
+    /// Whether it offers `tool` now (called for every tool call: keep it cheap).
+    fn has_tool(&self, tool: &str) -> bool {
+        self.tools().iter().any(|t| t.name == tool)
+    }
     /// Calls one tool. The future must be cancel-safe: dropping it abandons the call.
     fn call(
         &self,
@@ -123,6 +127,11 @@ impl Catalog {
 
     pub fn unavailable(&self) -> &BTreeMap<String, String> {
         &self.unavailable
+    }
+
+    /// Whether `server` offers `tool` (reserved names never count).
+    pub fn has_tool(&self, server: &str, tool: &str) -> bool {
+        !is_reserved_name(tool) && self.providers.get(server).is_some_and(|p| p.has_tool(tool))
     }
 
     /// Every tool of every available server, sorted by server then name.

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Runs this project's benchmark and both anchors of ../shared/anchors in one invocation, on the
+# same machine, and prints the figures side by side with ratios (anchor / ours: > 1 means we are
+# faster). Usage: benches/compare.sh [path to shared/anchors]
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+anchors=${1:-../shared/anchors}
+[ -d "$anchors" ] || { echo "anchors not found at $anchors (pass the path)" >&2; exit 2; }
+out=target/bench
+mkdir -p "$out"
+
+echo "==> mcp-sandbox (cargo bench --bench sandbox)" >&2
+cargo build --release --workspace --bins --quiet
+cargo bench --bench sandbox --quiet > "$out/sandbox.stdout"
+echo "==> anchor: Deno Worker bridge" >&2
+"$anchors/deno-worker-bridge/run" > "$out/deno.json"
+echo "==> anchor: QuickJS-in-WebAssembly in Node" >&2
+"$anchors/quickjs-wasm/run" > "$out/qjswasm.json"
+
+python3 - "$out" <<'PY'
+import json, sys
+out = sys.argv[1]
+ours = json.load(open(f"{out}/sandbox.json"))
+def last_json(path):
+    lines = [l for l in open(path).read().splitlines() if l.strip().startswith("{")]
+    return json.loads(lines[-1])
+deno, wasm = last_json(f"{out}/deno.json"), last_json(f"{out}/qjswasm.json")
+rows = [
+    ("start one execution, p50 (ms)", "cold_start_ms_p50", ours["cold_exec_ms"]["p50"], ours["pooled_exec_ms"]["p50"]),
+    ("start one execution, p99 (ms)", "cold_start_ms_p99", ours["cold_exec_ms"]["p99"], ours["pooled_exec_ms"]["p99"]),
+    ("one tool call (µs)", "per_call_us", ours["call_overhead_us"]["p50"], None),
+]
+print(f"{'':34}{'ours cold':>11}{'ours pooled':>13}{'deno worker':>13}{'qjs-wasm':>10}{'deno/ours':>11}{'wasm/ours':>11}")
+for label, key, cold, pooled in rows:
+    best = pooled if pooled is not None else cold
+    d, w = deno.get(key), wasm.get(key)
+    ratio = lambda a: f"{a / best:.1f}x" if isinstance(a, (int, float)) and best else "-"
+    fmt = lambda v: f"{v:.3f}" if isinstance(v, (int, float)) else "-"
+    print(f"{label:34}{fmt(cold):>11}{fmt(pooled):>13}{fmt(d):>13}{fmt(w):>10}{ratio(d):>11}{ratio(w):>11}")
+print()
+print("ours: lockdown on (seccomp, landlock, namespaces, uid drop, rlimits); anchors: no OS isolation.")
+json.dump({"ours": ours, "deno_worker": deno, "quickjs_wasm": wasm}, open(f"{out}/compare.json", "w"), indent=2)
+print(f"all figures: {out}/compare.json")
+PY
