@@ -177,6 +177,7 @@ async fn bench() -> Value {
         let ctx = mcp_sandbox::CallContext {
             trace_id: String::new(),
             deadline: std::time::Instant::now() + Duration::from_secs(600),
+            children: Default::default(),
         };
         let mut v = Vec::new();
         for _ in 0..2000 {

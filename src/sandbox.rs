@@ -46,6 +46,8 @@ pub struct Sandbox {
     admitted: Arc<AtomicUsize>,
     options: QueueOptions,
     pool: Option<Arc<RunnerPool>>,
+    /// Capabilities and learning (docs/learning.md), when a state store is attached.
+    learning: Option<crate::capability::Capabilities>,
 }
 
 impl Sandbox {
@@ -66,7 +68,14 @@ impl Sandbox {
             slots: Arc::new(Semaphore::new(options.max_running.max(1))),
             admitted: Arc::new(AtomicUsize::new(0)),
             options,
+            learning: None,
         }
+    }
+
+    /// Resolves `mcp.X.Y` capabilities before each execution and learns from each outcome.
+    pub fn with_learning(mut self, capabilities: crate::capability::Capabilities) -> Self {
+        self.learning = Some(capabilities);
+        self
     }
 
     pub fn catalog(&self) -> &Arc<Catalog> {
@@ -97,7 +106,15 @@ impl Sandbox {
                 "the sandbox is shutting down",
             ));
         };
-        execute_pooled(&self.catalog, &self.runner, self.pool.as_deref(), req).await
+        let Some(caps) = &self.learning else {
+            return execute_pooled(&self.catalog, &self.runner, self.pool.as_deref(), req).await;
+        };
+        let outcome = match caps.prepare(&self.catalog, &req.code, &req.limits).await {
+            Ok(full) => execute_pooled(&full, &self.runner, self.pool.as_deref(), req).await,
+            Err(e) => Outcome::failed(e),
+        };
+        crate::capability::record(&caps.store, &outcome, None).await;
+        outcome
     }
 
     pub fn pool(&self) -> Option<&RunnerPool> {

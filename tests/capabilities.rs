@@ -293,3 +293,41 @@ async fn a_capability_is_bounded_by_its_callers_time_and_failures_propagate() {
     assert_eq!(o.traces[1].kind, TraceKind::CapabilityEnd);
     assert_eq!(o.traces[1].success, Some(false));
 }
+
+#[tokio::test]
+async fn the_sandbox_front_door_resolves_capabilities_and_learns() {
+    let (_d, store) = store();
+    save(
+        &store,
+        "math:sum",
+        "return [1,2,3,4,5].reduce((a, n) => a + n, 0)",
+    );
+    let sandbox = mcp_sandbox::Sandbox::new(
+        std::sync::Arc::new(common::local_catalog()),
+        common::runner(),
+        mcp_sandbox::QueueOptions {
+            pool_size: 0,
+            ..Default::default()
+        },
+    )
+    .with_learning(Capabilities::new(store.clone(), common::runner()));
+    let o = sandbox
+        .execute(ExecRequest {
+            code: "await mcp.local.echo({}); return await mcp.math.sum()".into(),
+            ..Default::default()
+        })
+        .await;
+    assert_eq!(o.result, json!(15), "{o:?}");
+    let g = store.graph(None).unwrap();
+    assert_eq!(g.edges.len(), 1);
+    assert_eq!(
+        (
+            g.edges[0].source.as_str(),
+            g.edges[0].target.as_str(),
+            g.edges[0].count
+        ),
+        ("local:echo", "math:sum", 1)
+    );
+    // `serve` does not set the CLI's last execution.
+    assert!(store.last_execution().unwrap().is_none());
+}

@@ -43,6 +43,17 @@ pub struct CallContext {
     pub children: TraceSink,
 }
 
+impl CallContext {
+    /// A context with an empty sink for nested events.
+    pub fn new(trace_id: impl Into<String>, deadline: std::time::Instant) -> Self {
+        CallContext {
+            trace_id: trace_id.into(),
+            deadline,
+            children: TraceSink::default(),
+        }
+    }
+}
+
 /// Where a provider hands back the trace events of nested work.
 pub type TraceSink = Arc<std::sync::Mutex<Vec<crate::trace::TraceEvent>>>;
 
