@@ -174,10 +174,10 @@ async fn bench() -> Value {
     // The same call made directly with an rmcp client, no sandbox.
     let direct = {
         let provider = mcp.provider("fixture").expect("fixture provider").clone();
-        let ctx = mcp_sandbox::CallContext {
-            trace_id: String::new(),
-            deadline: std::time::Instant::now() + Duration::from_secs(600),
-        };
+        let ctx = mcp_sandbox::CallContext::new(
+            String::new(),
+            std::time::Instant::now() + Duration::from_secs(600),
+        );
         let mut v = Vec::new();
         for _ in 0..2000 {
             let t = Instant::now();

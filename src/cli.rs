@@ -47,6 +47,10 @@ pub enum Command {
     /// Be an MCP server (stdio, or streamable HTTP with --http) offering execute_code and
     /// search_tools over the configured MCP servers.
     Serve(crate::server::ServeArgs),
+    /// Show the tool graph learned from executions (or `graph next TOOL`).
+    Graph(crate::learning_cli::GraphArgs),
+    /// Save, list, show and remove capabilities (code callable as `mcp.namespace.action()`).
+    Capability(crate::learning_cli::CapabilityArgs),
 }
 
 #[derive(Debug, Args)]
@@ -143,6 +147,8 @@ pub struct RunArgs {
     pub policy: PolicyArgs,
     #[command(flatten)]
     pub runner: RunnerArgs,
+    #[command(flatten)]
+    pub state: crate::learning_cli::StateArgs,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -288,12 +294,21 @@ pub async fn run(args: RunArgs) -> Result<i32, UsageError> {
         }
     };
 
+    // Learning is best effort: without a usable state file the script still runs (without
+    // capabilities), and the reason is printed.
+    let store = match args.state.open(args.config.as_ref().map(|_| &config)) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            eprintln!("mcp-sandbox: warning: running without the state store: {e}");
+            None
+        }
+    };
     // Listen before starting servers so an early signal still shuts them down cleanly.
     let mut signals = SignalListener::install();
     let catalog = load_catalog(&config).await?;
-    let sandbox = Sandbox::new(
+    let mut sandbox = Sandbox::new(
         Arc::new(catalog),
-        runner,
+        runner.clone(),
         QueueOptions {
             max_running: 1,
             max_queued: 0,
@@ -301,6 +316,14 @@ pub async fn run(args: RunArgs) -> Result<i32, UsageError> {
             pool_size: 0,
         },
     );
+    if let Some(store) = store {
+        let caps = crate::capability::Capabilities {
+            require_layers: require_layers.clone(),
+            ..crate::capability::Capabilities::new(store, runner.clone())
+        };
+        // `capability save --from-last` saves the code of the CLI's last execution.
+        sandbox = sandbox.with_learning(caps).remember_last_code();
+    }
     let request = ExecRequest {
         code,
         context,

@@ -61,6 +61,9 @@ pub struct SandboxSection {
     /// Tool-call policy: `server:tool` globs that may never be called (deny wins over allow).
     #[serde(default)]
     pub deny: Vec<String>,
+    /// The state file (tool graph, capabilities); relative to the config file's directory.
+    #[serde(default)]
+    pub state: Option<PathBuf>,
 }
 
 impl SandboxSection {
@@ -157,6 +160,11 @@ impl Config {
             // `parse` refused bad patterns already; a hand-built config with one denies all.
             Err(_) => Policy::allow_all().with(Rules::deny_all("config (invalid rules)")),
         }
+    }
+
+    /// The `sandbox.state` path, resolved against the config file's directory.
+    pub fn state_path(&self) -> Option<PathBuf> {
+        self.sandbox.state.as_ref().map(|p| self.base_dir.join(p))
     }
 
     /// The working directory of a server.

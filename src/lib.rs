@@ -4,6 +4,8 @@
 //! Library entry point: build a [`catalog::Catalog`] of tool providers (MCP servers from a config
 //! file, in-process tools), then [`session::execute`] scripts against it.
 
+pub mod analysis;
+pub mod capability;
 pub mod catalog;
 pub mod check;
 pub mod cli;
@@ -11,6 +13,7 @@ pub mod config;
 pub mod discovery;
 pub mod error;
 pub mod gate;
+pub mod learning_cli;
 pub mod limits;
 pub mod outbox;
 pub mod outcome;
@@ -21,6 +24,7 @@ pub mod sandbox;
 pub mod server;
 pub mod session;
 pub mod shutdown;
+pub mod store;
 pub mod trace;
 pub mod transpile;
 pub mod typescript;

@@ -26,6 +26,8 @@ fn main() {
             Command::Check(args) => cli::check(args).await,
             Command::Tools(args) => cli::tools(args).await,
             Command::Serve(args) => mcp_sandbox::server::serve(args).await,
+            Command::Graph(args) => mcp_sandbox::learning_cli::graph(args),
+            Command::Capability(args) => mcp_sandbox::learning_cli::capability(args),
         }
     });
     match status {

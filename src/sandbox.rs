@@ -52,6 +52,10 @@ pub struct Sandbox {
     kill: CancellationToken,
     /// Set when shutdown begins: no new work is taken.
     closing: CancellationToken,
+    /// Capabilities and learning (docs/learning.md), when a state store is attached.
+    learning: Option<crate::capability::Capabilities>,
+    /// See [`Sandbox::remember_last_code`].
+    remember_last: bool,
 }
 
 impl Sandbox {
@@ -74,7 +78,22 @@ impl Sandbox {
             options,
             kill: CancellationToken::new(),
             closing: CancellationToken::new(),
+            learning: None,
+            remember_last: false,
         }
+    }
+
+    /// Resolves `mcp.X.Y` capabilities before each execution and learns from each outcome.
+    pub fn with_learning(mut self, capabilities: crate::capability::Capabilities) -> Self {
+        self.learning = Some(capabilities);
+        self
+    }
+
+    /// Record each execution's code as "the last execution" in the store (what
+    /// `capability save --from-last` saves). For the CLI, not for a shared `serve`.
+    pub fn remember_last_code(mut self) -> Self {
+        self.remember_last = true;
+        self
     }
 
     pub fn catalog(&self) -> &Arc<Catalog> {
@@ -119,7 +138,16 @@ impl Sandbox {
             })
             .map(AbortOnDrop);
         req.cancel = Some(token);
-        execute_pooled(&self.catalog, &self.runner, self.pool.as_deref(), req).await
+        let Some(caps) = &self.learning else {
+            return execute_pooled(&self.catalog, &self.runner, self.pool.as_deref(), req).await;
+        };
+        let code = self.remember_last.then(|| req.code.clone());
+        let outcome = match caps.prepare(&self.catalog, &req.code, &req.limits).await {
+            Ok(full) => execute_pooled(&full, &self.runner, self.pool.as_deref(), req).await,
+            Err(e) => Outcome::failed(e),
+        };
+        crate::capability::record(&caps.store, &outcome, code.as_deref()).await;
+        outcome
     }
 
     pub fn pool(&self) -> Option<&RunnerPool> {

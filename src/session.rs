@@ -49,6 +49,9 @@ pub struct ExecRequest {
     pub cancel: Option<CancellationToken>,
     /// Which tools the script may call (default: all).
     pub policy: Policy,
+    /// The trace id of the call this execution serves (a capability call): stamped as
+    /// `parent_trace_id` on this execution's own events.
+    pub parent_trace_id: Option<String>,
 }
 
 /// A callback given the runner's pid once it is spawned. It runs synchronously on the session's
@@ -117,6 +120,7 @@ pub async fn execute_pooled(
     let started = Instant::now();
     let mut run = Run::new(&req.limits);
     run.policy = req.policy.clone();
+    run.parent = req.parent_trace_id.clone();
     let error = run.drive(catalog, runner, pool, &req).await.err();
     run.finish(error, started)
 }
@@ -125,6 +129,7 @@ type CallFuture = BoxFuture<'static, (u64, Result<Value, ExecError>)>;
 
 struct Call {
     tool: String,
+    capability: bool,
     trace_id: String,
     started: Instant,
 }
@@ -157,6 +162,10 @@ struct Run {
     /// The script's own error, reported by the runner.
     script_error: Option<ExecError>,
     policy: Policy,
+    /// `parent_trace_id` of this execution's events.
+    parent: Option<String>,
+    /// Events of nested work handed back by providers.
+    children: crate::catalog::TraceSink,
 }
 
 impl Run {
@@ -175,6 +184,8 @@ impl Run {
             result: None,
             script_error: None,
             policy: Policy::default(),
+            parent: None,
+            children: Default::default(),
         }
     }
 
@@ -378,11 +389,18 @@ impl Run {
     ) -> Option<CallFuture> {
         let tool = format!("{}:{}", q.server, q.tool);
         let trace_id = new_trace_id();
+        let capability = catalog
+            .provider(&q.server)
+            .is_some_and(|p| p.is_capability());
         self.traces.push(TraceEvent {
-            kind: TraceKind::ToolStart,
+            kind: if capability {
+                TraceKind::CapabilityStart
+            } else {
+                TraceKind::ToolStart
+            },
             tool: tool.clone(),
             trace_id: trace_id.clone(),
-            parent_trace_id: None,
+            parent_trace_id: self.parent.clone(),
             ts: now_ms(),
             success: None,
             duration_ms: None,
@@ -392,6 +410,7 @@ impl Run {
             q.id,
             Call {
                 tool,
+                capability,
                 trace_id,
                 started: Instant::now(),
             },
@@ -419,6 +438,8 @@ impl Run {
                 .map(|c| c.trace_id.clone())
                 .unwrap_or_default(),
             deadline: std_deadline(self.deadline),
+            children: self.children.clone(),
+            policy: self.policy.clone(),
         };
         let fut =
             match catalog.provider(&q.server) {
@@ -497,11 +518,18 @@ impl Run {
     }
 
     fn end_trace(&mut self, call: Call, error: Option<&ExecError>) {
+        if let Ok(mut nested) = self.children.lock() {
+            self.traces.append(&mut nested);
+        }
         self.traces.push(TraceEvent {
-            kind: TraceKind::ToolEnd,
+            kind: if call.capability {
+                TraceKind::CapabilityEnd
+            } else {
+                TraceKind::ToolEnd
+            },
             tool: call.tool,
             trace_id: call.trace_id,
-            parent_trace_id: None,
+            parent_trace_id: self.parent.clone(),
             ts: now_ms(),
             success: Some(error.is_none()),
             duration_ms: Some(call.started.elapsed().as_secs_f64() * 1000.0),

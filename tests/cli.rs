@@ -10,6 +10,11 @@ fn cli(args: &[&str], stdin: Option<&str>) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-sandbox"));
     cmd.args(args)
         .env("MCP_SANDBOX_RUNNER", bin("sandbox-runner"))
+        // `run` learns into the state file: keep it out of the real data directory.
+        .env(
+            "XDG_DATA_HOME",
+            std::env::temp_dir().join("mcp-sandbox-cli-tests"),
+        )
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

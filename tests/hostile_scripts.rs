@@ -17,6 +17,11 @@ fn run_json(script: &str) -> Value {
         .args(["run", "-", "--json", "--timeout-ms", "5000", "--config"])
         .arg(&config)
         .env("MCP_SANDBOX_RUNNER", bin("sandbox-runner"))
+        // `run` learns into the state file: keep it out of the real data directory.
+        .env(
+            "XDG_DATA_HOME",
+            std::env::temp_dir().join("mcp-sandbox-cli-tests"),
+        )
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -102,7 +107,10 @@ fn overriding_builtins_cannot_route_to_unlisted_tools() {
             try { await mcp.fixture[name]({}); results.push(name + ": called"); }
             catch (e) { results.push(name + ": " + e.code); }
         }
-        try { await mcp.evil.crash({}); results.push("evil: called"); } catch (e) { results.push("evil: " + e.code); }
+        // A computed name: a static `mcp.evil.crash` fails the whole run before spawning
+        // (docs/learning.md); this checks the runtime route too.
+        const evil = ["evil"][0];
+        try { await mcp[evil].crash({}); results.push("evil: called"); } catch (e) { results.push("evil: " + e.code); }
         results.push(await mcp.fixture.echo({ message: "still fine" }));
         return results;
         "#,

@@ -38,7 +38,27 @@ pub struct CallContext {
     pub trace_id: String,
     /// When the whole execution must be over; a provider must not outlive it.
     pub deadline: std::time::Instant,
+    /// Trace events of nested work (a capability's own calls), pushed by the provider before
+    /// its call returns; the session merges them into the execution's traces.
+    pub children: TraceSink,
+    /// The caller's policy: nested work (a capability's own calls) obeys it too.
+    pub policy: crate::policy::Policy,
 }
+
+impl CallContext {
+    /// A context with an empty sink for nested events and an allow-all policy.
+    pub fn new(trace_id: impl Into<String>, deadline: std::time::Instant) -> Self {
+        CallContext {
+            trace_id: trace_id.into(),
+            deadline,
+            children: TraceSink::default(),
+            policy: crate::policy::Policy::default(),
+        }
+    }
+}
+
+/// Where a provider hands back the trace events of nested work.
+pub type TraceSink = Arc<std::sync::Mutex<Vec<crate::trace::TraceEvent>>>;
 
 /// One server's worth of tools.
 pub trait ToolProvider: Send + Sync {
@@ -61,6 +81,10 @@ pub trait ToolProvider: Send + Sync {
         args: Value,
         ctx: &CallContext,
     ) -> BoxFuture<'static, Result<Value, ExecError>>;
+    /// Whether its calls are capability calls (traced as `capability_start`/`capability_end`).
+    fn is_capability(&self) -> bool {
+        false
+    }
     /// Stops whatever the provider runs (child processes). Later calls fail.
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         Box::pin(async {})

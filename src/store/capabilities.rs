@@ -1,0 +1,368 @@
+//! Saved capabilities (named, versioned code) and the CLI's last execution.
+//!
+//! A capability is named `namespace:action` and identified by
+//! `local.default.<namespace>.<action>.<first 4 hex digits of the SHA-256 of its code>`.
+//! Saving different code under a name adds a version (the latest wins when resolving); saving
+//! the code of the latest version again only updates its description and schema; saving the code
+//! of an older version makes that version the latest again (same id, new version number).
+
+use super::{Store, StoreError};
+use crate::catalog::valid_server_name;
+use crate::trace::now_ms;
+use rusqlite::{params, OptionalExtension, Row};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// A stored capability version.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CapabilityRecord {
+    pub id: String,
+    /// `namespace:action`
+    pub name: String,
+    pub version: i64,
+    pub code: String,
+    pub code_sha256: String,
+    pub description: Option<String>,
+    pub input_schema: Option<Value>,
+    /// Milliseconds since the Unix epoch.
+    pub created_at: f64,
+}
+
+impl CapabilityRecord {
+    /// `(namespace, action)`.
+    pub fn parts(&self) -> (&str, &str) {
+        self.name.split_once(':').unwrap_or((&self.name, ""))
+    }
+}
+
+/// What `capability save` stores.
+#[derive(Debug, Clone, Default)]
+pub struct NewCapability {
+    pub name: String,
+    pub code: String,
+    pub description: Option<String>,
+    pub input_schema: Option<Value>,
+}
+
+/// The last execution of `mcp-sandbox run`, for `capability save --from-last`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LastExecution {
+    pub code: String,
+    /// The execution succeeded.
+    pub success: bool,
+    /// Tool calls it made, and how many of them failed.
+    pub tool_calls: u64,
+    pub failed_calls: u64,
+    pub ts: f64,
+}
+
+pub(super) const LAST_EXECUTION_KEY: &str = "last_execution";
+
+fn sha256_hex(code: &str) -> String {
+    Sha256::digest(code.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Checks a capability name and splits it into `(namespace, action)`.
+pub fn split_name(name: &str) -> Result<(&str, &str), StoreError> {
+    let bad = || {
+        StoreError::Capability(format!(
+            "capability name '{name}' is not valid: use namespace:action, each part made of letters, digits, '_' or '-' (like math:sum)"
+        ))
+    };
+    let (ns, action) = name.split_once(':').ok_or_else(bad)?;
+    if !valid_server_name(ns) || !valid_server_name(action) {
+        return Err(bad());
+    }
+    Ok((ns, action))
+}
+
+/// The id of `code` saved as `name`.
+pub fn capability_id(name: &str, code: &str) -> Result<String, StoreError> {
+    let (ns, action) = split_name(name)?;
+    Ok(format!(
+        "local.default.{ns}.{action}.{}",
+        &sha256_hex(code)[..4]
+    ))
+}
+
+const COLUMNS: &str = "id, name, version, code, code_sha256, description, input_schema, created_at";
+
+fn from_row(r: &Row<'_>) -> rusqlite::Result<(CapabilityRecord, Option<String>)> {
+    Ok((
+        CapabilityRecord {
+            id: r.get(0)?,
+            name: r.get(1)?,
+            version: r.get(2)?,
+            code: r.get(3)?,
+            code_sha256: r.get(4)?,
+            description: r.get(5)?,
+            input_schema: None,
+            created_at: r.get(7)?,
+        },
+        r.get(6)?,
+    ))
+}
+
+fn finish(row: (CapabilityRecord, Option<String>)) -> Result<CapabilityRecord, StoreError> {
+    let (mut rec, schema) = row;
+    if let Some(text) = schema {
+        rec.input_schema = Some(serde_json::from_str(&text).map_err(|e| {
+            StoreError::Corrupt(format!("capability {} has a bad schema: {e}", rec.id))
+        })?);
+    }
+    Ok(rec)
+}
+
+impl Store {
+    /// Saves a capability version (see the module documentation) and returns it.
+    pub fn save_capability(&self, new: &NewCapability) -> Result<CapabilityRecord, StoreError> {
+        let id = capability_id(&new.name, &new.code)?;
+        let sha = sha256_hex(&new.code);
+        let schema = match &new.input_schema {
+            Some(s) => {
+                Some(serde_json::to_string(s).map_err(|e| StoreError::Capability(e.to_string()))?)
+            }
+            None => None,
+        };
+        self.write(|tx| {
+            let existing: Option<(String, String, i64)> = tx
+                .query_row(
+                    "SELECT name, code_sha256, version FROM capabilities WHERE id = ?1",
+                    params![id],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                )
+                .optional()?;
+            let latest: Option<i64> = tx.query_row(
+                "SELECT MAX(version) FROM capabilities WHERE name = ?1",
+                params![new.name],
+                |r| r.get(0),
+            )?;
+            let next = latest.unwrap_or(0) + 1;
+            match existing {
+                Some((name, old_sha, _)) if name != new.name || old_sha != sha => {
+                    return Err(StoreError::Capability(format!(
+                        "capability id {id} is already used by different code (a 4-hex hash prefix collision); change the code slightly (a comment will do) and save again"
+                    )));
+                }
+                Some((_, _, version)) if Some(version) == latest => {
+                    tx.execute(
+                        "UPDATE capabilities SET description = ?2, input_schema = ?3 WHERE id = ?1",
+                        params![id, new.description, schema],
+                    )?;
+                }
+                Some(_) => {
+                    tx.execute(
+                        "UPDATE capabilities SET version = ?2, description = ?3, input_schema = ?4,
+                            created_at = ?5 WHERE id = ?1",
+                        params![id, next, new.description, schema, now_ms()],
+                    )?;
+                }
+                None => {
+                    tx.execute(
+                        "INSERT INTO capabilities (id, name, version, code, code_sha256, description,
+                            input_schema, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                        params![
+                            id,
+                            new.name,
+                            next,
+                            new.code,
+                            sha,
+                            new.description,
+                            schema,
+                            now_ms()
+                        ],
+                    )?;
+                }
+            }
+            let row = tx.query_row(
+                &format!("SELECT {COLUMNS} FROM capabilities WHERE id = ?1"),
+                params![id],
+                from_row,
+            )?;
+            finish(row)
+        })
+    }
+
+    /// The latest version of `name` (`namespace:action`), if any.
+    pub fn resolve_capability(&self, name: &str) -> Result<Option<CapabilityRecord>, StoreError> {
+        self.with(|conn| {
+            conn.query_row(
+                &format!(
+                    "SELECT {COLUMNS} FROM capabilities WHERE name = ?1 ORDER BY version DESC LIMIT 1"
+                ),
+                params![name],
+                from_row,
+            )
+            .optional()?
+            .map(finish)
+            .transpose()
+        })
+    }
+
+    /// A capability by name (latest version) or by id.
+    pub fn find_capability(
+        &self,
+        name_or_id: &str,
+    ) -> Result<Option<CapabilityRecord>, StoreError> {
+        if name_or_id.contains(':') {
+            return self.resolve_capability(name_or_id);
+        }
+        self.with(|conn| {
+            conn.query_row(
+                &format!("SELECT {COLUMNS} FROM capabilities WHERE id = ?1"),
+                params![name_or_id],
+                from_row,
+            )
+            .optional()?
+            .map(finish)
+            .transpose()
+        })
+    }
+
+    /// The latest version of every capability, by name.
+    pub fn list_capabilities(&self) -> Result<Vec<CapabilityRecord>, StoreError> {
+        self.with(|conn| {
+            let mut stmt = conn.prepare(&format!(
+                "SELECT {COLUMNS} FROM capabilities c WHERE version =
+                    (SELECT MAX(version) FROM capabilities WHERE name = c.name) ORDER BY name"
+            ))?;
+            let rows = stmt.query_map([], from_row)?;
+            let mut out = Vec::new();
+            for row in rows {
+                out.push(finish(row?)?);
+            }
+            Ok(out)
+        })
+    }
+
+    /// Every version of `name`, newest first.
+    pub fn capability_versions(&self, name: &str) -> Result<Vec<CapabilityRecord>, StoreError> {
+        self.with(|conn| {
+            let mut stmt = conn.prepare(&format!(
+                "SELECT {COLUMNS} FROM capabilities WHERE name = ?1 ORDER BY version DESC"
+            ))?;
+            let rows = stmt.query_map(params![name], from_row)?;
+            let mut out = Vec::new();
+            for row in rows {
+                out.push(finish(row?)?);
+            }
+            Ok(out)
+        })
+    }
+
+    /// Removes every version of a name (`ns:action`), or one version by id. Returns how many.
+    pub fn remove_capability(&self, name_or_id: &str) -> Result<usize, StoreError> {
+        self.write(|tx| {
+            let n = if name_or_id.contains(':') {
+                tx.execute(
+                    "DELETE FROM capabilities WHERE name = ?1",
+                    params![name_or_id],
+                )?
+            } else {
+                tx.execute(
+                    "DELETE FROM capabilities WHERE id = ?1",
+                    params![name_or_id],
+                )?
+            };
+            Ok(n)
+        })
+    }
+
+    /// Remembers the CLI's last execution.
+    pub fn set_last_execution(&self, last: &LastExecution) -> Result<(), StoreError> {
+        let text = serde_json::to_string(last).map_err(|e| StoreError::Task(e.to_string()))?;
+        self.write(|tx| set_kv(tx, LAST_EXECUTION_KEY, &text))
+    }
+
+    pub fn last_execution(&self) -> Result<Option<LastExecution>, StoreError> {
+        self.with(|conn| {
+            let text: Option<String> = conn
+                .query_row(
+                    "SELECT value FROM kv WHERE key = ?1",
+                    params![LAST_EXECUTION_KEY],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            text.map(|t| {
+                serde_json::from_str(&t)
+                    .map_err(|e| StoreError::Corrupt(format!("last execution: {e}")))
+            })
+            .transpose()
+        })
+    }
+}
+
+pub(super) fn set_kv(
+    tx: &rusqlite::Transaction<'_>,
+    key: &str,
+    value: &str,
+) -> Result<(), StoreError> {
+    tx.execute(
+        "INSERT INTO kv (key, value) VALUES (?1, ?2)
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        params![key, value],
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("s.db")).unwrap();
+        (dir, s)
+    }
+
+    fn cap(name: &str, code: &str) -> NewCapability {
+        NewCapability {
+            name: name.into(),
+            code: code.into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn ids_are_namespace_action_and_4_hex_of_the_code_hash() {
+        let code = "return [1,2,3,4,5].reduce((a, n) => a + n, 0)";
+        let full = sha256_hex(code);
+        assert_eq!(
+            capability_id("math:sum", code).unwrap(),
+            format!("local.default.math.sum.{}", &full[..4])
+        );
+        for bad in ["math", "math:", ":sum", "a.b:c", "m:s:t", "constructor:x"] {
+            assert!(capability_id(bad, code).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn new_code_makes_a_new_version_and_the_latest_wins() {
+        let (_d, s) = store();
+        let v1 = s.save_capability(&cap("math:sum", "return 1")).unwrap();
+        let v2 = s.save_capability(&cap("math:sum", "return 2")).unwrap();
+        assert_eq!((v1.version, v2.version), (1, 2));
+        assert_ne!(v1.id, v2.id);
+        assert_eq!(s.resolve_capability("math:sum").unwrap().unwrap().id, v2.id);
+        // The same code as the latest: same version, new description.
+        let mut again = cap("math:sum", "return 2");
+        again.description = Some("two".into());
+        let v2b = s.save_capability(&again).unwrap();
+        assert_eq!((v2b.id.as_str(), v2b.version), (v2.id.as_str(), 2));
+        // Older code again: that id becomes the latest.
+        let v1b = s.save_capability(&cap("math:sum", "return 1")).unwrap();
+        assert_eq!((v1b.id.as_str(), v1b.version), (v1.id.as_str(), 3));
+        assert_eq!(
+            s.resolve_capability("math:sum").unwrap().unwrap().code,
+            "return 1"
+        );
+        assert_eq!(s.list_capabilities().unwrap().len(), 1);
+        assert_eq!(s.remove_capability(&v2.id).unwrap(), 1);
+        assert_eq!(s.remove_capability("math:sum").unwrap(), 1);
+        assert!(s.resolve_capability("math:sum").unwrap().is_none());
+    }
+}
