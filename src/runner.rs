@@ -27,7 +27,7 @@ pub struct RunnerCommand {
 
 #[derive(Debug, thiserror::Error)]
 pub enum SpawnError {
-    #[error("runner program {0} does not exist; build it with `cargo build --release -p sandbox-runner` or pass --runner PATH")]
+    #[error("runner program {0} does not exist or is not a file (a relative --runner or MCP_SANDBOX_RUNNER is taken from the current directory); build it with `cargo build --release -p sandbox-runner` or pass --runner PATH")]
     Missing(PathBuf),
     #[error("cannot create the runner's socket: {0}")]
     Socket(std::io::Error),
@@ -57,14 +57,24 @@ impl RunnerCommand {
             .unwrap_or(beside)
     }
 
+    /// A relative `program` is taken from the host's current directory (the runner itself starts
+    /// in `/`, where a relative path would name another file).
     pub fn new(program: PathBuf) -> Self {
         RunnerCommand {
-            program,
+            program: absolute(program),
             prefix_args: Vec::new(),
             uid: 65534,
             gid: 65534,
         }
     }
+}
+
+/// `path` made absolute against the current directory (unchanged if that cannot be read).
+fn absolute(path: PathBuf) -> PathBuf {
+    if path.is_absolute() {
+        return path;
+    }
+    std::path::absolute(&path).unwrap_or(path)
 }
 
 /// A started runner: the process and the host's end of the socket.
@@ -251,14 +261,16 @@ fn address_space_mb(limits: &Limits) -> u64 {
 }
 
 pub fn spawn(cmd: &RunnerCommand, limits: &Limits) -> Result<SpawnedRunner, SpawnError> {
-    if !cmd.program.exists() {
-        return Err(SpawnError::Missing(cmd.program.clone()));
+    // `program` may have been set directly: resolve it here too, before the cwd becomes `/`.
+    let program = absolute(cmd.program.clone());
+    if !program.is_file() {
+        return Err(SpawnError::Missing(program));
     }
     let (host_end, runner_end) =
         std::os::unix::net::UnixStream::pair().map_err(SpawnError::Socket)?;
     let runner_fd: OwnedFd = runner_end.into();
     let raw = runner_fd.as_raw_fd();
-    let mut command = tokio::process::Command::new(&cmd.program);
+    let mut command = tokio::process::Command::new(&program);
     command
         .args(&cmd.prefix_args)
         .arg("--uid")
@@ -302,7 +314,7 @@ pub fn spawn(cmd: &RunnerCommand, limits: &Limits) -> Result<SpawnedRunner, Spaw
         });
     }
     let child = command.spawn().map_err(|source| SpawnError::Spawn {
-        path: cmd.program.clone(),
+        path: program.clone(),
         source,
     })?;
     drop(runner_fd);
