@@ -1,10 +1,13 @@
 //! `mcp-sandbox serve`: this sandbox as an MCP server (rmcp), over stdio or streamable HTTP.
 //!
-//! Two tools: `execute_code` runs a script against the configured MCP servers and answers with the
-//! outcome (`structuredContent`) and a readable summary (text); `search_tools` answers with
-//! TypeScript declarations of the matching tools. A failing script is a tool result with
+//! Four tools: `execute_code` runs a script against the configured MCP servers and answers with
+//! the outcome (`structuredContent`) and a readable summary (text); `search_tools` answers with
+//! TypeScript declarations of the matching tools (tools that past executions used together with
+//! the matches rank higher); `save_capability` / `list_capabilities` manage capabilities in the
+//! state store (code callable as `mcp.namespace.action(args)` from execute_code). A failing script is a tool result with
 //! `isError: true`, never a protocol error. Servers that failed to start are reported by both.
 
+mod capabilities;
 mod execute_code;
 mod search_tools;
 
@@ -27,6 +30,9 @@ pub struct Gateway {
     /// The config's limits; `execute_code {timeout_ms}` overrides the wall clock only.
     pub limits: Limits,
     pub require_layers: Vec<String>,
+    /// The state store (`--state`): capabilities and the tool graph. `None` when it could not be
+    /// opened; `save_capability`/`list_capabilities` then say so.
+    pub store: Option<crate::store::Store>,
 }
 
 /// One MCP session's handler (cheap to clone; HTTP makes one per session).
@@ -50,7 +56,9 @@ pub(crate) fn schema(value: Value) -> Arc<JsonObject> {
 
 const INSTRUCTIONS: &str = "Run JavaScript or TypeScript that calls MCP tools, with execute_code; \
 find the tools and their TypeScript signatures with search_tools first. Prefer one execute_code \
-call that does a whole task (loops, filtering, several tool calls) over many single tool calls.";
+call that does a whole task (loops, filtering, several tool calls) over many single tool calls. \
+Code that worked can be saved with save_capability and called later as mcp.<namespace>.<action>(args); \
+list_capabilities shows what is saved.";
 
 impl ServerHandler for GatewayServer {
     fn get_info(&self) -> ServerConfig {
@@ -78,11 +86,13 @@ impl ServerHandler for GatewayServer {
         let args = request.arguments.unwrap_or_default();
         let result: CallToolResult = match request.name.as_ref() {
             "execute_code" => execute_code::call(&self.gateway, args).await?,
-            "search_tools" => search_tools::call(&self.gateway, args)?,
+            "search_tools" => search_tools::call(&self.gateway, args).await?,
+            "save_capability" => capabilities::save(&self.gateway, args).await?,
+            "list_capabilities" => capabilities::list(&self.gateway, args).await?,
             other => {
                 return Err(ErrorData::invalid_params(
                     format!(
-                        "unknown tool {other:?}; this server has execute_code and search_tools"
+                        "unknown tool {other:?}; this server has execute_code, search_tools, save_capability and list_capabilities"
                     ),
                     None,
                 ))
@@ -103,6 +113,16 @@ fn tools(gateway: &Gateway) -> Vec<Tool> {
             "search_tools",
             search_tools::DESCRIPTION,
             schema(search_tools::input_schema()),
+        ),
+        Tool::new(
+            "save_capability",
+            capabilities::SAVE_DESCRIPTION,
+            schema(capabilities::save_schema()),
+        ),
+        Tool::new(
+            "list_capabilities",
+            capabilities::LIST_DESCRIPTION,
+            schema(capabilities::list_schema()),
         ),
     ]
 }

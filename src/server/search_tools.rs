@@ -1,7 +1,13 @@
 //! `search_tools {query?, server?}`: the matching tools as TypeScript declarations of the `mcp`
 //! API, best match first, at most `MAX_SEARCH_RESULTS`.
+//!
+//! With a state store and a query, the tool graph reorders the answer: the best text matches
+//! (up to [`ANCHORS`]) come first, then the tools that past executions used together with them
+//! (edges either way, strongest first; whether or not their text matches the query), then the
+//! other matches.
 
 use super::{bad_args, text, Gateway};
+use crate::catalog::ToolInfo;
 use crate::discovery::{render, search, MAX_SEARCH_RESULTS};
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::ErrorData;
@@ -25,7 +31,10 @@ pub fn input_schema() -> Value {
     })
 }
 
-pub fn call(gateway: &Gateway, args: JsonObject) -> Result<CallToolResult, ErrorData> {
+/// How many of the best text matches the tool graph is asked about.
+pub const ANCHORS: usize = 3;
+
+pub async fn call(gateway: &Gateway, args: JsonObject) -> Result<CallToolResult, ErrorData> {
     let field = |name: &str| -> Result<Option<String>, ErrorData> {
         match args.get(name) {
             None | Some(Value::Null) => Ok(None),
@@ -65,7 +74,18 @@ pub fn call(gateway: &Gateway, args: JsonObject) -> Result<CallToolResult, Error
             );
         }
     }
-    let found = search(catalog, query.as_deref(), server.as_deref());
+    let mut found = search(catalog, query.as_deref(), server.as_deref());
+    let mut related: Vec<Value> = Vec::new();
+    if let (Some(store), Some(q)) = (&gateway.store, &query) {
+        if !q.trim().is_empty() && !found.is_empty() {
+            let all = catalog.tools();
+            let candidates = all
+                .into_iter()
+                .filter(|t| server.as_deref().is_none_or(|s| t.server == s))
+                .collect();
+            related = with_related(store, &mut found, candidates).await;
+        }
+    }
     let total = found.len();
     let shown: Vec<_> = found.into_iter().take(MAX_SEARCH_RESULTS).collect();
     let unavailable: Vec<Value> = catalog
@@ -88,13 +108,70 @@ pub fn call(gateway: &Gateway, args: JsonObject) -> Result<CallToolResult, Error
         ));
     }
     let names: Vec<String> = shown.iter().map(|t| t.qualified()).collect();
+    if !related.is_empty() {
+        let list: Vec<&str> = related.iter().filter_map(|r| r["tool"].as_str()).collect();
+        body = format!(
+            "// Used together with the best matches in past executions: {}\n{body}",
+            list.join(", ")
+        );
+    }
     Ok(CallToolResult::structured(json!({
         "tools": names,
         "total": total,
+        "related": related,
         "unavailable": unavailable,
         "typescript": body,
     }))
     .with_text(body))
+}
+
+/// Reorders `found` (best text match first): the first [`ANCHORS`] stay first, the tools of
+/// `candidates` related to them in the tool graph follow (strongest first), then the rest.
+/// Returns the related tools placed, `{tool, score}`. A store error leaves `found` as it is.
+async fn with_related(
+    store: &crate::store::Store,
+    found: &mut Vec<ToolInfo>,
+    candidates: Vec<ToolInfo>,
+) -> Vec<Value> {
+    let anchors: Vec<String> = found.iter().take(ANCHORS).map(|t| t.qualified()).collect();
+    let store = store.clone();
+    let names = anchors.clone();
+    let ranked = match tokio::task::spawn_blocking(move || store.related_tools(&names)).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => {
+            tracing::warn!("search_tools: the tool graph is unreadable: {e}");
+            return Vec::new();
+        }
+        Err(e) => {
+            tracing::warn!("search_tools: the tool graph task failed: {e}");
+            return Vec::new();
+        }
+    };
+    let mut placed = Vec::new();
+    let mut related_tools = Vec::new();
+    for (name, score) in ranked {
+        if let Some(t) = candidates.iter().find(|t| t.qualified() == name) {
+            related_tools.push(t.clone());
+            placed.push(json!({"tool": name, "score": score}));
+        }
+    }
+    if related_tools.is_empty() {
+        return placed;
+    }
+    let rest: Vec<ToolInfo> = std::mem::take(found)
+        .into_iter()
+        .enumerate()
+        .filter(|(i, t)| {
+            *i < ANCHORS || !related_tools.iter().any(|r| r.qualified() == t.qualified())
+        })
+        .map(|(_, t)| t)
+        .collect();
+    let split = rest.len().min(ANCHORS);
+    let (head, tail) = rest.split_at(split);
+    found.extend(head.iter().cloned());
+    found.extend(related_tools);
+    found.extend(tail.iter().cloned());
+    placed
 }
 
 /// Replaces the default JSON text of a structured result with readable text.
