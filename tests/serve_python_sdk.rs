@@ -31,7 +31,8 @@ fn setup() -> Setup {
             "broken": {"command": bin("fixture-mcp-server"), "args": ["--fail-start"]},
             "missing": {"command": "/nonexistent/mcp-server"}
         },
-        "sandbox": {"deny": ["filesystem:write_*"]}
+        // The state file (learning) stays in the temporary directory.
+        "sandbox": {"deny": ["filesystem:write_*"], "state": "state.db"}
     });
     std::fs::write(&config, text.to_string()).unwrap();
     Setup {
