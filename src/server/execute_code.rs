@@ -46,6 +46,12 @@ is reported with isError and the error code.",
     if !servers.is_empty() {
         let _ = write!(d, "\nServers: {}.", servers.join(", "));
     }
+    if gateway.store.is_some() {
+        d.push_str(
+            "\nSaved capabilities (see list_capabilities; add one with save_capability) are called \
+like tools: `await mcp.<namespace>.<action>(args)`.",
+        );
+    }
     for (s, reason) in catalog.unavailable() {
         let _ = write!(d, "\nUnavailable: {s} ({reason}).");
     }

@@ -18,7 +18,8 @@ declarations of the `mcp` object: `mcp.<server>.<tool>(args): Promise<result>`, 
 types, optional (`?`) and required fields, allowed values and doc comments. `query` is a few words \
 matched against tool names and descriptions (best match first); `server` limits the search to one \
 server; with neither, every tool is listed. Tools marked @denied exist but the policy refuses them \
-(PERMISSION_DENIED). Servers that failed to start are listed as unavailable with the reason.";
+(PERMISSION_DENIED). Servers that failed to start are listed as unavailable with the reason. \
+Tools that past executions used together with the best matches are listed right after them.";
 
 pub fn input_schema() -> Value {
     json!({
