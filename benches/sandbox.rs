@@ -328,7 +328,8 @@ fn main() {
         .enable_all()
         .build()
         .expect("tokio runtime");
-    let report = rt.block_on(bench());
+    // On a runtime worker, like `Sandbox::execute` runs sessions (no hop to block_on's thread).
+    let report = rt.block_on(tokio::spawn(bench())).expect("benchmark task");
     let text = serde_json::to_string_pretty(&report).expect("json");
     println!("{text}");
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench");

