@@ -47,4 +47,31 @@ async fn run() {
         t.elapsed().as_secs_f64() * 1e6 / n as f64,
         o.success
     );
+
+    // Pooled executions of `return 1+1`, one at a time, each after the pool refilled.
+    let sandbox = mcp_sandbox::Sandbox::new(
+        Arc::new(catalog),
+        runner,
+        mcp_sandbox::QueueOptions {
+            pool_size: 2,
+            ..Default::default()
+        },
+    );
+    let mut ms = Vec::new();
+    for _ in 0..200 {
+        while sandbox.pool().map(|p| p.idle()).unwrap_or(2) < 2 {
+            tokio::time::sleep(std::time::Duration::from_micros(200)).await;
+        }
+        let t = std::time::Instant::now();
+        let o = sandbox
+            .execute(ExecRequest {
+                code: "return 1+1".into(),
+                ..Default::default()
+            })
+            .await;
+        assert!(o.success, "{o:?}");
+        ms.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    ms.sort_by(f64::total_cmp);
+    println!("pooled exec p50 {:.3} ms p99 {:.3} ms", ms[100], ms[197]);
 }

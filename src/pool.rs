@@ -47,7 +47,7 @@ impl RunnerPool {
         pool
     }
 
-    /// A ready runner whose backstops cover `limits`, if one is idle and alive. Triggers a refill.
+    /// A ready runner whose backstops cover `limits`, if one is idle and alive.
     pub fn take(&self, limits: &Limits) -> Option<ReadyRunner> {
         let need = Backstops::for_limits(limits);
         let mut found = None;
@@ -79,8 +79,17 @@ impl RunnerPool {
                 }
             });
         }
-        Inner::refill(&self.inner);
+        // The refill is started by `refill`, after the execution: forking the host (to spawn a
+        // runner) while the execution runs would compete with it for the same cores.
+        if found.is_none() {
+            Inner::refill(&self.inner);
+        }
         found
+    }
+
+    /// Starts runners in the background until the pool is full again.
+    pub fn refill(&self) {
+        Inner::refill(&self.inner);
     }
 
     /// Runners idle in the pool now.

@@ -122,6 +122,9 @@ pub async fn execute_pooled(
     run.policy = req.policy.clone();
     run.parent = req.parent_trace_id.clone();
     let error = run.drive(catalog, runner, pool, &req).await.err();
+    if let Some(pool) = pool {
+        pool.refill();
+    }
     run.finish(error, started)
 }
 
