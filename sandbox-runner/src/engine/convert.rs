@@ -97,12 +97,7 @@ pub fn thrown_to_error<'js>(ctx: &Ctx<'js>, thrown: Value<'js>) -> WireError {
         }
     }
     if let Some(exc) = thrown.as_exception() {
-        let name: String = exc
-            .get::<_, Option<Coerced<String>>>("name")
-            .ok()
-            .flatten()
-            .map(|c| c.0)
-            .unwrap_or_else(|| "Error".into());
+        let name = error_name(exc);
         let message = exc.message().unwrap_or_default();
         let mut err = if name == "SyntaxError" {
             WireError::new(
@@ -149,18 +144,22 @@ fn with_location(message: &str, stack: Option<&str>) -> String {
     }
 }
 
+/// An error's `name` (`TypeError`, …), `Error` when it has none.
+fn error_name(exc: &rquickjs::Exception<'_>) -> String {
+    exc.get::<_, Option<Coerced<String>>>("name")
+        .ok()
+        .flatten()
+        .map(|c| c.0)
+        .unwrap_or_else(|| "Error".into())
+}
+
 /// Text for one `console.*` argument.
 pub fn describe<'js>(ctx: &Ctx<'js>, v: Value<'js>) -> String {
     if let Some(s) = v.as_string() {
         return s.to_string().unwrap_or_default();
     }
     if let Some(exc) = v.as_exception() {
-        let name: String = exc
-            .get::<_, Option<Coerced<String>>>("name")
-            .ok()
-            .flatten()
-            .map(|c| c.0)
-            .unwrap_or_else(|| "Error".into());
+        let name = error_name(exc);
         return format!("{name}: {}", exc.message().unwrap_or_default());
     }
     if v.is_function() {
