@@ -329,7 +329,9 @@ fn main() {
         .build()
         .expect("tokio runtime");
     // On a runtime worker, like `Sandbox::execute` runs sessions (no hop to block_on's thread).
-    let report = rt.block_on(tokio::spawn(bench())).expect("benchmark task");
+    let report = rt
+        .block_on(async { tokio::spawn(bench()).await })
+        .expect("benchmark task");
     let text = serde_json::to_string_pretty(&report).expect("json");
     println!("{text}");
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench");
