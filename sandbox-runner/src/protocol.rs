@@ -223,6 +223,12 @@ pub fn encode_frame<T: Serialize>(
     buf.clear();
     buf.extend_from_slice(&[0u8; LENGTH_PREFIX]);
     serde_json::to_writer(&mut *buf, msg)?;
+    finish_frame(buf, max)
+}
+
+/// Checks the payload written after the placeholder prefix against `max` and fills in the
+/// big-endian length (clearing the buffer when it is too large).
+fn finish_frame(buf: &mut Vec<u8>, max: usize) -> Result<(), FrameError> {
     let len = buf.len() - LENGTH_PREFIX;
     if len > max {
         buf.clear();
@@ -243,20 +249,9 @@ pub fn decode_payload<T: for<'de> Deserialize<'de>>(payload: &[u8]) -> Result<T,
 /// JSON (tool arguments and results produced by QuickJS's own `JSON.stringify`) instead of
 /// re-parsing it into a `serde_json::Value` and serializing it again.
 pub mod raw {
-    use super::{FrameError, WireError, LENGTH_PREFIX};
+    use super::{finish_frame as finish, FrameError, WireError, LENGTH_PREFIX};
     use serde::Deserialize;
     use serde_json::value::RawValue;
-
-    fn finish(buf: &mut Vec<u8>, max: usize) -> Result<(), FrameError> {
-        let len = buf.len() - LENGTH_PREFIX;
-        if len > max {
-            buf.clear();
-            return Err(FrameError::TooLarge { len, max });
-        }
-        let prefix = u32::try_from(len).map_err(|_| FrameError::TooLarge { len, max })?;
-        buf[..LENGTH_PREFIX].copy_from_slice(&prefix.to_be_bytes());
-        Ok(())
-    }
 
     /// `rpc_call` with `args_json` (already valid JSON) spliced in.
     pub fn encode_rpc_call(
