@@ -2,7 +2,8 @@
 # Installs everything the tests need, from a fresh clone, and is safe to run again:
 #   - the pinned reference MCP servers and TypeScript (npm ci, from package-lock.json),
 #   - a Python venv at .venv with tests/python/requirements.txt (the official MCP Python SDK),
-#   - every binary of the workspace (debug): mcp-sandbox, sandbox-runner, the fixtures.
+#   - one release build of the workspace: the binaries (mcp-sandbox, sandbox-runner, the fixtures),
+#     the test binaries and the benchmark, with one feature set so nothing is compiled twice.
 # Needs only the Rust toolchain, node/npm and python3. Nothing is downloaded at test time.
 set -euo pipefail
 
@@ -47,8 +48,8 @@ else
     echo "$py_stamp" > .venv/.setup-stamp
 fi
 
-# --- Rust binaries (tests spawn them from target/debug) ---
-say "cargo build --workspace --bins"
-cargo build --workspace --bins --quiet
+# --- Rust (tests spawn the binaries from target/release) ---
+say "cargo build --release --workspace --all-targets"
+cargo build --release --workspace --all-targets --quiet
 
 say "done"

@@ -1,7 +1,17 @@
 #!/usr/bin/env bash
 # Runs every test from a fresh clone: installs what the tests need (scripts/setup.sh: pinned npm
-# MCP servers, a Python venv with the MCP SDK, the workspace binaries), then `cargo test`.
+# MCP servers, a Python venv with the MCP SDK, one release build of the workspace's binaries,
+# tests and benchmark), then runs the tests against that build.
+#
+# The tests run the release binaries (the ones users run, and the ones the benchmark measures),
+# so CI compiles the dependency tree once for both. cargo-nextest (when installed) runs the test
+# binaries side by side; without it, `cargo test` runs them one after another.
+# Extra arguments go to the test runner (e.g. `scripts/test.sh --test cli`).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/setup.sh
-cargo test --workspace "$@"
+if cargo nextest --version >/dev/null 2>&1; then
+    cargo nextest run --release --workspace --no-fail-fast --test-threads "${TEST_THREADS:-4}" "$@"
+else
+    cargo test --release --workspace "$@"
+fi

@@ -1,7 +1,7 @@
 //! Capabilities callable as tools: resolution before spawning, fresh runners, nested traces,
 //! depth and cycle limits, argument schemas. Real runner, real fixture MCP server, real SQLite.
 
-mod common;
+use crate::common;
 
 use mcp_sandbox::capability::Capabilities;
 use mcp_sandbox::store::{NewCapability, Store};

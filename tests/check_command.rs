@@ -1,7 +1,7 @@
 //! `mcp-sandbox check` on this machine: every layer enforced, uid ≠ 0, and the kernel's view of
 //! the running runner (Seccomp 2, NoNewPrivs 1, no capabilities).
 
-mod common;
+use crate::common;
 use common::*;
 use serde_json::Value;
 use std::process::Command;

@@ -1,6 +1,6 @@
 //! The real `mcp-sandbox` binary: outputs, `--json` shape, traces, exit codes 0/1/2.
 
-mod common;
+use crate::common;
 use common::*;
 use serde_json::Value;
 use std::io::Write;

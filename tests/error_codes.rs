@@ -1,7 +1,7 @@
 //! Every error code reachable from a script, each produced by a script and asserted; after each
 //! failure the same host runs the next execution normally.
 
-mod common;
+use crate::common;
 use common::*;
 use mcp_sandbox::Limits;
 use serde_json::json;

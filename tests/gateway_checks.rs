@@ -2,7 +2,7 @@
 //! arguments validated against `inputSchema`, allow/deny policies, unknown tools — each refused
 //! at the host with its code and details, traced as a failed call and never forwarded.
 
-mod common;
+use crate::common;
 use common::*;
 use mcp_sandbox::policy::{Policy, Rules};
 use mcp_sandbox::trace::TraceKind;

@@ -3,7 +3,7 @@
 //! bound, end in `EXECUTION_TIMEOUT`/`PROTOCOL_ERROR` with the runner killed and reaped, and
 //! never panic. One test in this file, so no other test moves the numbers.
 
-mod common;
+use crate::common;
 use common::*;
 use mcp_sandbox::{ExecRequest, Limits};
 use std::time::{Duration, Instant};

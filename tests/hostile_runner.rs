@@ -2,7 +2,7 @@
 //! and other protocol violations: the host answers PROTOCOL_ERROR (or a timeout), kills them,
 //! never panics, and keeps working.
 
-mod common;
+use crate::common;
 use common::*;
 use mcp_sandbox::{ExecRequest, Limits};
 use std::time::Instant;

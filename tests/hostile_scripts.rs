@@ -1,7 +1,7 @@
 //! Hostile scripts through the real CLI and the real, locked-down runner: no ambient authority in
 //! the global scope, no module loading, and no way to make the host call a tool it does not list.
 
-mod common;
+use crate::common;
 use common::*;
 use serde_json::{json, Value};
 use std::io::Write;

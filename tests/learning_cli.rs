@@ -1,7 +1,7 @@
 //! The real `mcp-sandbox` binary: `capability save|list|show|rm`, `--from-last`, `graph` in its
 //! three formats and `graph next`, the `sandbox.state` config key and the XDG default.
 
-mod common;
+use crate::common;
 use common::bin;
 use serde_json::{json, Value};
 use std::io::Write;

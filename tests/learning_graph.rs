@@ -1,7 +1,7 @@
 //! The tool graph after a sequence of real executions (real runner, in-process tools, SQLite):
 //! stats and edges exactly as docs/learning.md specifies, including failures and aborted runs.
 
-mod common;
+use crate::common;
 
 use mcp_sandbox::capability::{record, Capabilities};
 use mcp_sandbox::store::{NewCapability, Store};

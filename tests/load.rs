@@ -2,7 +2,7 @@
 //! finish with the right outcome; fds, threads, child processes and RSS return to their baseline
 //! afterwards. (The only test in this file, so nothing else moves the baseline.)
 
-mod common;
+use crate::common;
 use common::*;
 use mcp_sandbox::{
     Catalog, ExecError, ExecRequest, InProcessServer, Limits, Outcome, QueueOptions, Sandbox,

@@ -3,7 +3,7 @@
 //! is restarted for later calls. A server's `notifications/tools/list_changed` makes the next
 //! execution see the new tool list.
 
-mod common;
+use crate::common;
 use common::*;
 use mcp_sandbox::catalog::start_mcp_servers;
 use mcp_sandbox::config::Config;

@@ -1,7 +1,7 @@
 //! A script calls two tools of a real MCP server (the rmcp fixture) and one in-process tool: the
 //! result is right and the six trace events come in order with matching ids.
 
-mod common;
+use crate::common;
 use common::*;
 use mcp_sandbox::trace::TraceKind;
 use serde_json::json;

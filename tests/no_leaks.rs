@@ -1,6 +1,6 @@
 //! 200 executions (successes and failures) leave no zombie, no child and no extra fd behind.
 
-mod common;
+use crate::common;
 use common::*;
 use mcp_sandbox::Limits;
 

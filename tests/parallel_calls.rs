@@ -1,6 +1,6 @@
 //! Tool calls from one script run concurrently on the host.
 
-mod common;
+use crate::common;
 use common::*;
 use std::time::Instant;
 

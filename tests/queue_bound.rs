@@ -1,7 +1,7 @@
 //! Over the queue bound (`max_running` + `max_queued`) the excess gets `LIMIT_EXCEEDED` at once,
 //! not a place in a growing queue.
 
-mod common;
+use crate::common;
 use common::*;
 use mcp_sandbox::{ExecRequest, QueueOptions, Sandbox};
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! (the test has its own deadline), no zombie stays, and the fd count returns to its baseline.
 //! The kill goes through a pidfd taken in the spawn hook, so it can never hit a recycled pid.
 
-mod common;
+use crate::common;
 use common::*;
 use mcp_sandbox::{ExecRequest, Limits, QueueOptions, Sandbox, SpawnHook};
 use serde_json::json;

@@ -1,7 +1,7 @@
 //! The reference filesystem and memory servers from the npm registry (pinned in package.json,
 //! installed by scripts/setup.sh): read a JSON file, parse it, store an entity, read the graph.
 
-mod common;
+use crate::common;
 use common::*;
 use mcp_sandbox::catalog::start_mcp_servers;
 use mcp_sandbox::config::Config;

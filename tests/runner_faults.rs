@@ -5,7 +5,7 @@
 //! from the spawn hook, signalled by in-process tools at a precise stage); stages the real runner
 //! cannot be stopped at precisely use fake runners that kill themselves there.
 
-mod common;
+use crate::common;
 use common::*;
 use mcp_sandbox::{Catalog, ExecRequest, Limits, Outcome};
 use serde_json::json;

@@ -3,7 +3,7 @@
 //! working directory `/` (it used to end in RUNNER_CRASHED SIGABRT); a relative path that names
 //! nothing is SANDBOX_UNAVAILABLE with the absolute path it looked at.
 
-mod common;
+use crate::common;
 use common::*;
 use serde_json::Value;
 use std::io::Write;

@@ -1,7 +1,7 @@
 //! The pool of pre-started runners: single use, refilled, dead runners never handed out, no
 //! state across executions, and 0 disables it.
 
-mod common;
+use crate::common;
 use common::*;
 use mcp_sandbox::{ExecRequest, QueueOptions, Sandbox};
 use serde_json::json;

@@ -3,8 +3,7 @@
 //! list_capabilities, capabilities callable from execute_code with nested traces, executions
 //! feeding the tool graph, and search_tools ranking tools used together with its matches higher.
 
-mod common;
-mod serve_support;
+use crate::serve_support;
 use serde_json::json;
 use serve_support::*;
 

@@ -4,7 +4,7 @@
 //! policy, search_tools, and a configured server that fails at start (reported, others work).
 //! The checks themselves are in tests/python/serve_client.py.
 
-mod common;
+use crate::common;
 use common::*;
 use serde_json::json;
 use std::io::{BufRead, BufReader};

@@ -4,8 +4,7 @@
 //! runners after it (`SANDBOX_UNAVAILABLE` to the caller), shuts the MCP servers down and exits
 //! 0, leaving none of its runner or MCP server processes behind (checked in /proc).
 
-mod common;
-mod serve_support;
+use crate::serve_support;
 use serde_json::json;
 use serve_support::*;
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! down and exits 0, leaving no runner or server process behind (checked in the process table).
 //! The same `Sandbox::shutdown` refuses new and queued executions at once.
 
-mod common;
+use crate::common;
 use common::*;
 use mcp_sandbox::{ExecRequest, Limits, QueueOptions, Sandbox};
 use serde_json::json;

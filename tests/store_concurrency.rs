@@ -7,7 +7,7 @@
 //! path, so they can write many times per second. One test uses real `mcp-sandbox run`
 //! processes too.
 
-mod common;
+use crate::common;
 
 use mcp_sandbox::outcome::{Metrics, Outcome};
 use mcp_sandbox::store::Store;
@@ -68,7 +68,13 @@ fn writer_process() {
 fn spawn_writer(path: &Path, iterations: usize, chain: usize) -> Child {
     Command::new(std::env::current_exe().unwrap())
         .args([
-            "writer_process",
+            // The test's name inside the one integration binary: `store_concurrency::writer_process`.
+            &format!(
+                "{}::writer_process",
+                module_path!()
+                    .split_once("::")
+                    .map_or(module_path!(), |(_, m)| m)
+            ),
             "--exact",
             "--ignored",
             "--nocapture",

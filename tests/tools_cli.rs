@@ -2,7 +2,7 @@
 //! tool of the reference filesystem, memory and everything servers, type-checked by the real
 //! TypeScript compiler (node_modules/.bin/tsc, pinned in package.json).
 
-mod common;
+use crate::common;
 use common::*;
 use serde_json::{json, Value};
 use std::path::Path;

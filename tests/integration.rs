@@ -1,0 +1,35 @@
+//! Every integration test of the host, one file per behaviour, compiled into one test binary
+//! (one compile and one link instead of one per file). Run one behaviour with
+//! `cargo nextest run --test integration <file>::` or `cargo test --test integration <file>::`.
+//! Kept in sync by scripts/consolidate-tests.py.
+
+mod common;
+mod serve_support;
+
+mod capabilities;
+mod check_command;
+mod cli;
+mod error_codes;
+mod gateway_checks;
+mod hostile_memory;
+mod hostile_runner;
+mod hostile_scripts;
+mod learning_cli;
+mod learning_graph;
+mod load;
+mod mcp_faults;
+mod mcp_roundtrip;
+mod no_leaks;
+mod parallel_calls;
+mod queue_bound;
+mod random_kills;
+mod reference_servers;
+mod runner_faults;
+mod runner_path;
+mod runner_pool;
+mod serve_learning;
+mod serve_python_sdk;
+mod serve_shutdown;
+mod shutdown;
+mod store_concurrency;
+mod tools_cli;
