@@ -5,7 +5,7 @@
 #
 # The tests run the release binaries (the ones users run, and the ones the benchmark measures),
 # so CI compiles the dependency tree once for both. cargo-nextest (when installed) runs the test
-# binaries side by side; without it, `cargo test` runs them one after another.
+# tests side by side, each in its own process; without it, `cargo test` runs them one at a time.
 # Extra arguments go to the test runner (e.g. `scripts/test.sh --test cli`).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -13,5 +13,7 @@ scripts/setup.sh
 if cargo nextest --version >/dev/null 2>&1; then
     cargo nextest run --release --workspace --no-fail-fast --test-threads "${TEST_THREADS:-4}" "$@"
 else
-    cargo test --release --workspace "$@"
+    # One process runs every test of a binary; some count the process's own children and fds.
+    echo "cargo-nextest not found: running the tests one at a time (cargo install cargo-nextest)"
+    cargo test --release --workspace "$@" -- --test-threads 1
 fi
