@@ -6,6 +6,7 @@ mod bridge;
 pub mod channel;
 mod convert;
 pub mod cpu;
+pub mod preload;
 
 use crate::protocol::{raw, RunnerLimits, ToolRef, UnavailableServer, WireError};
 use bridge::Bridge;
