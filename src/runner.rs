@@ -245,6 +245,18 @@ pub async fn crashed(child: &mut tokio::process::Child, when: &str) -> ExecError
         }
     };
     let (message, signal, exit_status) = describe_exit(&status);
+    if signal == Some(libc::SIGXCPU) {
+        // The kernel's CPU-time rlimit (the backstop under the runner's own CPU budget) fired:
+        // the script used too much CPU in one step the engine could not interrupt.
+        let mut e = ExecError::new(
+            ErrorCode::CpuLimit,
+            format!(
+                "the script used more CPU time than allowed: the kernel's CPU-time limit stopped                  the runner ({when}); look for one very long operation (a huge sort or copy) or                  raise --cpu-ms"
+            ),
+        );
+        e.signal = signal;
+        return e;
+    }
     let mut e = ExecError::new(ErrorCode::RunnerCrashed, format!("{message} ({when})"));
     e.signal = signal;
     e.exit_status = exit_status;
