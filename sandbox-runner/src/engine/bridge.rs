@@ -69,6 +69,11 @@ impl<'js> Bridge<'js> {
         Ok(obj)
     }
 
+    /// How many tool calls were sent and not answered yet.
+    pub fn in_flight(&self) -> usize {
+        self.pending.borrow().len()
+    }
+
     /// Drops every pending resolver (they hold JS values that must not outlive the context).
     pub fn clear(&self) {
         self.pending.borrow_mut().clear();

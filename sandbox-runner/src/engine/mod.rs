@@ -160,9 +160,13 @@ fn run_script<'js>(
                 let thrown = ctx.catch();
                 return Err(classify(ctx, budget, req.limits.cpu_ms, thrown));
             }
+            PromiseState::Pending if bridge.in_flight() == 0 => {
+                // The job queue is empty and no tool call is outstanding: the sandbox has no
+                // timers and no other I/O, so nothing can ever settle the script's promise.
+                return Err(deadlock());
+            }
             PromiseState::Pending => {
-                // Nothing left to run: wait for the host. If no call is outstanding the script
-                // waits on something that can never settle; the host's wall clock ends it.
+                // Nothing left to run: wait for the host to answer a call.
                 let received = bridge.channel.borrow_mut().recv_owned();
                 let frame = match received {
                     Ok(f) => f,
@@ -190,6 +194,16 @@ fn run_script<'js>(
             }
         }
     }
+}
+
+/// The error of a script waiting on a promise that nothing can settle.
+pub fn deadlock() -> WireError {
+    WireError::new(
+        "DEADLOCK",
+        "the script is waiting on a promise that nothing can settle: no tool call is in flight \
+         and there are no timers (the sandbox has none). Await only promises that a tool call or \
+         your own code settles",
+    )
 }
 
 fn cpu_limit(cpu_ms: u64) -> WireError {
