@@ -302,11 +302,8 @@ fn is_top_level_return(thrown: &Value<'_>) -> bool {
 fn install_context<'js>(ctx: &Ctx<'js>, context: &Map<String, Json>) -> Result<(), WireError> {
     let globals = ctx.globals();
     for (name, value) in context {
-        if !is_identifier(name) || matches!(name.as_str(), "mcp" | "console" | "globalThis") {
-            return Err(WireError::new(
-                "INVALID_ARGUMENTS",
-                format!("context key '{name}' cannot be a variable name in the script; use identifiers other than mcp, console and globalThis"),
-            ));
+        if let Some(problem) = crate::protocol::context_key_problem(name) {
+            return Err(WireError::new("INVALID_ARGUMENTS", problem));
         }
         let text = value.to_string();
         let v = ctx
@@ -319,12 +316,7 @@ fn install_context<'js>(ctx: &Ctx<'js>, context: &Map<String, Json>) -> Result<(
     Ok(())
 }
 
-/// An ASCII JavaScript identifier (what a context key must be to become a variable).
-pub fn is_identifier(name: &str) -> bool {
-    let mut chars = name.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_' || c == '$')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
-}
+pub use crate::protocol::is_identifier;
 
 fn install_prelude<'js>(ctx: &Ctx<'js>, bridge: &Rc<Bridge<'js>>) -> rquickjs::Result<()> {
     let prelude: Function = ctx.eval(PRELUDE)?;
