@@ -144,6 +144,14 @@ pub struct WireError {
     pub stack: Option<String>,
 }
 
+/// Longest error message the runner sends; longer ones are cut with a marker giving the size.
+pub const MAX_ERROR_MESSAGE_BYTES: usize = 64 * 1024;
+/// Longest stack trace the runner sends.
+pub const MAX_ERROR_STACK_BYTES: usize = 64 * 1024;
+/// Longest `tool` name and alternative in an error, and how many alternatives are kept.
+pub const MAX_ERROR_NAME_BYTES: usize = 1024;
+pub const MAX_ERROR_ALTERNATIVES: usize = 10;
+
 impl WireError {
     pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
         WireError {
@@ -152,6 +160,41 @@ impl WireError {
             ..Default::default()
         }
     }
+
+    /// The error with every field cut to its bound (`MAX_ERROR_*`): a script can throw an
+    /// `Error` with a message of any size, and the frame must still fit.
+    pub fn bounded(mut self) -> Self {
+        truncate_marked(&mut self.code, MAX_ERROR_NAME_BYTES);
+        truncate_marked(&mut self.message, MAX_ERROR_MESSAGE_BYTES);
+        if let Some(stack) = &mut self.stack {
+            truncate_marked(stack, MAX_ERROR_STACK_BYTES);
+        }
+        if let Some(tool) = &mut self.tool {
+            truncate_marked(tool, MAX_ERROR_NAME_BYTES);
+        }
+        if let Some(alts) = &mut self.alternatives {
+            alts.truncate(MAX_ERROR_ALTERNATIVES);
+            for a in alts.iter_mut() {
+                truncate_marked(a, MAX_ERROR_NAME_BYTES);
+            }
+        }
+        self
+    }
+}
+
+/// Cuts `s` to at most `max` bytes (on a character boundary) and appends
+/// `… [truncated: N bytes in all]` when it was longer.
+pub fn truncate_marked(s: &mut String, max: usize) {
+    if s.len() <= max {
+        return;
+    }
+    let total = s.len();
+    let mut cut = max;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    s.truncate(cut);
+    s.push_str(&format!("… [truncated: {total} bytes in all]"));
 }
 
 /// Level of a `console.*` call.
@@ -469,6 +512,23 @@ mod tests {
         .is_err());
         let deep = "[".repeat(100_000);
         assert!(decode_payload::<RunnerMessage>(deep.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn errors_are_bounded_with_a_marker() {
+        let mut e = WireError::new("RUNTIME_ERROR", format!("Error: {}", "é".repeat(40_000)));
+        e.stack = Some("at f\n".repeat(100_000));
+        e.tool = Some("t".repeat(5000));
+        e.alternatives = Some(vec!["x".into(); 50]);
+        let b = e.clone().bounded();
+        assert!(b.message.len() <= MAX_ERROR_MESSAGE_BYTES + 64, "{}", b.message.len());
+        assert!(b.message.ends_with(&format!("… [truncated: {} bytes in all]", e.message.len())));
+        assert!(b.message.starts_with("Error: éé"));
+        assert!(b.stack.as_ref().unwrap().len() <= MAX_ERROR_STACK_BYTES + 64);
+        assert!(b.tool.as_ref().unwrap().len() <= MAX_ERROR_NAME_BYTES + 64);
+        assert_eq!(b.alternatives.as_ref().unwrap().len(), MAX_ERROR_ALTERNATIVES);
+        let small = WireError::new("X", "short");
+        assert_eq!(small.clone().bounded(), small);
     }
 
     #[test]
