@@ -512,6 +512,20 @@ impl Run {
         };
         let too_big = match frame(&result, &mut buf) {
             Err(FrameError::TooLarge { len, max }) => Some((len, max)),
+            Err(FrameError::TooDeep { depth, max }) => {
+                // Nested deeper than the runner may receive: the call fails, the script goes on.
+                result = Err(ExecError::new(
+                    ErrorCode::LimitExceeded,
+                    format!(
+                        "the result of {} is nested {depth} levels deep; values sent to or from \
+                         tools may nest at most {max} levels",
+                        call.tool
+                    ),
+                )
+                .with_tool(&call.tool));
+                let _ = frame(&result, &mut buf);
+                None
+            }
             _ => None,
         };
         if let Some((len, max)) = too_big {

@@ -300,6 +300,8 @@ pub fn context_key_problem(name: &str) -> Option<String> {
 pub enum FrameError {
     #[error("frame of {len} bytes exceeds the maximum of {max} bytes")]
     TooLarge { len: usize, max: usize },
+    #[error("a value nested {depth} levels deep exceeds the maximum nesting of {max} levels")]
+    TooDeep { depth: usize, max: usize },
     #[error("frame is not a valid protocol message: {0}")]
     Invalid(#[from] serde_json::Error),
     #[error("socket error: {0}")]
@@ -334,9 +336,125 @@ fn finish_frame(buf: &mut Vec<u8>, max: usize) -> Result<(), FrameError> {
     Ok(())
 }
 
+/// Deepest nesting of a value that crosses the socket (a result, tool arguments, a tool
+/// result). The runner refuses deeper values with `LIMIT_EXCEEDED`; a frame deeper than
+/// [`MAX_FRAME_DEPTH`] comes only from a broken runner.
+pub const MAX_VALUE_DEPTH: usize = 1000;
+/// Deepest nesting of a whole frame: the value plus the frame object around it.
+pub const MAX_FRAME_DEPTH: usize = MAX_VALUE_DEPTH + 1;
+
+/// The nesting depth of JSON text (`1` for `[]`, `0` for a scalar), found without recursion;
+/// brackets inside strings do not count. Text that is not JSON gets some number: the parser
+/// rejects it afterwards.
+pub fn json_depth(text: &[u8]) -> usize {
+    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for &b in text {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
 /// Decodes one payload (without its length prefix).
+///
+/// The nesting depth is checked first, without recursion ([`MAX_FRAME_DEPTH`]); only then is the
+/// payload parsed without serde_json's fixed limit of 128 levels. Parsing a frame of the maximum
+/// depth needs well under 1 MiB of stack (a unit test parses one on a 1 MiB thread), so it is
+/// safe on any tokio worker.
 pub fn decode_payload<T: for<'de> Deserialize<'de>>(payload: &[u8]) -> Result<T, FrameError> {
-    Ok(serde_json::from_slice(payload)?)
+    let depth = json_depth(payload);
+    if depth > MAX_FRAME_DEPTH {
+        return Err(FrameError::TooDeep {
+            depth,
+            max: MAX_FRAME_DEPTH,
+        });
+    }
+    let mut de = serde_json::Deserializer::from_slice(payload);
+    de.disable_recursion_limit();
+    let value = T::deserialize(&mut de)?;
+    de.end()?;
+    Ok(value)
+}
+
+/// Replaces every `\uXXXX` escape of a lone UTF-16 surrogate in JSON text by `\ufffd` (U+FFFD,
+/// the replacement character). JavaScript strings may hold lone surrogates and QuickJS's
+/// `JSON.stringify` escapes them (as the standard says), but they are not Unicode text and
+/// strict JSON parsers (serde_json) refuse them. Surrogate pairs are kept.
+pub fn replace_lone_surrogates(json: String) -> String {
+    if !json.contains("\\ud") && !json.contains("\\uD") {
+        return json;
+    }
+    let b = json.as_bytes();
+    let hex_at = |i: usize| -> Option<u16> {
+        let h = b.get(i..i + 4)?;
+        u16::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok()
+    };
+    // An escape `\uXXXX` at `i` (the backslash) and its code unit, when `i` starts one.
+    let unit_at = |i: usize| -> Option<u16> {
+        if b.get(i) == Some(&b'\\') && b.get(i + 1) == Some(&b'u') {
+            hex_at(i + 2)
+        } else {
+            None
+        }
+    };
+    let mut out = String::with_capacity(json.len());
+    let (mut i, mut copied, mut in_string) = (0usize, 0usize, false);
+    while i < b.len() {
+        let c = b[i];
+        if !in_string {
+            if c == b'"' {
+                in_string = true;
+            }
+            i += 1;
+            continue;
+        }
+        match c {
+            b'"' => {
+                in_string = false;
+                i += 1;
+            }
+            b'\\' => match unit_at(i) {
+                Some(u) if (0xD800..0xDC00).contains(&u) => {
+                    if unit_at(i + 6).is_some_and(|l| (0xDC00..0xE000).contains(&l)) {
+                        i += 12; // a valid pair
+                    } else {
+                        out.push_str(&json[copied..i]);
+                        out.push_str("\\ufffd");
+                        i += 6;
+                        copied = i;
+                    }
+                }
+                Some(u) if (0xDC00..0xE000).contains(&u) => {
+                    out.push_str(&json[copied..i]);
+                    out.push_str("\\ufffd");
+                    i += 6;
+                    copied = i;
+                }
+                Some(_) => i += 6,
+                None => i += 2, // any other escape is two bytes
+            },
+            _ => i += 1,
+        }
+    }
+    out.push_str(&json[copied..]);
+    out
 }
 
 /// Fast paths for the runner's hot frames. They write and read exactly the JSON that
@@ -344,7 +462,9 @@ pub fn decode_payload<T: for<'de> Deserialize<'de>>(payload: &[u8]) -> Result<T,
 /// JSON (tool arguments and results produced by QuickJS's own `JSON.stringify`) instead of
 /// re-parsing it into a `serde_json::Value` and serializing it again.
 pub mod raw {
-    use super::{finish_frame as finish, FrameError, WireError, LENGTH_PREFIX};
+    use super::{
+        finish_frame as finish, json_depth, FrameError, WireError, LENGTH_PREFIX, MAX_VALUE_DEPTH,
+    };
     use serde::Deserialize;
     use serde_json::value::RawValue;
 
@@ -365,6 +485,7 @@ pub mod raw {
         serde_json::to_writer(&mut *buf, server)?;
         buf.extend_from_slice(br#","tool":"#);
         serde_json::to_writer(&mut *buf, tool)?;
+        check_depth(args_json.as_bytes())?;
         buf.extend_from_slice(br#","args":"#);
         buf.extend_from_slice(args_json.as_bytes());
         buf.push(b'}');
@@ -377,6 +498,7 @@ pub mod raw {
         max: usize,
         buf: &mut Vec<u8>,
     ) -> Result<(), FrameError> {
+        check_depth(result_json.as_bytes())?;
         buf.clear();
         buf.extend_from_slice(&[0u8; LENGTH_PREFIX]);
         buf.extend_from_slice(br#"{"type":"execution_complete","success":true,"result":"#);
@@ -397,9 +519,26 @@ pub mod raw {
         buf.extend_from_slice(br#"{"type":"rpc_result","id":"#);
         buf.extend_from_slice(id.to_string().as_bytes());
         buf.extend_from_slice(br#","success":true,"result":"#);
+        let start = buf.len();
         serde_json::to_writer(&mut *buf, result)?;
+        if let Err(e) = check_depth(&buf[start..]) {
+            buf.clear();
+            return Err(e);
+        }
         buf.push(b'}');
         finish(buf, max)
+    }
+
+    /// `TooDeep` when a value nests deeper than [`MAX_VALUE_DEPTH`].
+    pub fn check_depth(json: &[u8]) -> Result<(), FrameError> {
+        let depth = json_depth(json);
+        if depth > MAX_VALUE_DEPTH {
+            return Err(FrameError::TooDeep {
+                depth,
+                max: MAX_VALUE_DEPTH,
+            });
+        }
+        Ok(())
     }
 
     /// An `rpc_result` as the runner reads it: the result stays raw JSON text for QuickJS to parse.
@@ -512,6 +651,53 @@ mod tests {
         .is_err());
         let deep = "[".repeat(100_000);
         assert!(decode_payload::<RunnerMessage>(deep.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn lone_surrogates_become_replacement_characters() {
+        let fix = |s: &str| replace_lone_surrogates(s.to_string());
+        assert_eq!(fix(r#"["a\ud800b"]"#), r#"["a\ufffdb"]"#);
+        assert_eq!(fix(r#"{"\udc00":"\uD83D"}"#), r#"{"\ufffd":"\ufffd"}"#);
+        // Pairs stay, an escaped backslash before "ud800" is not an escape.
+        assert_eq!(fix(r#"["\ud83d\ude00"]"#), r#"["\ud83d\ude00"]"#);
+        assert_eq!(fix(r#"["\\ud800"]"#), r#"["\\ud800"]"#);
+        assert_eq!(fix(r#"["\ud800\ud800\udc00"]"#), r#"["\ufffd\ud800\udc00"]"#);
+        assert_eq!(fix(r#"["x\ud800"]"#), r#"["x\ufffd"]"#);
+        let v: Value = serde_json::from_str(&fix(r#"["\ud800", "é\udfff"]"#)).unwrap();
+        assert_eq!(v, serde_json::json!(["\u{fffd}", "é\u{fffd}"]));
+    }
+
+    #[test]
+    fn frames_up_to_the_maximum_depth_decode_on_a_small_stack() {
+        let deep = |n: usize| {
+            let value = format!("{}1{}", "[".repeat(n), "]".repeat(n));
+            format!(r#"{{"type":"execution_complete","success":true,"result":{value}}}"#)
+        };
+        assert_eq!(json_depth(br#"{"a":"[[[{","b":[1,[2]]}"#), 3);
+        assert_eq!(json_depth(br#""\"[""#), 0);
+        let ok = deep(MAX_VALUE_DEPTH);
+        // 1 MiB: half of a tokio worker's default stack.
+        let m = std::thread::Builder::new()
+            .stack_size(1024 * 1024)
+            .spawn(move || {
+                let m: RunnerMessage = decode_payload(ok.as_bytes()).unwrap();
+                let mut buf = Vec::new();
+                encode_frame(&m, DEFAULT_MAX_FRAME, &mut buf).unwrap();
+                drop(m);
+                buf.len()
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert!(m > 2 * MAX_VALUE_DEPTH);
+        let err = decode_payload::<RunnerMessage>(deep(MAX_VALUE_DEPTH + 1).as_bytes());
+        assert!(matches!(err, Err(FrameError::TooDeep { depth, max }) if depth == MAX_FRAME_DEPTH + 1 && max == MAX_FRAME_DEPTH), "{err:?}");
+        let mut buf = Vec::new();
+        let args = format!("{{\"a\":{}1{}}}", "[".repeat(MAX_VALUE_DEPTH), "]".repeat(MAX_VALUE_DEPTH));
+        assert!(matches!(
+            raw::encode_rpc_call(1, "s", "t", &args, DEFAULT_MAX_FRAME, &mut buf),
+            Err(FrameError::TooDeep { depth: 1001, max: MAX_VALUE_DEPTH })
+        ));
     }
 
     #[test]
