@@ -4,7 +4,7 @@
 use crate::error::{ErrorCode, ExecError};
 use crate::limits::Limits;
 use futures::StreamExt;
-use sandbox_runner::protocol::{decode_payload, RunnerMessage, PROTOCOL_VERSION, RUNNER_SOCKET_FD};
+use sandbox_runner::protocol::{RunnerMessage, PROTOCOL_VERSION, RUNNER_SOCKET_FD};
 use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
@@ -171,7 +171,7 @@ pub async fn start(
         )),
         Ok(None) => Err(crashed(&mut child, "before it was ready").await),
         Ok(Some(Err(e))) => Err(frame_error(&mut child, e, "before it was ready").await),
-        Ok(Some(Ok(payload))) => match decode_payload::<RunnerMessage>(&payload) {
+        Ok(Some(Ok(payload))) => match sandbox_runner::protocol::decode_from_runner(&payload) {
             Ok(RunnerMessage::Ready {
                 protocol,
                 isolation,

@@ -21,7 +21,7 @@ use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use futures::StreamExt;
 use sandbox_runner::protocol::{
-    decode_payload, encode_frame, raw, FrameError, HostMessage, RunnerMessage, WireError,
+    encode_frame, raw, FrameError, HostMessage, RunnerMessage, WireError,
 };
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -345,7 +345,7 @@ impl Run {
                         }
                         Some(Ok(p)) => p,
                     };
-                    let msg = decode_payload::<RunnerMessage>(&payload)
+                    let msg = sandbox_runner::protocol::decode_from_runner(&payload)
                         .map_err(|e| protocol(e.to_string()))?;
                     if completed {
                         return Err(protocol(format!("{} after execution_complete", kind(&msg))));

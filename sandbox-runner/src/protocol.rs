@@ -372,12 +372,42 @@ pub fn json_depth(text: &[u8]) -> usize {
     max
 }
 
+/// Frames nested deeper than this are parsed on a thread of their own (see
+/// [`decode_from_runner`]); up to it serde_json's own limit (128) applies.
+pub const INLINE_PARSE_DEPTH: usize = 120;
+/// Stack of the thread that parses deep frames. Measured in a debug build: decoding a frame of
+/// [`MAX_FRAME_DEPTH`] needs 1-2 MiB (a tokio worker has 2 MiB); re-encoding and dropping the
+/// value, which the host does on its own stack, 256-512 KiB.
+pub const DEEP_PARSE_STACK: usize = 8 * 1024 * 1024;
+
+/// How the host decodes a runner's frame: like [`decode_payload`], but a frame nested deeper
+/// than [`INLINE_PARSE_DEPTH`] is parsed on a short-lived thread with a [`DEEP_PARSE_STACK`]
+/// stack, so no input can overflow the small stack of a tokio worker that every client shares.
+pub fn decode_from_runner(payload: &[u8]) -> Result<RunnerMessage, FrameError> {
+    if json_depth(payload) <= INLINE_PARSE_DEPTH {
+        return Ok(serde_json::from_slice(payload)?);
+    }
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("deep-frame".into())
+            .stack_size(DEEP_PARSE_STACK)
+            .spawn_scoped(scope, || decode_payload::<RunnerMessage>(payload))
+            .map_err(FrameError::Io)?
+            .join()
+            .unwrap_or_else(|_| {
+                Err(FrameError::Io(std::io::Error::other(
+                    "the thread parsing a deep frame panicked",
+                )))
+            })
+    })
+}
+
 /// Decodes one payload (without its length prefix).
 ///
 /// The nesting depth is checked first, without recursion ([`MAX_FRAME_DEPTH`]); only then is the
-/// payload parsed without serde_json's fixed limit of 128 levels. Parsing a frame of the maximum
-/// depth needs well under 1 MiB of stack (a unit test parses one on a 1 MiB thread), so it is
-/// safe on any tokio worker.
+/// payload parsed without serde_json's fixed limit of 128 levels. At the maximum depth this
+/// needs up to 2 MiB of stack (measured in a debug build): the runner's main thread has 8 MiB;
+/// the host uses [`decode_from_runner`].
 pub fn decode_payload<T: for<'de> Deserialize<'de>>(payload: &[u8]) -> Result<T, FrameError> {
     let depth = json_depth(payload);
     if depth > MAX_FRAME_DEPTH {
@@ -676,9 +706,10 @@ mod tests {
         assert_eq!(json_depth(br#"{"a":"[[[{","b":[1,[2]]}"#), 3);
         assert_eq!(json_depth(br#""\"[""#), 0);
         let ok = deep(MAX_VALUE_DEPTH);
-        // 1 MiB: half of a tokio worker's default stack.
+        // Measured in a debug build: decoding a frame of the maximum depth needs 1-2 MiB of stack
+        // (more than a tokio worker can spare), re-encoding and dropping it 256-512 KiB.
         let m = std::thread::Builder::new()
-            .stack_size(1024 * 1024)
+            .stack_size(2 * 1024 * 1024)
             .spawn(move || {
                 let m: RunnerMessage = decode_payload(ok.as_bytes()).unwrap();
                 let mut buf = Vec::new();
@@ -690,7 +721,22 @@ mod tests {
             .join()
             .unwrap();
         assert!(m > 2 * MAX_VALUE_DEPTH);
-        let err = decode_payload::<RunnerMessage>(deep(MAX_VALUE_DEPTH + 1).as_bytes());
+        // The host's path: deep frames on their own thread, from a small stack.
+        let frame = deep(MAX_VALUE_DEPTH);
+        // What the host then does with the value on its own (worker) stack: re-encode it for
+        // the other side and drop it. 512 KiB is a quarter of a tokio worker's stack.
+        let small = std::thread::Builder::new()
+            .stack_size(1024 * 1024)
+            .spawn(move || {
+                let m = decode_from_runner(frame.as_bytes()).unwrap();
+                let mut buf = Vec::new();
+                encode_frame(&m, DEFAULT_MAX_FRAME, &mut buf).unwrap();
+                drop(m);
+                buf.len() > 2 * MAX_VALUE_DEPTH
+            })
+            .unwrap();
+        assert!(small.join().unwrap());
+        let err = decode_from_runner(deep(MAX_VALUE_DEPTH + 1).as_bytes());
         assert!(matches!(err, Err(FrameError::TooDeep { depth, max }) if depth == MAX_FRAME_DEPTH + 1 && max == MAX_FRAME_DEPTH), "{err:?}");
         let mut buf = Vec::new();
         let args = format!("{{\"a\":{}1{}}}", "[".repeat(MAX_VALUE_DEPTH), "]".repeat(MAX_VALUE_DEPTH));
