@@ -16,7 +16,7 @@ async fn locked_down(code: &str) -> Outcome {
         ExecRequest {
             code: code.to_string(),
             limits: Limits::default(),
-            require_layers: ["fds", "uid", "namespaces", "landlock"]
+            require_layers: ["fds", "uid", "namespaces", "empty_root", "landlock"]
                 .map(String::from)
                 .to_vec(),
             ..Default::default()

@@ -70,7 +70,9 @@ fn main() {
                 "uid".into(),
                 status(lockdown::identity::apply(cfg.uid, cfg.gid)),
             );
-            r.insert("namespaces".into(), status(lockdown::namespaces::apply()));
+            let (ns, root) = lockdown::namespaces::apply_with_root();
+            r.insert("namespaces".into(), status(ns));
+            r.insert("empty_root".into(), status(root));
             r.insert("landlock".into(), status(lockdown::landlock::apply()));
             r.insert("rlimits".into(), status(lockdown::rlimits::apply(&cfg)));
             r.insert("no_new_privs".into(), status(lockdown::prctl::apply()));
@@ -444,6 +446,13 @@ fn run(op: &str, ctx: &Ctx) -> Outcome {
             rc(unsafe { syscall(SYS_memfd_create, name.as_ptr(), 0) })
         }
         // The socket is used with read/write only: send/recv (and MSG_OOB) are not allowed.
+        // What is in view: after the pivot into an empty root, nothing.
+        "stat_proc_self" => stat_path("/proc/self/status"),
+        "stat_etc" => stat_path("/etc"),
+        "list_root" => match std::fs::read_dir("/") {
+            Ok(d) => Outcome::Ok(format!("{} entries", d.count())),
+            Err(e) => Outcome::Errno(e.raw_os_error().unwrap_or(0)),
+        },
         "send_oob" => rc(unsafe { syscall(SYS_sendto, SOCKET_FD, b"!".as_ptr(), 1usize, MSG_OOB, 0, 0) }),
         "send_plain" => rc(unsafe { syscall(SYS_sendto, SOCKET_FD, b"!".as_ptr(), 1usize, 0, 0, 0) }),
         "recv_oob" => {
@@ -726,4 +735,15 @@ fn memory() -> Outcome {
     let n = boxes.len();
     drop(boxes);
     Outcome::Ok(format!("vec checksum {sum}, {n} small boxes"))
+}
+
+/// stat(2) of a path: ok when it exists.
+fn stat_path(p: &str) -> Outcome {
+    let cp = cstr(p);
+    // SAFETY: `st` is a valid, writable stat buffer and `cp` a NUL-terminated path.
+    let r = unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        libc::syscall(libc::SYS_newfstatat, libc::AT_FDCWD, cp.as_ptr(), &mut st, 0)
+    };
+    rc(r)
 }
