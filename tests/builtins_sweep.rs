@@ -47,7 +47,10 @@ async fn local_time_dates_do_not_crash_the_runner_and_are_utc() {
     assert_eq!(o.result[2], "Thu Jan 01 1970 00:00:00 GMT+0000");
     assert_eq!(o.result[4], 0);
     assert!(
-        o.result[5].as_str().unwrap().starts_with("00:00:00 GMT+0000"),
+        o.result[5]
+            .as_str()
+            .unwrap()
+            .starts_with("00:00:00 GMT+0000"),
         "{}",
         o.result[5]
     );

@@ -34,13 +34,28 @@ async fn run_ctx(key: &str, value: Value) -> (mcp_sandbox::Outcome, u32) {
 #[tokio::test]
 async fn keys_that_shadow_built_ins_are_refused_before_spawning() {
     for key in [
-        "Object", "Proxy", "undefined", "mcp", "console", "globalThis", "Promise", "JSON", "eval",
-        "NaN", "performance", "__proto__", "hasOwnProperty",
+        "Object",
+        "Proxy",
+        "undefined",
+        "mcp",
+        "console",
+        "globalThis",
+        "Promise",
+        "JSON",
+        "eval",
+        "NaN",
+        "performance",
+        "__proto__",
+        "hasOwnProperty",
     ] {
         let (o, spawned) = run_ctx(key, json!(1)).await;
         let e = o.error.as_ref().unwrap_or_else(|| panic!("{key}: {o:?}"));
         assert_eq!(e.code.as_str(), "INVALID_ARGUMENTS", "{key}: {e:?}");
-        assert!(e.message.contains(&format!("'{key}'")), "{key}: {}", e.message);
+        assert!(
+            e.message.contains(&format!("'{key}'")),
+            "{key}: {}",
+            e.message
+        );
         assert!(e.message.contains("built-in"), "{key}: {}", e.message);
         assert_eq!(spawned, 0, "{key}: a runner was spawned");
     }

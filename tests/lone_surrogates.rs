@@ -13,13 +13,21 @@ async fn lone_surrogates_become_replacement_characters_everywhere() {
     assert!(o.success, "{:?}", o.error);
     assert_eq!(o.result, json!(["a\u{fffd}b", {"k\u{fffd}": "\u{1f600}"}]));
 
-    let o = run(&c, r#"const r = await mcp.local.echo({ s: "x\uDBFFy" }); return r.s"#).await;
+    let o = run(
+        &c,
+        r#"const r = await mcp.local.echo({ s: "x\uDBFFy" }); return r.s"#,
+    )
+    .await;
     assert!(o.success, "{:?}", o.error);
     assert_eq!(o.result, "x\u{fffd}y");
     let start = o.traces.iter().find(|t| t.tool == "local:echo");
     assert!(start.is_some(), "{:?}", o.traces);
 
-    let o = run(&c, r#"console.log("log \uD800"); throw new Error("bad \uDC00 thing")"#).await;
+    let o = run(
+        &c,
+        r#"console.log("log \uD800"); throw new Error("bad \uDC00 thing")"#,
+    )
+    .await;
     let e = o.error.as_ref().expect("must fail");
     assert_eq!(e.code.as_str(), "RUNTIME_ERROR", "{e:?}");
     assert_eq!(e.message, "Error: bad \u{fffd} thing");

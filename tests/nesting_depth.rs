@@ -24,13 +24,16 @@ fn catalog() -> Catalog {
         "make",
         "Returns [[…1…]] nested `depth` levels",
         json!({"type": "object"}),
-        |args| async move { Ok::<Value, ExecError>(nested(args["depth"].as_u64().unwrap_or(0) as usize)) },
+        |args| async move {
+            Ok::<Value, ExecError>(nested(args["depth"].as_u64().unwrap_or(0) as usize))
+        },
     );
     c.add(Arc::new(deep)).unwrap();
     c
 }
 
-const DEPTH_OF: &str = "const depth = (v) => { let d = 0; while (Array.isArray(v)) { v = v[0]; d++; } return d; };
+const DEPTH_OF: &str =
+    "const depth = (v) => { let d = 0; while (Array.isArray(v)) { v = v[0]; d++; } return d; };
     const nest = (n) => { let v = 1; for (let i = 0; i < n; i++) v = [v]; return v; };";
 
 #[tokio::test]
@@ -42,7 +45,11 @@ async fn results_nest_to_1000_levels_and_deeper_is_limit_exceeded() {
     let o = run(&c, &format!("{DEPTH_OF} return nest(1001)")).await;
     let e = o.error.expect("too deep");
     assert_eq!(e.code.as_str(), "LIMIT_EXCEEDED", "{e:?}");
-    assert!(e.message.contains("result is nested 1001 levels deep"), "{}", e.message);
+    assert!(
+        e.message.contains("result is nested 1001 levels deep"),
+        "{}",
+        e.message
+    );
     assert!(e.message.contains("1000"), "{}", e.message);
 }
 
@@ -52,7 +59,9 @@ async fn tool_arguments_and_tool_results_nest_to_1000_levels_both_ways() {
     // Arguments {v: <999 levels>} are 1,000 deep; echo sends them back into the script.
     let o = run(
         &c,
-        &format!("{DEPTH_OF} const r = await mcp.local.echo({{ v: nest(999) }}); return depth(r.v)"),
+        &format!(
+            "{DEPTH_OF} const r = await mcp.local.echo({{ v: nest(999) }}); return depth(r.v)"
+        ),
     )
     .await;
     assert!(o.success, "{:?}", o.error);
@@ -68,10 +77,21 @@ async fn tool_arguments_and_tool_results_nest_to_1000_levels_both_ways() {
     .await;
     assert!(o.success, "{:?}", o.error);
     assert_eq!(o.result[0], "LIMIT_EXCEEDED");
-    assert!(o.result[1].as_str().unwrap().contains("nested 1001 levels deep"), "{}", o.result);
+    assert!(
+        o.result[1]
+            .as_str()
+            .unwrap()
+            .contains("nested 1001 levels deep"),
+        "{}",
+        o.result
+    );
     assert_eq!(o.result[2], "local:echo");
     // A tool result of 1,000 levels reaches the script; 1,001 levels fails that call only.
-    let o = run(&c, &format!("{DEPTH_OF} return depth(await mcp.deep.make({{ depth: 1000 }}))")).await;
+    let o = run(
+        &c,
+        &format!("{DEPTH_OF} return depth(await mcp.deep.make({{ depth: 1000 }}))"),
+    )
+    .await;
     assert!(o.success, "{:?}", o.error);
     assert_eq!(o.result, 1000);
     let o = run(
@@ -83,7 +103,10 @@ async fn tool_arguments_and_tool_results_nest_to_1000_levels_both_ways() {
     assert!(o.success, "{:?}", o.error);
     assert_eq!(o.result[0], "LIMIT_EXCEEDED", "{}", o.result);
     assert!(
-        o.result[1].as_str().unwrap().contains("deep:make is nested 1001 levels deep"),
+        o.result[1]
+            .as_str()
+            .unwrap()
+            .contains("deep:make is nested 1001 levels deep"),
         "{}",
         o.result
     );

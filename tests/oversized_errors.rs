@@ -22,9 +22,7 @@ async fn a_17_mib_error_message_is_truncated_with_its_size() {
             "Uncaught ".len() + MIB17,
         ),
         (
-            format!(
-                "const e = new Error('z'.repeat({MIB17})); e.code = 'TOOL_ERROR'; throw e"
-            ),
+            format!("const e = new Error('z'.repeat({MIB17})); e.code = 'TOOL_ERROR'; throw e"),
             "TOOL_ERROR",
             MIB17,
         ),
@@ -32,10 +30,20 @@ async fn a_17_mib_error_message_is_truncated_with_its_size() {
     for (script, expected, full) in cases {
         let o = run(&catalog, &script).await;
         let e = o.error.as_ref().expect("must fail");
-        assert_eq!(e.code.as_str(), expected, "{:?}", (&e.code, e.message.len(), e.signal));
-        assert!(e.message.len() < 70_000, "{expected}: {} bytes", e.message.len());
+        assert_eq!(
+            e.code.as_str(),
+            expected,
+            "{:?}",
+            (&e.code, e.message.len(), e.signal)
+        );
         assert!(
-            e.message.ends_with(&format!("… [truncated: {full} bytes in all]")),
+            e.message.len() < 70_000,
+            "{expected}: {} bytes",
+            e.message.len()
+        );
+        assert!(
+            e.message
+                .ends_with(&format!("… [truncated: {full} bytes in all]")),
             "{expected}: …{}",
             &e.message[e.message.len().saturating_sub(80)..]
         );

@@ -32,8 +32,14 @@ async fn a_non_root_runner_reports_the_uid_layer_unavailable() {
     assert!(uid.starts_with("unavailable: "), "{uid}");
     assert!(uid.contains("uid 1000 (not root)"), "{uid}");
     assert!(uid.contains("as root"), "{uid}");
-    assert!(report.uid.as_deref().unwrap_or("").starts_with("1000"), "{report:?}");
-    assert!(report.missing.iter().any(|m| m.starts_with("uid")), "{report:?}");
+    assert!(
+        report.uid.as_deref().unwrap_or("").starts_with("1000"),
+        "{report:?}"
+    );
+    assert!(
+        report.missing.iter().any(|m| m.starts_with("uid")),
+        "{report:?}"
+    );
     assert!(!report.ok);
 
     // Required: refused, naming the layer. Not required: the runner still works as uid 1000.

@@ -249,17 +249,78 @@ pub fn is_reserved_name(name: &str) -> bool {
 /// spawns a runner and the runner refuses them again. A unit test of the engine checks this
 /// list against a live context, so the two cannot drift apart.
 pub const SCRIPT_GLOBALS: &[&str] = &[
-    "AggregateError", "Array", "ArrayBuffer", "AsyncDisposableStack", "Atomics", "BigInt",
-    "BigInt64Array", "BigUint64Array", "Boolean", "DOMException", "DataView", "Date",
-    "DisposableStack", "Error", "EvalError", "FinalizationRegistry", "Float16Array",
-    "Float32Array", "Float64Array", "Function", "Infinity", "Int16Array", "Int32Array",
-    "Int8Array", "InternalError", "Iterator", "JSON", "Map", "Math", "NaN", "Number", "Object",
-    "Promise", "Proxy", "RangeError", "ReferenceError", "Reflect", "RegExp", "Set",
-    "SharedArrayBuffer", "String", "SuppressedError", "Symbol", "SyntaxError", "TypeError",
-    "URIError", "Uint16Array", "Uint32Array", "Uint8Array", "Uint8ClampedArray", "WeakMap",
-    "WeakRef", "WeakSet", "atob", "btoa", "console", "decodeURI", "decodeURIComponent",
-    "encodeURI", "encodeURIComponent", "escape", "eval", "globalThis", "isFinite", "isNaN", "mcp",
-    "parseFloat", "parseInt", "performance", "queueMicrotask", "undefined", "unescape",
+    "AggregateError",
+    "Array",
+    "ArrayBuffer",
+    "AsyncDisposableStack",
+    "Atomics",
+    "BigInt",
+    "BigInt64Array",
+    "BigUint64Array",
+    "Boolean",
+    "DOMException",
+    "DataView",
+    "Date",
+    "DisposableStack",
+    "Error",
+    "EvalError",
+    "FinalizationRegistry",
+    "Float16Array",
+    "Float32Array",
+    "Float64Array",
+    "Function",
+    "Infinity",
+    "Int16Array",
+    "Int32Array",
+    "Int8Array",
+    "InternalError",
+    "Iterator",
+    "JSON",
+    "Map",
+    "Math",
+    "NaN",
+    "Number",
+    "Object",
+    "Promise",
+    "Proxy",
+    "RangeError",
+    "ReferenceError",
+    "Reflect",
+    "RegExp",
+    "Set",
+    "SharedArrayBuffer",
+    "String",
+    "SuppressedError",
+    "Symbol",
+    "SyntaxError",
+    "TypeError",
+    "URIError",
+    "Uint16Array",
+    "Uint32Array",
+    "Uint8Array",
+    "Uint8ClampedArray",
+    "WeakMap",
+    "WeakRef",
+    "WeakSet",
+    "atob",
+    "btoa",
+    "console",
+    "decodeURI",
+    "decodeURIComponent",
+    "encodeURI",
+    "encodeURIComponent",
+    "escape",
+    "eval",
+    "globalThis",
+    "isFinite",
+    "isNaN",
+    "mcp",
+    "parseFloat",
+    "parseInt",
+    "performance",
+    "queueMicrotask",
+    "undefined",
+    "unescape",
 ];
 
 /// An ASCII JavaScript identifier (what a context key must be to become a variable).
@@ -273,7 +334,12 @@ pub fn is_identifier(name: &str) -> bool {
 /// cannot. The message names the key and says what to do.
 pub fn context_key_problem(name: &str) -> Option<String> {
     const MAX: usize = 128;
-    let shown: String = name.chars().take(MAX).collect::<String>().escape_debug().to_string();
+    let shown: String = name
+        .chars()
+        .take(MAX)
+        .collect::<String>()
+        .escape_debug()
+        .to_string();
     if name.len() > MAX {
         return Some(format!(
             "context key '{shown}…' is {} bytes; keys are limited to {MAX} bytes",
@@ -691,7 +757,10 @@ mod tests {
         // Pairs stay, an escaped backslash before "ud800" is not an escape.
         assert_eq!(fix(r#"["\ud83d\ude00"]"#), r#"["\ud83d\ude00"]"#);
         assert_eq!(fix(r#"["\\ud800"]"#), r#"["\\ud800"]"#);
-        assert_eq!(fix(r#"["\ud800\ud800\udc00"]"#), r#"["\ufffd\ud800\udc00"]"#);
+        assert_eq!(
+            fix(r#"["\ud800\ud800\udc00"]"#),
+            r#"["\ufffd\ud800\udc00"]"#
+        );
         assert_eq!(fix(r#"["x\ud800"]"#), r#"["x\ufffd"]"#);
         let v: Value = serde_json::from_str(&fix(r#"["\ud800", "é\udfff"]"#)).unwrap();
         assert_eq!(v, serde_json::json!(["\u{fffd}", "é\u{fffd}"]));
@@ -737,12 +806,22 @@ mod tests {
             .unwrap();
         assert!(small.join().unwrap());
         let err = decode_from_runner(deep(MAX_VALUE_DEPTH + 1).as_bytes());
-        assert!(matches!(err, Err(FrameError::TooDeep { depth, max }) if depth == MAX_FRAME_DEPTH + 1 && max == MAX_FRAME_DEPTH), "{err:?}");
+        assert!(
+            matches!(err, Err(FrameError::TooDeep { depth, max }) if depth == MAX_FRAME_DEPTH + 1 && max == MAX_FRAME_DEPTH),
+            "{err:?}"
+        );
         let mut buf = Vec::new();
-        let args = format!("{{\"a\":{}1{}}}", "[".repeat(MAX_VALUE_DEPTH), "]".repeat(MAX_VALUE_DEPTH));
+        let args = format!(
+            "{{\"a\":{}1{}}}",
+            "[".repeat(MAX_VALUE_DEPTH),
+            "]".repeat(MAX_VALUE_DEPTH)
+        );
         assert!(matches!(
             raw::encode_rpc_call(1, "s", "t", &args, DEFAULT_MAX_FRAME, &mut buf),
-            Err(FrameError::TooDeep { depth: 1001, max: MAX_VALUE_DEPTH })
+            Err(FrameError::TooDeep {
+                depth: 1001,
+                max: MAX_VALUE_DEPTH
+            })
         ));
     }
 
@@ -753,12 +832,21 @@ mod tests {
         e.tool = Some("t".repeat(5000));
         e.alternatives = Some(vec!["x".into(); 50]);
         let b = e.clone().bounded();
-        assert!(b.message.len() <= MAX_ERROR_MESSAGE_BYTES + 64, "{}", b.message.len());
-        assert!(b.message.ends_with(&format!("… [truncated: {} bytes in all]", e.message.len())));
+        assert!(
+            b.message.len() <= MAX_ERROR_MESSAGE_BYTES + 64,
+            "{}",
+            b.message.len()
+        );
+        assert!(b
+            .message
+            .ends_with(&format!("… [truncated: {} bytes in all]", e.message.len())));
         assert!(b.message.starts_with("Error: éé"));
         assert!(b.stack.as_ref().unwrap().len() <= MAX_ERROR_STACK_BYTES + 64);
         assert!(b.tool.as_ref().unwrap().len() <= MAX_ERROR_NAME_BYTES + 64);
-        assert_eq!(b.alternatives.as_ref().unwrap().len(), MAX_ERROR_ALTERNATIVES);
+        assert_eq!(
+            b.alternatives.as_ref().unwrap().len(),
+            MAX_ERROR_ALTERNATIVES
+        );
         let small = WireError::new("X", "short");
         assert_eq!(small.clone().bounded(), small);
     }

@@ -272,7 +272,15 @@ fn script_globals_list_matches_the_engine() {
 
 #[test]
 fn context_keys_that_shadow_globals_are_refused() {
-    for key in ["Object", "Proxy", "undefined", "mcp", "console", "globalThis", "__proto__"] {
+    for key in [
+        "Object",
+        "Proxy",
+        "undefined",
+        "mcp",
+        "console",
+        "globalThis",
+        "__proto__",
+    ] {
         let mut context = Map::new();
         context.insert(key.to_string(), json!(1));
         let (a, _b) = UnixStream::pair().unwrap();
@@ -293,6 +301,10 @@ fn context_keys_that_shadow_globals_are_refused() {
             r.unwrap_err()
         });
         assert_eq!(err.code, "INVALID_ARGUMENTS", "{key}");
-        assert!(err.message.contains(&format!("'{key}'")), "{key}: {}", err.message);
+        assert!(
+            err.message.contains(&format!("'{key}'")),
+            "{key}: {}",
+            err.message
+        );
     }
 }

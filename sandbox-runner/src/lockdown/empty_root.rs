@@ -127,5 +127,7 @@ fn verify() -> LayerResult {
             )));
         }
     }
-    Ok(Some("empty read-only tmpfs; no /proc, no host files".into()))
+    Ok(Some(
+        "empty read-only tmpfs; no /proc, no host files".into(),
+    ))
 }

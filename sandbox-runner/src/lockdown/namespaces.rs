@@ -48,9 +48,8 @@ pub fn apply_with_root() -> (LayerResult, LayerResult) {
             "internal error: the layer panicked".into(),
         ))
     });
-    let ns = drop_all_capabilities().map(|()| {
-        Some("user, net, ipc, uts, mount; no capabilities left".to_string())
-    });
+    let ns = drop_all_capabilities()
+        .map(|()| Some("user, net, ipc, uts, mount; no capabilities left".to_string()));
     (ns, root)
 }
 

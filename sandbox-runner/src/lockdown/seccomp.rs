@@ -515,14 +515,24 @@ mod tests {
             RET_KILL_PROCESS
         );
         // send/recv (and so MSG_OOB) are gone: the runner uses read/write on its socket.
-        assert_eq!(call(libc::SYS_recvfrom, [3, 0, 4, 0, 0, 0]), RET_KILL_PROCESS);
+        assert_eq!(
+            call(libc::SYS_recvfrom, [3, 0, 4, 0, 0, 0]),
+            RET_KILL_PROCESS
+        );
         let oob = libc::MSG_OOB as u64;
-        assert_eq!(call(libc::SYS_sendto, [3, 0, 1, oob, 0, 0]), RET_KILL_PROCESS);
+        assert_eq!(
+            call(libc::SYS_sendto, [3, 0, 1, oob, 0, 0]),
+            RET_KILL_PROCESS
+        );
         // mmap: private anonymous only.
         let pa = (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS) as u64;
         for extra in [0, libc::MAP_NORESERVE, libc::MAP_FIXED, libc::MAP_STACK] {
             let flags = pa | extra as u64;
-            assert_eq!(call(libc::SYS_mmap, [0, 4096, rw, flags, u64::MAX, 0]), RET_ALLOW, "{flags:#x}");
+            assert_eq!(
+                call(libc::SYS_mmap, [0, 4096, rw, flags, u64::MAX, 0]),
+                RET_ALLOW,
+                "{flags:#x}"
+            );
         }
         for bad in [
             libc::MAP_SHARED | libc::MAP_ANONYMOUS,
@@ -533,12 +543,20 @@ mod tests {
             libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_LOCKED,
             libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | (21 << 26), // MAP_HUGE_2MB
         ] {
-            assert_eq!(call(libc::SYS_mmap, [0, 4096, rw, bad as u64, 3, 0]), RET_KILL_PROCESS, "{bad:#x}");
+            assert_eq!(
+                call(libc::SYS_mmap, [0, 4096, rw, bad as u64, 3, 0]),
+                RET_KILL_PROCESS,
+                "{bad:#x}"
+            );
         }
         assert_eq!(call(libc::SYS_mremap, [0, 4096, 8192, 1, 0, 0]), RET_ALLOW);
         assert_eq!(call(libc::SYS_mremap, [0, 4096, 8192, 0, 0, 0]), RET_ALLOW);
         for bad in [2u64, 3, 4, 5] {
-            assert_eq!(call(libc::SYS_mremap, [0, 4096, 8192, bad, 0, 0]), RET_KILL_PROCESS, "{bad}");
+            assert_eq!(
+                call(libc::SYS_mremap, [0, 4096, 8192, bad, 0, 0]),
+                RET_KILL_PROCESS,
+                "{bad}"
+            );
         }
         assert_eq!(call(libc::SYS_fcntl, [3, 1, 0, 0, 0, 0]), RET_ALLOW); // F_GETFD
         for cmd in [0, 2, 4, 1030] {

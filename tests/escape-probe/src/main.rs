@@ -453,28 +453,74 @@ fn run(op: &str, ctx: &Ctx) -> Outcome {
             Ok(d) => Outcome::Ok(format!("{} entries", d.count())),
             Err(e) => Outcome::Errno(e.raw_os_error().unwrap_or(0)),
         },
-        "send_oob" => rc(unsafe { syscall(SYS_sendto, SOCKET_FD, b"!".as_ptr(), 1usize, MSG_OOB, 0, 0) }),
-        "send_plain" => rc(unsafe { syscall(SYS_sendto, SOCKET_FD, b"!".as_ptr(), 1usize, 0, 0, 0) }),
+        "send_oob" => {
+            rc(unsafe { syscall(SYS_sendto, SOCKET_FD, b"!".as_ptr(), 1usize, MSG_OOB, 0, 0) })
+        }
+        "send_plain" => {
+            rc(unsafe { syscall(SYS_sendto, SOCKET_FD, b"!".as_ptr(), 1usize, 0, 0, 0) })
+        }
         "recv_oob" => {
             let mut b = [0u8; 1];
-            rc(unsafe { syscall(SYS_recvfrom, SOCKET_FD, b.as_mut_ptr(), 1usize, MSG_OOB | MSG_DONTWAIT, 0, 0) })
+            rc(unsafe {
+                syscall(
+                    SYS_recvfrom,
+                    SOCKET_FD,
+                    b.as_mut_ptr(),
+                    1usize,
+                    MSG_OOB | MSG_DONTWAIT,
+                    0,
+                    0,
+                )
+            })
         }
         // Memory: private anonymous mappings only.
         "mmap_shared" => rc(unsafe {
-            syscall(SYS_mmap, 0, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0)
+            syscall(
+                SYS_mmap,
+                0,
+                4096,
+                PROT_READ | PROT_WRITE,
+                MAP_SHARED | MAP_ANONYMOUS,
+                -1,
+                0,
+            )
         }),
         "mmap_hugetlb" => rc(unsafe {
-            syscall(SYS_mmap, 0, 2 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0)
+            syscall(
+                SYS_mmap,
+                0,
+                2 << 20,
+                PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB,
+                -1,
+                0,
+            )
         }),
         "mmap_growsdown" => rc(unsafe {
-            syscall(SYS_mmap, 0, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_GROWSDOWN, -1, 0)
+            syscall(
+                SYS_mmap,
+                0,
+                4096,
+                PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS | MAP_GROWSDOWN,
+                -1,
+                0,
+            )
         }),
-        "mmap_socket" => rc(unsafe {
-            syscall(SYS_mmap, 0, 4096, PROT_READ, MAP_PRIVATE, SOCKET_FD, 0)
-        }),
+        "mmap_socket" => {
+            rc(unsafe { syscall(SYS_mmap, 0, 4096, PROT_READ, MAP_PRIVATE, SOCKET_FD, 0) })
+        }
         "mremap_fixed" | "mremap_dontunmap" => {
             let p = unsafe {
-                syscall(SYS_mmap, 0, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+                syscall(
+                    SYS_mmap,
+                    0,
+                    8192,
+                    PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
             };
             if p < 0 {
                 return rc(p);
@@ -743,7 +789,13 @@ fn stat_path(p: &str) -> Outcome {
     // SAFETY: `st` is a valid, writable stat buffer and `cp` a NUL-terminated path.
     let r = unsafe {
         let mut st: libc::stat = std::mem::zeroed();
-        libc::syscall(libc::SYS_newfstatat, libc::AT_FDCWD, cp.as_ptr(), &mut st, 0)
+        libc::syscall(
+            libc::SYS_newfstatat,
+            libc::AT_FDCWD,
+            cp.as_ptr(),
+            &mut st,
+            0,
+        )
     };
     rc(r)
 }

@@ -644,7 +644,10 @@ fn the_locked_down_view_has_no_proc_and_no_etc() {
     for r in &runs {
         let report = r.locked().map(|l| l["report"].clone()).unwrap_or_default();
         assert!(
-            report["empty_root"].as_str().unwrap_or("").starts_with("enforced"),
+            report["empty_root"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("enforced"),
             "{}",
             r.describe()
         );
@@ -666,7 +669,12 @@ fn the_locked_down_view_has_no_proc_and_no_etc() {
                 leak_fd: false,
             },
         );
-        assert_eq!(r.result().map(|v| v["result"].clone()), Some(Value::from("ok")), "{}", r.describe());
+        assert_eq!(
+            r.result().map(|v| v["result"].clone()),
+            Some(Value::from("ok")),
+            "{}",
+            r.describe()
+        );
     }
     // And with it, looking is a forbidden system call.
     for r in run_all(&ops, None) {
