@@ -74,7 +74,7 @@ pub struct RunnerArgs {
     #[arg(long, value_name = "PATH")]
     pub runner: Option<PathBuf>,
     /// Isolation layers that must be enforced besides seccomp, rlimits and no_new_privs:
-    /// `all`, or a comma-separated list of uid,namespaces,landlock.
+    /// `all`, or a comma-separated list of uid,namespaces,empty_root,landlock.
     #[arg(long, value_name = "LAYERS")]
     pub require_isolation: Option<String>,
 }
@@ -190,7 +190,7 @@ impl RunnerArgs {
     }
 
     pub fn required_layers(&self) -> Result<Vec<String>, UsageError> {
-        const OPTIONAL: [&str; 3] = ["uid", "namespaces", "landlock"];
+        const OPTIONAL: [&str; 4] = ["uid", "namespaces", "empty_root", "landlock"];
         match self.require_isolation.as_deref() {
             None | Some("") => Ok(Vec::new()),
             Some("all") => Ok(OPTIONAL.iter().map(|s| s.to_string()).collect()),
@@ -202,7 +202,7 @@ impl RunnerArgs {
                         Ok(l.to_string())
                     } else {
                         Err(UsageError(format!(
-                            "--require-isolation: unknown layer '{l}'; use all, or a list of uid,namespaces,landlock"
+                            "--require-isolation: unknown layer '{l}'; use all, or a list of uid,namespaces,empty_root,landlock"
                         )))
                     }
                 })

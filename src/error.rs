@@ -24,10 +24,11 @@ pub enum ErrorCode {
     SandboxUnavailable,
     CapabilityCycle,
     CapabilityDepth,
+    Deadlock,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 17] = [
+    pub const ALL: [ErrorCode; 18] = [
         ErrorCode::SyntaxError,
         ErrorCode::RuntimeError,
         ErrorCode::ExecutionTimeout,
@@ -45,6 +46,7 @@ impl ErrorCode {
         ErrorCode::SandboxUnavailable,
         ErrorCode::CapabilityCycle,
         ErrorCode::CapabilityDepth,
+        ErrorCode::Deadlock,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -66,6 +68,7 @@ impl ErrorCode {
             ErrorCode::SandboxUnavailable => "SANDBOX_UNAVAILABLE",
             ErrorCode::CapabilityCycle => "CAPABILITY_CYCLE",
             ErrorCode::CapabilityDepth => "CAPABILITY_DEPTH",
+            ErrorCode::Deadlock => "DEADLOCK",
         }
     }
 

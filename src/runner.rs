@@ -4,7 +4,7 @@
 use crate::error::{ErrorCode, ExecError};
 use crate::limits::Limits;
 use futures::StreamExt;
-use sandbox_runner::protocol::{decode_payload, RunnerMessage, PROTOCOL_VERSION, RUNNER_SOCKET_FD};
+use sandbox_runner::protocol::{RunnerMessage, PROTOCOL_VERSION, RUNNER_SOCKET_FD};
 use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
@@ -171,7 +171,7 @@ pub async fn start(
         )),
         Ok(None) => Err(crashed(&mut child, "before it was ready").await),
         Ok(Some(Err(e))) => Err(frame_error(&mut child, e, "before it was ready").await),
-        Ok(Some(Ok(payload))) => match decode_payload::<RunnerMessage>(&payload) {
+        Ok(Some(Ok(payload))) => match sandbox_runner::protocol::decode_from_runner(&payload) {
             Ok(RunnerMessage::Ready {
                 protocol,
                 isolation,
@@ -245,6 +245,18 @@ pub async fn crashed(child: &mut tokio::process::Child, when: &str) -> ExecError
         }
     };
     let (message, signal, exit_status) = describe_exit(&status);
+    if signal == Some(libc::SIGXCPU) {
+        // The kernel's CPU-time rlimit (the backstop under the runner's own CPU budget) fired:
+        // the script used too much CPU in one step the engine could not interrupt.
+        let mut e = ExecError::new(
+            ErrorCode::CpuLimit,
+            format!(
+                "the script used more CPU time than allowed: the kernel's CPU-time limit stopped                  the runner ({when}); look for one very long operation (a huge sort or copy) or                  raise --cpu-ms"
+            ),
+        );
+        e.signal = signal;
+        return e;
+    }
     let mut e = ExecError::new(ErrorCode::RunnerCrashed, format!("{message} ({when})"));
     e.signal = signal;
     e.exit_status = exit_status;

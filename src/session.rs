@@ -21,7 +21,7 @@ use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use futures::StreamExt;
 use sandbox_runner::protocol::{
-    decode_payload, encode_frame, raw, FrameError, HostMessage, RunnerMessage, WireError,
+    encode_frame, raw, FrameError, HostMessage, RunnerMessage, WireError,
 };
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -212,6 +212,15 @@ impl Run {
                 ),
             ));
         }
+        // Context keys become the script's globals: refused before any runner is spawned when
+        // they are not identifiers or would shadow a built-in (the runner checks them again).
+        if let Some(problem) = req
+            .context
+            .keys()
+            .find_map(|k| sandbox_runner::protocol::context_key_problem(k))
+        {
+            return Err(ExecError::new(ErrorCode::InvalidArguments, problem));
+        }
         if req.cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
             return Err(shutting_down());
         }
@@ -336,7 +345,7 @@ impl Run {
                         }
                         Some(Ok(p)) => p,
                     };
-                    let msg = decode_payload::<RunnerMessage>(&payload)
+                    let msg = sandbox_runner::protocol::decode_from_runner(&payload)
                         .map_err(|e| protocol(e.to_string()))?;
                     if completed {
                         return Err(protocol(format!("{} after execution_complete", kind(&msg))));
@@ -503,6 +512,20 @@ impl Run {
         };
         let too_big = match frame(&result, &mut buf) {
             Err(FrameError::TooLarge { len, max }) => Some((len, max)),
+            Err(FrameError::TooDeep { depth, max }) => {
+                // Nested deeper than the runner may receive: the call fails, the script goes on.
+                result = Err(ExecError::new(
+                    ErrorCode::LimitExceeded,
+                    format!(
+                        "the result of {} is nested {depth} levels deep; values sent to or from \
+                         tools may nest at most {max} levels",
+                        call.tool
+                    ),
+                )
+                .with_tool(&call.tool));
+                let _ = frame(&result, &mut buf);
+                None
+            }
             _ => None,
         };
         if let Some((len, max)) = too_big {

@@ -24,6 +24,7 @@ fn check_reports_every_layer_enforced_with_the_kernel_view() {
         "fds",
         "uid",
         "namespaces",
+        "empty_root",
         "landlock",
         "rlimits",
         "no_new_privs",

@@ -20,13 +20,14 @@ async fn each_error_code_and_recovery() {
         ("throw new Error('boom')", quick, "RUNTIME_ERROR"),
         ("while (true) {}", quick, "CPU_LIMIT"),
         (
-            "await new Promise(() => {})",
+            "await mcp.local.sleep({ ms: 5000 })",
             Limits {
                 timeout_ms: 500,
                 ..quick
             },
             "EXECUTION_TIMEOUT",
         ),
+        ("await new Promise(() => {})", quick, "DEADLOCK"),
         (
             "const a = []; while (true) a.push(new Array(1e5).fill(1))",
             Limits {

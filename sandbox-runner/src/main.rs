@@ -80,6 +80,8 @@ fn main() {
         Ok(e) => e,
         Err(_) => std::process::exit(EXIT_ENGINE),
     };
+    // State the C library would otherwise load lazily after the seccomp filter is in place.
+    sandbox_runner::engine::preload::time_zone();
     let pid = std::process::id();
     let isolation = lockdown::apply(&args.lockdown);
 

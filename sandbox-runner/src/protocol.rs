@@ -144,6 +144,14 @@ pub struct WireError {
     pub stack: Option<String>,
 }
 
+/// Longest error message the runner sends; longer ones are cut with a marker giving the size.
+pub const MAX_ERROR_MESSAGE_BYTES: usize = 64 * 1024;
+/// Longest stack trace the runner sends.
+pub const MAX_ERROR_STACK_BYTES: usize = 64 * 1024;
+/// Longest `tool` name and alternative in an error, and how many alternatives are kept.
+pub const MAX_ERROR_NAME_BYTES: usize = 1024;
+pub const MAX_ERROR_ALTERNATIVES: usize = 10;
+
 impl WireError {
     pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
         WireError {
@@ -152,6 +160,41 @@ impl WireError {
             ..Default::default()
         }
     }
+
+    /// The error with every field cut to its bound (`MAX_ERROR_*`): a script can throw an
+    /// `Error` with a message of any size, and the frame must still fit.
+    pub fn bounded(mut self) -> Self {
+        truncate_marked(&mut self.code, MAX_ERROR_NAME_BYTES);
+        truncate_marked(&mut self.message, MAX_ERROR_MESSAGE_BYTES);
+        if let Some(stack) = &mut self.stack {
+            truncate_marked(stack, MAX_ERROR_STACK_BYTES);
+        }
+        if let Some(tool) = &mut self.tool {
+            truncate_marked(tool, MAX_ERROR_NAME_BYTES);
+        }
+        if let Some(alts) = &mut self.alternatives {
+            alts.truncate(MAX_ERROR_ALTERNATIVES);
+            for a in alts.iter_mut() {
+                truncate_marked(a, MAX_ERROR_NAME_BYTES);
+            }
+        }
+        self
+    }
+}
+
+/// Cuts `s` to at most `max` bytes (on a character boundary) and appends
+/// `… [truncated: N bytes in all]` when it was longer.
+pub fn truncate_marked(s: &mut String, max: usize) {
+    if s.len() <= max {
+        return;
+    }
+    let total = s.len();
+    let mut cut = max;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    s.truncate(cut);
+    s.push_str(&format!("… [truncated: {total} bytes in all]"));
 }
 
 /// Level of a `console.*` call.
@@ -200,11 +243,131 @@ pub fn is_reserved_name(name: &str) -> bool {
     RESERVED_NAMES.contains(&name)
 }
 
+/// Every global the runner's scripts see: the engine's own (QuickJS-ng through rquickjs with
+/// `Context::full`) plus `mcp` and `console`. A context key may not shadow any of them (nor an
+/// `Object.prototype` name, see [`RESERVED_NAMES`]); the host refuses such keys before it
+/// spawns a runner and the runner refuses them again. A unit test of the engine checks this
+/// list against a live context, so the two cannot drift apart.
+pub const SCRIPT_GLOBALS: &[&str] = &[
+    "AggregateError",
+    "Array",
+    "ArrayBuffer",
+    "AsyncDisposableStack",
+    "Atomics",
+    "BigInt",
+    "BigInt64Array",
+    "BigUint64Array",
+    "Boolean",
+    "DOMException",
+    "DataView",
+    "Date",
+    "DisposableStack",
+    "Error",
+    "EvalError",
+    "FinalizationRegistry",
+    "Float16Array",
+    "Float32Array",
+    "Float64Array",
+    "Function",
+    "Infinity",
+    "Int16Array",
+    "Int32Array",
+    "Int8Array",
+    "InternalError",
+    "Iterator",
+    "JSON",
+    "Map",
+    "Math",
+    "NaN",
+    "Number",
+    "Object",
+    "Promise",
+    "Proxy",
+    "RangeError",
+    "ReferenceError",
+    "Reflect",
+    "RegExp",
+    "Set",
+    "SharedArrayBuffer",
+    "String",
+    "SuppressedError",
+    "Symbol",
+    "SyntaxError",
+    "TypeError",
+    "URIError",
+    "Uint16Array",
+    "Uint32Array",
+    "Uint8Array",
+    "Uint8ClampedArray",
+    "WeakMap",
+    "WeakRef",
+    "WeakSet",
+    "atob",
+    "btoa",
+    "console",
+    "decodeURI",
+    "decodeURIComponent",
+    "encodeURI",
+    "encodeURIComponent",
+    "escape",
+    "eval",
+    "globalThis",
+    "isFinite",
+    "isNaN",
+    "mcp",
+    "parseFloat",
+    "parseInt",
+    "performance",
+    "queueMicrotask",
+    "undefined",
+    "unescape",
+];
+
+/// An ASCII JavaScript identifier (what a context key must be to become a variable).
+pub fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_' || c == '$')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+}
+
+/// Why `name` cannot be a context key (it becomes a global variable of the script), if it
+/// cannot. The message names the key and says what to do.
+pub fn context_key_problem(name: &str) -> Option<String> {
+    const MAX: usize = 128;
+    let shown: String = name
+        .chars()
+        .take(MAX)
+        .collect::<String>()
+        .escape_debug()
+        .to_string();
+    if name.len() > MAX {
+        return Some(format!(
+            "context key '{shown}…' is {} bytes; keys are limited to {MAX} bytes",
+            name.len()
+        ));
+    }
+    if !is_identifier(name) {
+        return Some(format!(
+            "context key '{shown}' cannot be a variable name in the script: use an ASCII \
+             identifier (letters, digits, _ and $, not starting with a digit)"
+        ));
+    }
+    if SCRIPT_GLOBALS.contains(&name) || RESERVED_NAMES.contains(&name) {
+        return Some(format!(
+            "context key '{name}' would shadow the built-in global '{name}' of the script; \
+             choose another name (built-ins, mcp and console cannot be replaced)"
+        ));
+    }
+    None
+}
+
 /// Errors from encoding or decoding a frame.
 #[derive(Debug, thiserror::Error)]
 pub enum FrameError {
     #[error("frame of {len} bytes exceeds the maximum of {max} bytes")]
     TooLarge { len: usize, max: usize },
+    #[error("a value nested {depth} levels deep exceeds the maximum nesting of {max} levels")]
+    TooDeep { depth: usize, max: usize },
     #[error("frame is not a valid protocol message: {0}")]
     Invalid(#[from] serde_json::Error),
     #[error("socket error: {0}")]
@@ -239,9 +402,155 @@ fn finish_frame(buf: &mut Vec<u8>, max: usize) -> Result<(), FrameError> {
     Ok(())
 }
 
+/// Deepest nesting of a value that crosses the socket (a result, tool arguments, a tool
+/// result). The runner refuses deeper values with `LIMIT_EXCEEDED`; a frame deeper than
+/// [`MAX_FRAME_DEPTH`] comes only from a broken runner.
+pub const MAX_VALUE_DEPTH: usize = 1000;
+/// Deepest nesting of a whole frame: the value plus the frame object around it.
+pub const MAX_FRAME_DEPTH: usize = MAX_VALUE_DEPTH + 1;
+
+/// The nesting depth of JSON text (`1` for `[]`, `0` for a scalar), found without recursion;
+/// brackets inside strings do not count. Text that is not JSON gets some number: the parser
+/// rejects it afterwards.
+pub fn json_depth(text: &[u8]) -> usize {
+    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for &b in text {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+/// Frames nested deeper than this are parsed on a thread of their own (see
+/// [`decode_from_runner`]); up to it serde_json's own limit (128) applies.
+pub const INLINE_PARSE_DEPTH: usize = 120;
+/// Stack of the thread that parses deep frames. Measured in a debug build: decoding a frame of
+/// [`MAX_FRAME_DEPTH`] needs 1-2 MiB (a tokio worker has 2 MiB); re-encoding and dropping the
+/// value, which the host does on its own stack, 256-512 KiB.
+pub const DEEP_PARSE_STACK: usize = 8 * 1024 * 1024;
+
+/// How the host decodes a runner's frame: like [`decode_payload`], but a frame nested deeper
+/// than [`INLINE_PARSE_DEPTH`] is parsed on a short-lived thread with a [`DEEP_PARSE_STACK`]
+/// stack, so no input can overflow the small stack of a tokio worker that every client shares.
+pub fn decode_from_runner(payload: &[u8]) -> Result<RunnerMessage, FrameError> {
+    if json_depth(payload) <= INLINE_PARSE_DEPTH {
+        return Ok(serde_json::from_slice(payload)?);
+    }
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("deep-frame".into())
+            .stack_size(DEEP_PARSE_STACK)
+            .spawn_scoped(scope, || decode_payload::<RunnerMessage>(payload))
+            .map_err(FrameError::Io)?
+            .join()
+            .unwrap_or_else(|_| {
+                Err(FrameError::Io(std::io::Error::other(
+                    "the thread parsing a deep frame panicked",
+                )))
+            })
+    })
+}
+
 /// Decodes one payload (without its length prefix).
+///
+/// The nesting depth is checked first, without recursion ([`MAX_FRAME_DEPTH`]); only then is the
+/// payload parsed without serde_json's fixed limit of 128 levels. At the maximum depth this
+/// needs up to 2 MiB of stack (measured in a debug build): the runner's main thread has 8 MiB;
+/// the host uses [`decode_from_runner`].
 pub fn decode_payload<T: for<'de> Deserialize<'de>>(payload: &[u8]) -> Result<T, FrameError> {
-    Ok(serde_json::from_slice(payload)?)
+    let depth = json_depth(payload);
+    if depth > MAX_FRAME_DEPTH {
+        return Err(FrameError::TooDeep {
+            depth,
+            max: MAX_FRAME_DEPTH,
+        });
+    }
+    let mut de = serde_json::Deserializer::from_slice(payload);
+    de.disable_recursion_limit();
+    let value = T::deserialize(&mut de)?;
+    de.end()?;
+    Ok(value)
+}
+
+/// Replaces every `\uXXXX` escape of a lone UTF-16 surrogate in JSON text by `\ufffd` (U+FFFD,
+/// the replacement character). JavaScript strings may hold lone surrogates and QuickJS's
+/// `JSON.stringify` escapes them (as the standard says), but they are not Unicode text and
+/// strict JSON parsers (serde_json) refuse them. Surrogate pairs are kept.
+pub fn replace_lone_surrogates(json: String) -> String {
+    if !json.contains("\\ud") && !json.contains("\\uD") {
+        return json;
+    }
+    let b = json.as_bytes();
+    let hex_at = |i: usize| -> Option<u16> {
+        let h = b.get(i..i + 4)?;
+        u16::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok()
+    };
+    // An escape `\uXXXX` at `i` (the backslash) and its code unit, when `i` starts one.
+    let unit_at = |i: usize| -> Option<u16> {
+        if b.get(i) == Some(&b'\\') && b.get(i + 1) == Some(&b'u') {
+            hex_at(i + 2)
+        } else {
+            None
+        }
+    };
+    let mut out = String::with_capacity(json.len());
+    let (mut i, mut copied, mut in_string) = (0usize, 0usize, false);
+    while i < b.len() {
+        let c = b[i];
+        if !in_string {
+            if c == b'"' {
+                in_string = true;
+            }
+            i += 1;
+            continue;
+        }
+        match c {
+            b'"' => {
+                in_string = false;
+                i += 1;
+            }
+            b'\\' => match unit_at(i) {
+                Some(u) if (0xD800..0xDC00).contains(&u) => {
+                    if unit_at(i + 6).is_some_and(|l| (0xDC00..0xE000).contains(&l)) {
+                        i += 12; // a valid pair
+                    } else {
+                        out.push_str(&json[copied..i]);
+                        out.push_str("\\ufffd");
+                        i += 6;
+                        copied = i;
+                    }
+                }
+                Some(u) if (0xDC00..0xE000).contains(&u) => {
+                    out.push_str(&json[copied..i]);
+                    out.push_str("\\ufffd");
+                    i += 6;
+                    copied = i;
+                }
+                Some(_) => i += 6,
+                None => i += 2, // any other escape is two bytes
+            },
+            _ => i += 1,
+        }
+    }
+    out.push_str(&json[copied..]);
+    out
 }
 
 /// Fast paths for the runner's hot frames. They write and read exactly the JSON that
@@ -249,7 +558,9 @@ pub fn decode_payload<T: for<'de> Deserialize<'de>>(payload: &[u8]) -> Result<T,
 /// JSON (tool arguments and results produced by QuickJS's own `JSON.stringify`) instead of
 /// re-parsing it into a `serde_json::Value` and serializing it again.
 pub mod raw {
-    use super::{finish_frame as finish, FrameError, WireError, LENGTH_PREFIX};
+    use super::{
+        finish_frame as finish, json_depth, FrameError, WireError, LENGTH_PREFIX, MAX_VALUE_DEPTH,
+    };
     use serde::Deserialize;
     use serde_json::value::RawValue;
 
@@ -270,6 +581,7 @@ pub mod raw {
         serde_json::to_writer(&mut *buf, server)?;
         buf.extend_from_slice(br#","tool":"#);
         serde_json::to_writer(&mut *buf, tool)?;
+        check_depth(args_json.as_bytes())?;
         buf.extend_from_slice(br#","args":"#);
         buf.extend_from_slice(args_json.as_bytes());
         buf.push(b'}');
@@ -282,6 +594,7 @@ pub mod raw {
         max: usize,
         buf: &mut Vec<u8>,
     ) -> Result<(), FrameError> {
+        check_depth(result_json.as_bytes())?;
         buf.clear();
         buf.extend_from_slice(&[0u8; LENGTH_PREFIX]);
         buf.extend_from_slice(br#"{"type":"execution_complete","success":true,"result":"#);
@@ -302,9 +615,26 @@ pub mod raw {
         buf.extend_from_slice(br#"{"type":"rpc_result","id":"#);
         buf.extend_from_slice(id.to_string().as_bytes());
         buf.extend_from_slice(br#","success":true,"result":"#);
+        let start = buf.len();
         serde_json::to_writer(&mut *buf, result)?;
+        if let Err(e) = check_depth(&buf[start..]) {
+            buf.clear();
+            return Err(e);
+        }
         buf.push(b'}');
         finish(buf, max)
+    }
+
+    /// `TooDeep` when a value nests deeper than [`MAX_VALUE_DEPTH`].
+    pub fn check_depth(json: &[u8]) -> Result<(), FrameError> {
+        let depth = json_depth(json);
+        if depth > MAX_VALUE_DEPTH {
+            return Err(FrameError::TooDeep {
+                depth,
+                max: MAX_VALUE_DEPTH,
+            });
+        }
+        Ok(())
     }
 
     /// An `rpc_result` as the runner reads it: the result stays raw JSON text for QuickJS to parse.
@@ -417,6 +747,108 @@ mod tests {
         .is_err());
         let deep = "[".repeat(100_000);
         assert!(decode_payload::<RunnerMessage>(deep.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn lone_surrogates_become_replacement_characters() {
+        let fix = |s: &str| replace_lone_surrogates(s.to_string());
+        assert_eq!(fix(r#"["a\ud800b"]"#), r#"["a\ufffdb"]"#);
+        assert_eq!(fix(r#"{"\udc00":"\uD83D"}"#), r#"{"\ufffd":"\ufffd"}"#);
+        // Pairs stay, an escaped backslash before "ud800" is not an escape.
+        assert_eq!(fix(r#"["\ud83d\ude00"]"#), r#"["\ud83d\ude00"]"#);
+        assert_eq!(fix(r#"["\\ud800"]"#), r#"["\\ud800"]"#);
+        assert_eq!(
+            fix(r#"["\ud800\ud800\udc00"]"#),
+            r#"["\ufffd\ud800\udc00"]"#
+        );
+        assert_eq!(fix(r#"["x\ud800"]"#), r#"["x\ufffd"]"#);
+        let v: Value = serde_json::from_str(&fix(r#"["\ud800", "é\udfff"]"#)).unwrap();
+        assert_eq!(v, serde_json::json!(["\u{fffd}", "é\u{fffd}"]));
+    }
+
+    #[test]
+    fn frames_up_to_the_maximum_depth_decode_on_a_small_stack() {
+        let deep = |n: usize| {
+            let value = format!("{}1{}", "[".repeat(n), "]".repeat(n));
+            format!(r#"{{"type":"execution_complete","success":true,"result":{value}}}"#)
+        };
+        assert_eq!(json_depth(br#"{"a":"[[[{","b":[1,[2]]}"#), 3);
+        assert_eq!(json_depth(br#""\"[""#), 0);
+        let ok = deep(MAX_VALUE_DEPTH);
+        // Measured in a debug build: decoding a frame of the maximum depth needs 1-2 MiB of stack
+        // (more than a tokio worker can spare), re-encoding and dropping it 256-512 KiB.
+        let m = std::thread::Builder::new()
+            .stack_size(2 * 1024 * 1024)
+            .spawn(move || {
+                let m: RunnerMessage = decode_payload(ok.as_bytes()).unwrap();
+                let mut buf = Vec::new();
+                encode_frame(&m, DEFAULT_MAX_FRAME, &mut buf).unwrap();
+                drop(m);
+                buf.len()
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert!(m > 2 * MAX_VALUE_DEPTH);
+        // The host's path: deep frames on their own thread, from a small stack.
+        let frame = deep(MAX_VALUE_DEPTH);
+        // What the host then does with the value on its own (worker) stack: re-encode it for
+        // the other side and drop it. 512 KiB is a quarter of a tokio worker's stack.
+        let small = std::thread::Builder::new()
+            .stack_size(1024 * 1024)
+            .spawn(move || {
+                let m = decode_from_runner(frame.as_bytes()).unwrap();
+                let mut buf = Vec::new();
+                encode_frame(&m, DEFAULT_MAX_FRAME, &mut buf).unwrap();
+                drop(m);
+                buf.len() > 2 * MAX_VALUE_DEPTH
+            })
+            .unwrap();
+        assert!(small.join().unwrap());
+        let err = decode_from_runner(deep(MAX_VALUE_DEPTH + 1).as_bytes());
+        assert!(
+            matches!(err, Err(FrameError::TooDeep { depth, max }) if depth == MAX_FRAME_DEPTH + 1 && max == MAX_FRAME_DEPTH),
+            "{err:?}"
+        );
+        let mut buf = Vec::new();
+        let args = format!(
+            "{{\"a\":{}1{}}}",
+            "[".repeat(MAX_VALUE_DEPTH),
+            "]".repeat(MAX_VALUE_DEPTH)
+        );
+        assert!(matches!(
+            raw::encode_rpc_call(1, "s", "t", &args, DEFAULT_MAX_FRAME, &mut buf),
+            Err(FrameError::TooDeep {
+                depth: 1001,
+                max: MAX_VALUE_DEPTH
+            })
+        ));
+    }
+
+    #[test]
+    fn errors_are_bounded_with_a_marker() {
+        let mut e = WireError::new("RUNTIME_ERROR", format!("Error: {}", "é".repeat(40_000)));
+        e.stack = Some("at f\n".repeat(100_000));
+        e.tool = Some("t".repeat(5000));
+        e.alternatives = Some(vec!["x".into(); 50]);
+        let b = e.clone().bounded();
+        assert!(
+            b.message.len() <= MAX_ERROR_MESSAGE_BYTES + 64,
+            "{}",
+            b.message.len()
+        );
+        assert!(b
+            .message
+            .ends_with(&format!("… [truncated: {} bytes in all]", e.message.len())));
+        assert!(b.message.starts_with("Error: éé"));
+        assert!(b.stack.as_ref().unwrap().len() <= MAX_ERROR_STACK_BYTES + 64);
+        assert!(b.tool.as_ref().unwrap().len() <= MAX_ERROR_NAME_BYTES + 64);
+        assert_eq!(
+            b.alternatives.as_ref().unwrap().len(),
+            MAX_ERROR_ALTERNATIVES
+        );
+        let small = WireError::new("X", "short");
+        assert_eq!(small.clone().bounded(), small);
     }
 
     #[test]

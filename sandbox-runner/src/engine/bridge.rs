@@ -69,6 +69,11 @@ impl<'js> Bridge<'js> {
         Ok(obj)
     }
 
+    /// How many tool calls were sent and not answered yet.
+    pub fn in_flight(&self) -> usize {
+        self.pending.borrow().len()
+    }
+
     /// Drops every pending resolver (they hold JS values that must not outlive the context).
     pub fn clear(&self) {
         self.pending.borrow_mut().clear();
@@ -166,7 +171,9 @@ impl<'js> Bridge<'js> {
             Some(v) if v.is_undefined() || v.is_null() => "{}".to_string(),
             Some(v) if v.is_object() && !v.is_array() && !v.is_function() => {
                 match ctx.json_stringify(v) {
-                    Ok(Some(s)) => s.to_string().map_err(|e| invalid(e.to_string()))?,
+                    Ok(Some(s)) => crate::protocol::replace_lone_surrogates(
+                        s.to_string().map_err(|e| invalid(e.to_string()))?,
+                    ),
                     Ok(None) => "{}".to_string(),
                     Err(_) => {
                         let thrown = ctx.catch();
@@ -204,6 +211,17 @@ impl<'js> Bridge<'js> {
             .send_rpc_call(id, server, tool, &args_json);
         match sent {
             Ok(()) => Ok(id),
+            Err(crate::protocol::FrameError::TooDeep { depth, max }) => {
+                let mut e = WireError::new(
+                    "LIMIT_EXCEEDED",
+                    format!(
+                        "arguments of {tool_name} are nested {depth} levels deep; values sent to \
+                         or from tools may nest at most {max} levels"
+                    ),
+                );
+                e.tool = Some(tool_name);
+                Err(e)
+            }
             Err(crate::protocol::FrameError::TooLarge { len, max }) => {
                 let mut e = WireError::new(
                     "LIMIT_EXCEEDED",

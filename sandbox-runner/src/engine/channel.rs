@@ -67,11 +67,13 @@ impl Channel {
         self.flush()
     }
 
+    /// Sends the script's error, every field cut to its bound (a script may throw an `Error`
+    /// whose message is larger than a frame).
     pub fn send_error(&mut self, error: WireError) -> Result<(), FrameError> {
         self.send(&RunnerMessage::ExecutionComplete {
             success: false,
             result: None,
-            error: Some(error),
+            error: Some(error.bounded()),
         })
     }
 

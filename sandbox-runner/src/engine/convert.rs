@@ -2,7 +2,7 @@
 //! as structured errors, log arguments as text.
 
 use crate::protocol::WireError;
-use rquickjs::{Coerced, Ctx, Exception, FromJs, Function, Value};
+use rquickjs::{Coerced, Ctx, Exception, FromJs, Function, Object, Value};
 
 /// Codes a script may carry out of the runner on an error object it did not create itself: the
 /// ones the bridge puts on tool-call rejections and runner limits. Anything else is
@@ -26,7 +26,7 @@ pub fn result_json<'js>(ctx: &Ctx<'js>, value: Value<'js>) -> Result<String, Wir
     }
     let replacer = Function::new(
         ctx.clone(),
-        |ctx: Ctx<'js>, key: Coerced<String>, v: Value<'js>| -> rquickjs::Result<Value<'js>> {
+        |ctx: Ctx<'js>, key: Value<'js>, v: Value<'js>| -> rquickjs::Result<Value<'js>> {
             let what = if v.is_function() {
                 Some("a function")
             } else if v.is_symbol() {
@@ -38,10 +38,11 @@ pub fn result_json<'js>(ctx: &Ctx<'js>, value: Value<'js>) -> Result<String, Wir
             };
             match what {
                 Some(what) => {
-                    let at = if key.0.is_empty() {
+                    let key = value_text(&ctx, key).unwrap_or_default();
+                    let at = if key.is_empty() {
                         "the result itself".to_string()
                     } else {
-                        format!("key \"{}\"", key.0)
+                        format!("key \"{key}\"")
                     };
                     Err(Exception::throw_type(
                         &ctx,
@@ -54,13 +55,29 @@ pub fn result_json<'js>(ctx: &Ctx<'js>, value: Value<'js>) -> Result<String, Wir
     )
     .map_err(|e| WireError::new("RUNTIME_ERROR", e.to_string()))?;
     match ctx.json_stringify_replacer(value, replacer) {
-        Ok(Some(s)) => Ok(s.to_string().unwrap_or_else(|_| "null".into())),
+        Ok(Some(s)) => {
+            let json = crate::protocol::replace_lone_surrogates(
+                s.to_string().unwrap_or_else(|_| "null".into()),
+            );
+            let depth = crate::protocol::json_depth(json.as_bytes());
+            if depth > crate::protocol::MAX_VALUE_DEPTH {
+                return Err(WireError::new(
+                    "LIMIT_EXCEEDED",
+                    format!(
+                        "the result is nested {depth} levels deep; the limit is {} levels. \
+                         Return flatter data",
+                        crate::protocol::MAX_VALUE_DEPTH
+                    ),
+                ));
+            }
+            Ok(json)
+        }
         Ok(None) => Ok("null".into()),
         Err(_) => {
             let thrown = ctx.catch();
             let msg = thrown
-                .as_exception()
-                .and_then(|e| e.message())
+                .as_object()
+                .and_then(|o| prop_text(ctx, o, "message"))
                 .unwrap_or_else(|| "the result cannot be serialized".into());
             Err(WireError::new(
                 "RESULT_NOT_SERIALIZABLE",
@@ -84,12 +101,7 @@ pub fn thrown_to_error<'js>(ctx: &Ctx<'js>, thrown: Value<'js>) -> WireError {
     if let Some(obj) = thrown.as_object() {
         let code: Option<String> = obj.get("code").ok().flatten();
         if let Some(code) = code.filter(|c| SCRIPT_VISIBLE_CODES.contains(&c.as_str())) {
-            let message: String = obj
-                .get::<_, Option<Coerced<String>>>("message")
-                .ok()
-                .flatten()
-                .map(|c| c.0)
-                .unwrap_or_default();
+            let message = prop_text(ctx, obj, "message").unwrap_or_default();
             let mut err = WireError::new(code, message);
             err.tool = obj.get("tool").ok().flatten();
             err.alternatives = obj.get("alternatives").ok().flatten();
@@ -97,12 +109,12 @@ pub fn thrown_to_error<'js>(ctx: &Ctx<'js>, thrown: Value<'js>) -> WireError {
         }
     }
     if let Some(exc) = thrown.as_exception() {
-        let name = error_name(exc);
-        let message = exc.message().unwrap_or_default();
+        let name = error_name(ctx, exc);
+        let message = prop_text(ctx, exc, "message").unwrap_or_default();
         let mut err = if name == "SyntaxError" {
             WireError::new(
                 "SYNTAX_ERROR",
-                with_location(&message, exc.stack().as_deref()),
+                with_location(&message, prop_text(ctx, exc, "stack").as_deref()),
             )
         } else if name == "InternalError" && message == "out of memory" {
             memory_limit()
@@ -114,7 +126,7 @@ pub fn thrown_to_error<'js>(ctx: &Ctx<'js>, thrown: Value<'js>) -> WireError {
         } else {
             WireError::new("RUNTIME_ERROR", format!("{name}: {message}"))
         };
-        err.stack = exc.stack().filter(|s| !s.is_empty());
+        err.stack = prop_text(ctx, exc, "stack").filter(|s| !s.is_empty());
         return err;
     }
     WireError::new(
@@ -145,22 +157,21 @@ fn with_location(message: &str, stack: Option<&str>) -> String {
 }
 
 /// An error's `name` (`TypeError`, …), `Error` when it has none.
-fn error_name(exc: &rquickjs::Exception<'_>) -> String {
-    exc.get::<_, Option<Coerced<String>>>("name")
-        .ok()
-        .flatten()
-        .map(|c| c.0)
-        .unwrap_or_else(|| "Error".into())
+fn error_name<'js>(ctx: &Ctx<'js>, exc: &rquickjs::Exception<'js>) -> String {
+    prop_text(ctx, exc, "name").unwrap_or_else(|| "Error".into())
 }
 
 /// Text for one `console.*` argument.
 pub fn describe<'js>(ctx: &Ctx<'js>, v: Value<'js>) -> String {
     if let Some(s) = v.as_string() {
-        return s.to_string().unwrap_or_default();
+        return js_text(s);
     }
     if let Some(exc) = v.as_exception() {
-        let name = error_name(exc);
-        return format!("{name}: {}", exc.message().unwrap_or_default());
+        let name = error_name(ctx, exc);
+        return format!(
+            "{name}: {}",
+            prop_text(ctx, exc, "message").unwrap_or_default()
+        );
     }
     if v.is_function() {
         return "[Function]".into();
@@ -176,10 +187,76 @@ pub fn describe<'js>(ctx: &Ctx<'js>, v: Value<'js>) -> String {
         }
         return "[object]".into();
     }
-    Coerced::<String>::from_js(ctx, v)
-        .map(|c| c.0)
-        .unwrap_or_else(|_| {
+    value_text(ctx, v).unwrap_or_else(|| "[value]".into())
+}
+
+/// A JavaScript string as Rust text. JavaScript strings may hold lone UTF-16 surrogates, which
+/// are not Unicode text: each becomes U+FFFD (the replacement character).
+pub fn js_text(s: &rquickjs::String<'_>) -> String {
+    if let Ok(text) = s.to_string() {
+        return text;
+    }
+    let Ok(c) = s.clone().to_cstring() else {
+        return String::new();
+    };
+    // SAFETY: `c` owns a NUL-terminated buffer of `c.len()` bytes that lives until `c` drops;
+    // the bytes are read (not as `str`: they may hold encoded surrogates) before that.
+    let bytes = unsafe { std::slice::from_raw_parts(c.as_ptr().cast::<u8>(), c.len()) };
+    replace_encoded_surrogates(bytes)
+}
+
+/// QuickJS encodes a lone surrogate as the 3-byte sequence `ED A0..BF 80..BF` (WTF-8); each such
+/// sequence becomes U+FFFD, anything else invalid is replaced as `from_utf8_lossy` does.
+fn replace_encoded_surrogates(bytes: &[u8]) -> String {
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == 0xED
+            && bytes.get(i + 1).is_some_and(|b| (0xA0..=0xBF).contains(b))
+            && bytes.get(i + 2).is_some_and(|b| (0x80..=0xBF).contains(b))
+        {
+            out.extend_from_slice("\u{fffd}".as_bytes());
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// A value as text (`String(v)`), with lone surrogates replaced; `None` when the conversion
+/// throws (the exception is cleared).
+pub fn value_text<'js>(ctx: &Ctx<'js>, v: Value<'js>) -> Option<String> {
+    match Coerced::<rquickjs::String>::from_js(ctx, v) {
+        Ok(s) => Some(js_text(&s.0)),
+        Err(_) => {
             ctx.catch();
-            "[value]".into()
-        })
+            None
+        }
+    }
+}
+
+/// A property of an object as text; `None` when it is missing, undefined or cannot be read.
+pub fn prop_text<'js>(ctx: &Ctx<'js>, obj: &Object<'js>, key: &str) -> Option<String> {
+    let v: Value = match obj.get(key) {
+        Ok(v) => v,
+        Err(_) => {
+            ctx.catch();
+            return None;
+        }
+    };
+    if v.is_undefined() || v.is_null() {
+        return None;
+    }
+    value_text(ctx, v)
+}
+
+#[cfg(test)]
+mod text_tests {
+    #[test]
+    fn encoded_surrogates_become_replacement_characters() {
+        let s = super::replace_encoded_surrogates(b"a\xed\xa0\x80b\xed\xbf\xbf\xf0\x9f\x98\x80");
+        assert_eq!(s, "a\u{fffd}b\u{fffd}\u{1f600}");
+    }
 }

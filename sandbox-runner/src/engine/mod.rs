@@ -6,6 +6,7 @@ mod bridge;
 pub mod channel;
 mod convert;
 pub mod cpu;
+pub mod preload;
 
 use crate::protocol::{raw, RunnerLimits, ToolRef, UnavailableServer, WireError};
 use bridge::Bridge;
@@ -159,9 +160,13 @@ fn run_script<'js>(
                 let thrown = ctx.catch();
                 return Err(classify(ctx, budget, req.limits.cpu_ms, thrown));
             }
+            PromiseState::Pending if bridge.in_flight() == 0 => {
+                // The job queue is empty and no tool call is outstanding: the sandbox has no
+                // timers and no other I/O, so nothing can ever settle the script's promise.
+                return Err(deadlock());
+            }
             PromiseState::Pending => {
-                // Nothing left to run: wait for the host. If no call is outstanding the script
-                // waits on something that can never settle; the host's wall clock ends it.
+                // Nothing left to run: wait for the host to answer a call.
                 let received = bridge.channel.borrow_mut().recv_owned();
                 let frame = match received {
                     Ok(f) => f,
@@ -189,6 +194,16 @@ fn run_script<'js>(
             }
         }
     }
+}
+
+/// The error of a script waiting on a promise that nothing can settle.
+pub fn deadlock() -> WireError {
+    WireError::new(
+        "DEADLOCK",
+        "the script is waiting on a promise that nothing can settle: no tool call is in flight \
+         and there are no timers (the sandbox has none). Await only promises that a tool call or \
+         your own code settles",
+    )
 }
 
 fn cpu_limit(cpu_ms: u64) -> WireError {
@@ -287,11 +302,8 @@ fn is_top_level_return(thrown: &Value<'_>) -> bool {
 fn install_context<'js>(ctx: &Ctx<'js>, context: &Map<String, Json>) -> Result<(), WireError> {
     let globals = ctx.globals();
     for (name, value) in context {
-        if !is_identifier(name) || matches!(name.as_str(), "mcp" | "console" | "globalThis") {
-            return Err(WireError::new(
-                "INVALID_ARGUMENTS",
-                format!("context key '{name}' cannot be a variable name in the script; use identifiers other than mcp, console and globalThis"),
-            ));
+        if let Some(problem) = crate::protocol::context_key_problem(name) {
+            return Err(WireError::new("INVALID_ARGUMENTS", problem));
         }
         let text = value.to_string();
         let v = ctx
@@ -304,12 +316,7 @@ fn install_context<'js>(ctx: &Ctx<'js>, context: &Map<String, Json>) -> Result<(
     Ok(())
 }
 
-/// An ASCII JavaScript identifier (what a context key must be to become a variable).
-pub fn is_identifier(name: &str) -> bool {
-    let mut chars = name.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_' || c == '$')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
-}
+pub use crate::protocol::is_identifier;
 
 fn install_prelude<'js>(ctx: &Ctx<'js>, bridge: &Rc<Bridge<'js>>) -> rquickjs::Result<()> {
     let prelude: Function = ctx.eval(PRELUDE)?;

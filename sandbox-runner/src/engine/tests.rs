@@ -249,3 +249,62 @@ fn hostile_overrides_do_not_reach_other_tools() {
         .collect();
     assert_eq!(calls, ["fx:echo"]);
 }
+
+#[test]
+fn script_globals_list_matches_the_engine() {
+    // Every own property of a fresh context's global object, plus what the prelude adds, is in
+    // SCRIPT_GLOBALS, and every listed name exists: the host's context-key check relies on it.
+    let engine = Engine::new().unwrap();
+    let mut live: Vec<String> = engine.ctx.with(|ctx| {
+        ctx.eval::<Vec<String>, _>("Object.getOwnPropertyNames(globalThis)")
+            .unwrap()
+    });
+    live.extend(["mcp".to_string(), "console".to_string()]);
+    live.sort();
+    live.dedup();
+    let mut listed: Vec<String> = crate::protocol::SCRIPT_GLOBALS
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    listed.sort();
+    assert_eq!(live, listed);
+}
+
+#[test]
+fn context_keys_that_shadow_globals_are_refused() {
+    for key in [
+        "Object",
+        "Proxy",
+        "undefined",
+        "mcp",
+        "console",
+        "globalThis",
+        "__proto__",
+    ] {
+        let mut context = Map::new();
+        context.insert(key.to_string(), json!(1));
+        let (a, _b) = UnixStream::pair().unwrap();
+        let engine = Engine::new().unwrap();
+        let channel = Rc::new(RefCell::new(Channel::new(a, 1 << 20)));
+        let err = engine.ctx.with(|ctx| {
+            let bridge = Rc::new(Bridge::new(channel.clone(), &[], &[], 10));
+            let req = ExecuteRequest {
+                code: "1".into(),
+                tools: vec![],
+                unavailable: vec![],
+                context,
+                limits: RunnerLimits::default(),
+            };
+            let budget = CpuBudget::start(Duration::from_secs(1));
+            let r = run_script(&ctx, &bridge, &budget, &req);
+            bridge.clear();
+            r.unwrap_err()
+        });
+        assert_eq!(err.code, "INVALID_ARGUMENTS", "{key}");
+        assert!(
+            err.message.contains(&format!("'{key}'")),
+            "{key}: {}",
+            err.message
+        );
+    }
+}

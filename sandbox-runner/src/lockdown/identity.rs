@@ -10,15 +10,20 @@ use nix::unistd::{getgroups, getresgid, getresuid, setgroups, setresgid, setresu
 
 use super::{LayerResult, LockdownError};
 
-/// Drops root to `uid`/`gid`; when not root, checks that no id is 0.
+/// Drops root to `uid`/`gid`. When not started as root there is nothing to drop to: the layer
+/// is reported unavailable (the runner runs as the host's user).
 pub fn apply(uid: u32, gid: u32) -> LayerResult {
     let before = getresuid().map_err(|e| LockdownError::errno("getresuid", e))?;
     let is_root = [before.real, before.effective, before.saved]
         .iter()
         .any(|u| u.is_root());
     if !is_root {
-        return Ok(Some(format!(
-            "already uid {}, not root",
+        // Not a drop at all: the runner keeps the host user's own uid, and with it everything
+        // that user may read or signal were another layer (Landlock) to fail.
+        return Err(LockdownError::Unsupported(format!(
+            "the runner was started by uid {} (not root), so it keeps that user's uid instead \
+             of dropping to an unused one; start mcp-sandbox as root (it drops the runner to \
+             uid {uid}) to get this layer",
             before.effective.as_raw()
         )));
     }

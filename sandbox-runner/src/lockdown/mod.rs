@@ -4,8 +4,9 @@
 //!
 //! 1. [`fds`] — close every fd but 0, 1, 2 and the socket.
 //! 2. [`identity`] — when root: no supplementary groups, then gid and uid of an unprivileged id.
-//! 3. [`namespaces`] — new user+net+ipc+uts+mount namespaces in one call, then drop every
-//!    capability the new user namespace granted.
+//! 3. [`namespaces`] — new user+net+ipc+uts+mount namespaces in one call; [`empty_root`] pivots
+//!    into an empty read-only tmpfs (reported as its own layer); then every capability the new
+//!    user namespace granted is dropped.
 //! 4. [`landlock`] — every filesystem and TCP right handled and none granted, plus scopes.
 //! 5. [`rlimits`] — address space, CPU seconds, open files, processes 0, core 0.
 //! 6. [`prctl`] — not dumpable, `no_new_privs`.
@@ -26,6 +27,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use nix::errno::Errno;
 
+pub mod empty_root;
 pub mod fds;
 pub mod identity;
 pub mod landlock;
@@ -57,13 +59,14 @@ pub type IsolationReport = BTreeMap<String, String>;
 pub const REQUIRED_LAYERS: &[&str] = &["rlimits", "no_new_privs", "seccomp"];
 
 /// Layers applied when the machine allows them; the host may be told to require them too.
-pub const BEST_EFFORT_LAYERS: &[&str] = &["fds", "uid", "namespaces", "landlock"];
+pub const BEST_EFFORT_LAYERS: &[&str] = &["fds", "uid", "namespaces", "empty_root", "landlock"];
 
 /// Every report key, in the order the layers are applied.
 pub const ALL_LAYERS: &[&str] = &[
     "fds",
     "uid",
     "namespaces",
+    "empty_root",
     "landlock",
     "rlimits",
     "no_new_privs",
@@ -200,7 +203,12 @@ pub fn apply(cfg: &LockdownConfig) -> IsolationReport {
         "uid".into(),
         run_layer(|| identity::apply(cfg.uid, cfg.gid)),
     );
-    report.insert("namespaces".into(), run_layer(namespaces::apply));
+    let (ns, root) = catch_unwind(namespaces::apply_with_root).unwrap_or_else(|_| {
+        let panicked = || LockdownError::NotHeld("internal error: the layer panicked".into());
+        (Err(panicked()), Err(panicked()))
+    });
+    report.insert("namespaces".into(), LayerStatus::from(ns).to_string());
+    report.insert("empty_root".into(), LayerStatus::from(root).to_string());
     report.insert("landlock".into(), run_layer(landlock::apply));
     report.insert("rlimits".into(), run_layer(|| rlimits::apply(cfg)));
     report.insert("no_new_privs".into(), run_layer(prctl::apply));

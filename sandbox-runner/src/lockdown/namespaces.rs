@@ -33,6 +33,27 @@ pub struct CapData {
 
 /// Creates the namespaces and drops every capability.
 pub fn apply() -> LayerResult {
+    apply_with_root().0
+}
+
+/// Creates the namespaces, pivots into an empty root while the new namespace's capabilities
+/// are held ([`super::empty_root`]), then drops every capability. Returns both layers' results.
+pub fn apply_with_root() -> (LayerResult, LayerResult) {
+    if let Err(e) = create() {
+        let why = format!("needs the mount namespace, which could not be created: {e}");
+        return (Err(e), Err(LockdownError::Unsupported(why)));
+    }
+    let root = std::panic::catch_unwind(super::empty_root::apply).unwrap_or_else(|_| {
+        Err(LockdownError::NotHeld(
+            "internal error: the layer panicked".into(),
+        ))
+    });
+    let ns = drop_all_capabilities()
+        .map(|()| Some("user, net, ipc, uts, mount; no capabilities left".to_string()));
+    (ns, root)
+}
+
+fn create() -> Result<(), LockdownError> {
     let flags = CloneFlags::CLONE_NEWUSER
         | CloneFlags::CLONE_NEWNET
         | CloneFlags::CLONE_NEWIPC
@@ -56,11 +77,7 @@ pub fn apply() -> LayerResult {
         };
         LockdownError::errno("unshare(CLONE_NEWUSER|CLONE_NEWNET|CLONE_NEWIPC|CLONE_NEWUTS|CLONE_NEWNS)", e)
             .with_hint(hint)
-    })?;
-    drop_all_capabilities()?;
-    Ok(Some(
-        "user, net, ipc, uts, mount; no capabilities left".into(),
-    ))
+    })
 }
 
 /// Empties the bounding, ambient, effective, permitted and inheritable sets, and checks them.

@@ -36,7 +36,24 @@ pub enum ArgRule {
     },
     /// The (pointer-sized) argument `arg` is 0 (NULL).
     IsZero { arg: u8 },
+    /// Every `(arg & mask) == value` of the list holds (one rule, all conditions).
+    AllOf(&'static [(u8, u32, u32)]),
 }
+
+/// `mmap` flags that must be clear: shared mappings (`MAP_SHARED`, `MAP_SHARED_VALIDATE`),
+/// huge pages (`MAP_HUGETLB` and its size bits), stacks that grow down (`MAP_GROWSDOWN`),
+/// locked, synchronous or uninitialized memory. `MAP_PRIVATE | MAP_ANONYMOUS` must be set.
+const MMAP_FLAGS_CHECKED: u32 = (libc::MAP_SHARED
+    | libc::MAP_PRIVATE
+    | libc::MAP_ANONYMOUS
+    | libc::MAP_GROWSDOWN
+    | libc::MAP_HUGETLB
+    | libc::MAP_LOCKED
+    | libc::MAP_SYNC
+    | libc::MAP_32BIT) as u32
+    | 0x0400_0000 // MAP_UNINITIALIZED
+    | (0x3f << 26); // MAP_HUGE_SHIFT: the huge page size bits
+const MMAP_FLAGS_REQUIRED: u32 = (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS) as u32;
 
 /// One entry of the allowlist.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,13 +90,6 @@ pub fn allowlist() -> Vec<AllowedSyscall> {
             libc::SYS_read,
             "receive frames on the socket (std's UnixStream::read is read(2))",
         ),
-        AllowedSyscall {
-            name: "recvfrom",
-            nr: libc::SYS_recvfrom,
-            only: Some(ArgRule::IsZero { arg: 4 }),
-            arguments: "src_addr NULL (a plain recv on a connected socket)",
-            reason: "std's UnixStream::read is recv(fd, buf, len, 0), i.e. recvfrom(2)",
-        },
         any(
             "readv",
             libc::SYS_readv,
@@ -90,13 +100,6 @@ pub fn allowlist() -> Vec<AllowedSyscall> {
             libc::SYS_write,
             "send frames on the socket; a panic message to stderr (/dev/null)",
         ),
-        AllowedSyscall {
-            name: "sendto",
-            nr: libc::SYS_sendto,
-            only: Some(ArgRule::IsZero { arg: 4 }),
-            arguments: "dest_addr NULL (a plain send on a connected socket)",
-            reason: "std's UnixStream::write is send(fd, buf, len, MSG_NOSIGNAL), i.e. sendto(2)",
-        },
         any(
             "writev",
             libc::SYS_writev,
@@ -123,8 +126,12 @@ pub fn allowlist() -> Vec<AllowedSyscall> {
         AllowedSyscall {
             name: "mmap",
             nr: libc::SYS_mmap,
-            only: Some(no_exec),
-            arguments: "prot without PROT_EXEC",
+            only: Some(ArgRule::AllOf(&[
+                (2, libc::PROT_EXEC as u32, 0),
+                (3, MMAP_FLAGS_CHECKED, MMAP_FLAGS_REQUIRED),
+            ])),
+            arguments: "prot without PROT_EXEC; flags MAP_PRIVATE|MAP_ANONYMOUS (no file, no \
+                        MAP_SHARED, MAP_HUGETLB, MAP_GROWSDOWN, MAP_LOCKED)",
             reason: "malloc of large blocks; the QuickJS heap",
         },
         AllowedSyscall {
@@ -135,11 +142,17 @@ pub fn allowlist() -> Vec<AllowedSyscall> {
             reason: "glibc malloc arenas and guard pages change RW/none protections",
         },
         any("munmap", libc::SYS_munmap, "free of large blocks"),
-        any(
-            "mremap",
-            libc::SYS_mremap,
-            "realloc of large blocks (growing arrays and strings); cannot add PROT_EXEC",
-        ),
+        AllowedSyscall {
+            name: "mremap",
+            nr: libc::SYS_mremap,
+            only: Some(ArgRule::MaskedEq {
+                arg: 3,
+                mask: u32::MAX,
+                values: &[0, libc::MREMAP_MAYMOVE as u32],
+            }),
+            arguments: "flags 0 or MREMAP_MAYMOVE (no MREMAP_FIXED, MREMAP_DONTUNMAP)",
+            reason: "realloc of large blocks (growing arrays and strings); cannot add PROT_EXEC",
+        },
         AllowedSyscall {
             name: "madvise",
             nr: libc::SYS_madvise,
@@ -227,6 +240,8 @@ pub fn never_allowed() -> Vec<(&'static str, i64)> {
         ("accept4", libc::SYS_accept4),
         ("sendmsg", libc::SYS_sendmsg),
         ("recvmsg", libc::SYS_recvmsg),
+        ("sendto", libc::SYS_sendto),
+        ("recvfrom", libc::SYS_recvfrom),
         ("execve", libc::SYS_execve),
         ("execveat", libc::SYS_execveat),
         ("clone", libc::SYS_clone),
@@ -358,6 +373,21 @@ pub fn build_program() -> Result<BpfProgram, LockdownError> {
                     SeccompRule::new(vec![cond]).map_err(bad)
                 })
                 .collect::<Result<_, _>>()?,
+            Some(ArgRule::AllOf(conds)) => {
+                let conds = conds
+                    .iter()
+                    .map(|&(arg, mask, value)| {
+                        SeccompCondition::new(
+                            arg,
+                            SeccompCmpArgLen::Dword,
+                            SeccompCmpOp::MaskedEq(u64::from(mask)),
+                            u64::from(value),
+                        )
+                        .map_err(bad)
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                vec![SeccompRule::new(conds).map_err(bad)?]
+            }
             Some(ArgRule::IsZero { arg }) => {
                 let cond = SeccompCondition::new(arg, SeccompCmpArgLen::Qword, SeccompCmpOp::Eq, 0)
                     .map_err(bad)?;
@@ -484,20 +514,50 @@ mod tests {
             call(libc::SYS_mprotect, [0, 4096, 1 << 32 | 4, 0, 0, 0]),
             RET_KILL_PROCESS
         );
-        assert_eq!(call(libc::SYS_recvfrom, [3, 0, 4, 0, 0, 0]), RET_ALLOW);
+        // send/recv (and so MSG_OOB) are gone: the runner uses read/write on its socket.
         assert_eq!(
-            call(libc::SYS_recvfrom, [3, 0, 4, 0, 1 << 32, 0]),
+            call(libc::SYS_recvfrom, [3, 0, 4, 0, 0, 0]),
             RET_KILL_PROCESS
         );
+        let oob = libc::MSG_OOB as u64;
         assert_eq!(
-            call(libc::SYS_recvfrom, [3, 0, 4, 0, 8, 0]),
+            call(libc::SYS_sendto, [3, 0, 1, oob, 0, 0]),
             RET_KILL_PROCESS
         );
-        assert_eq!(call(libc::SYS_sendto, [3, 0, 4, 0x4000, 0, 0]), RET_ALLOW);
-        assert_eq!(
-            call(libc::SYS_sendto, [3, 0, 4, 0, 0x1000, 16]),
-            RET_KILL_PROCESS
-        );
+        // mmap: private anonymous only.
+        let pa = (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS) as u64;
+        for extra in [0, libc::MAP_NORESERVE, libc::MAP_FIXED, libc::MAP_STACK] {
+            let flags = pa | extra as u64;
+            assert_eq!(
+                call(libc::SYS_mmap, [0, 4096, rw, flags, u64::MAX, 0]),
+                RET_ALLOW,
+                "{flags:#x}"
+            );
+        }
+        for bad in [
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+            libc::MAP_SHARED_VALIDATE | libc::MAP_ANONYMOUS,
+            libc::MAP_PRIVATE, // a file mapping
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_HUGETLB,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_GROWSDOWN,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_LOCKED,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | (21 << 26), // MAP_HUGE_2MB
+        ] {
+            assert_eq!(
+                call(libc::SYS_mmap, [0, 4096, rw, bad as u64, 3, 0]),
+                RET_KILL_PROCESS,
+                "{bad:#x}"
+            );
+        }
+        assert_eq!(call(libc::SYS_mremap, [0, 4096, 8192, 1, 0, 0]), RET_ALLOW);
+        assert_eq!(call(libc::SYS_mremap, [0, 4096, 8192, 0, 0, 0]), RET_ALLOW);
+        for bad in [2u64, 3, 4, 5] {
+            assert_eq!(
+                call(libc::SYS_mremap, [0, 4096, 8192, bad, 0, 0]),
+                RET_KILL_PROCESS,
+                "{bad}"
+            );
+        }
         assert_eq!(call(libc::SYS_fcntl, [3, 1, 0, 0, 0, 0]), RET_ALLOW); // F_GETFD
         for cmd in [0, 2, 4, 1030] {
             // F_DUPFD, F_SETFD, F_SETFL, F_DUPFD_CLOEXEC

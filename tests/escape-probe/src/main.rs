@@ -15,7 +15,6 @@
 use std::ffi::CString;
 use std::io::{Read, Write};
 use std::os::fd::FromRawFd;
-use std::os::unix::net::UnixStream;
 
 use sandbox_runner::lockdown::{self, LockdownConfig};
 use serde_json::json;
@@ -71,7 +70,9 @@ fn main() {
                 "uid".into(),
                 status(lockdown::identity::apply(cfg.uid, cfg.gid)),
             );
-            r.insert("namespaces".into(), status(lockdown::namespaces::apply()));
+            let (ns, root) = lockdown::namespaces::apply_with_root();
+            r.insert("namespaces".into(), status(ns));
+            r.insert("empty_root".into(), status(root));
             r.insert("landlock".into(), status(lockdown::landlock::apply()));
             r.insert("rlimits".into(), status(lockdown::rlimits::apply(&cfg)));
             r.insert("no_new_privs".into(), status(lockdown::prctl::apply()));
@@ -444,6 +445,93 @@ fn run(op: &str, ctx: &Ctx) -> Outcome {
             let name = cstr("escape");
             rc(unsafe { syscall(SYS_memfd_create, name.as_ptr(), 0) })
         }
+        // The socket is used with read/write only: send/recv (and MSG_OOB) are not allowed.
+        // What is in view: after the pivot into an empty root, nothing.
+        "stat_proc_self" => stat_path("/proc/self/status"),
+        "stat_etc" => stat_path("/etc"),
+        "list_root" => match std::fs::read_dir("/") {
+            Ok(d) => Outcome::Ok(format!("{} entries", d.count())),
+            Err(e) => Outcome::Errno(e.raw_os_error().unwrap_or(0)),
+        },
+        "send_oob" => {
+            rc(unsafe { syscall(SYS_sendto, SOCKET_FD, b"!".as_ptr(), 1usize, MSG_OOB, 0, 0) })
+        }
+        "send_plain" => {
+            rc(unsafe { syscall(SYS_sendto, SOCKET_FD, b"!".as_ptr(), 1usize, 0, 0, 0) })
+        }
+        "recv_oob" => {
+            let mut b = [0u8; 1];
+            rc(unsafe {
+                syscall(
+                    SYS_recvfrom,
+                    SOCKET_FD,
+                    b.as_mut_ptr(),
+                    1usize,
+                    MSG_OOB | MSG_DONTWAIT,
+                    0,
+                    0,
+                )
+            })
+        }
+        // Memory: private anonymous mappings only.
+        "mmap_shared" => rc(unsafe {
+            syscall(
+                SYS_mmap,
+                0,
+                4096,
+                PROT_READ | PROT_WRITE,
+                MAP_SHARED | MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        }),
+        "mmap_hugetlb" => rc(unsafe {
+            syscall(
+                SYS_mmap,
+                0,
+                2 << 20,
+                PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB,
+                -1,
+                0,
+            )
+        }),
+        "mmap_growsdown" => rc(unsafe {
+            syscall(
+                SYS_mmap,
+                0,
+                4096,
+                PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS | MAP_GROWSDOWN,
+                -1,
+                0,
+            )
+        }),
+        "mmap_socket" => {
+            rc(unsafe { syscall(SYS_mmap, 0, 4096, PROT_READ, MAP_PRIVATE, SOCKET_FD, 0) })
+        }
+        "mremap_fixed" | "mremap_dontunmap" => {
+            let p = unsafe {
+                syscall(
+                    SYS_mmap,
+                    0,
+                    8192,
+                    PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            if p < 0 {
+                return rc(p);
+            }
+            let flags = if op == "mremap_fixed" {
+                MREMAP_MAYMOVE | MREMAP_FIXED
+            } else {
+                MREMAP_MAYMOVE | MREMAP_DONTUNMAP
+            };
+            rc(unsafe { syscall(SYS_mremap, p, 4096, 4096, flags, p + 4096) })
+        }
         "mmap_exec" => rc(unsafe {
             syscall(
                 SYS_mmap,
@@ -612,11 +700,12 @@ fn run(op: &str, ctx: &Ctx) -> Outcome {
     }
 }
 
-/// Reads one frame (u32 big-endian length + bytes) from the socket with std's UnixStream and
+/// Reads one frame (u32 big-endian length + bytes) from the socket with plain read(2) and
 /// writes it back, as the runner's loop does.
 fn roundtrip() -> Outcome {
-    // SAFETY: fd 3 is the socket the test passed in; this stream becomes its only owner.
-    let mut s = unsafe { UnixStream::from_raw_fd(SOCKET_FD) };
+    // Like the runner's channel: plain read/write on the socket (a `File`), never send/recv.
+    // SAFETY: fd 3 is the socket the test passed in; this file becomes its only owner.
+    let mut s = unsafe { std::fs::File::from_raw_fd(SOCKET_FD) };
     let mut len = [0u8; 4];
     if let Err(e) = s.read_exact(&mut len) {
         return Outcome::Errno(e.raw_os_error().unwrap_or(0));
@@ -692,4 +781,21 @@ fn memory() -> Outcome {
     let n = boxes.len();
     drop(boxes);
     Outcome::Ok(format!("vec checksum {sum}, {n} small boxes"))
+}
+
+/// stat(2) of a path: ok when it exists.
+fn stat_path(p: &str) -> Outcome {
+    let cp = cstr(p);
+    // SAFETY: `st` is a valid, writable stat buffer and `cp` a NUL-terminated path.
+    let r = unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        libc::syscall(
+            libc::SYS_newfstatat,
+            libc::AT_FDCWD,
+            cp.as_ptr(),
+            &mut st,
+            0,
+        )
+    };
+    rc(r)
 }

@@ -30,6 +30,7 @@ const LAYERS: &[&str] = &[
     "fds",
     "uid",
     "namespaces",
+    "empty_root",
     "landlock",
     "rlimits",
     "no_new_privs",
@@ -106,6 +107,15 @@ const FORBIDDEN: &[(&str, Option<&str>)] = &[
     ("process_vm_readv", None),
     ("process_vm_writev", None),
     ("memfd_create", None),
+    ("send_oob", None),
+    ("send_plain", None),
+    ("recv_oob", None),
+    ("mmap_shared", None),
+    ("mmap_hugetlb", None),
+    ("mmap_growsdown", None),
+    ("mmap_socket", None),
+    ("mremap_fixed", None),
+    ("mremap_dontunmap", None),
     ("mmap_exec", None),
     ("mprotect_exec", None),
     ("pkey_mprotect_exec", None),
@@ -555,14 +565,18 @@ fn a_locked_probe_shows_the_lockdown_in_proc_status() {
 /// capability drop (EPERM), unmapped ids in the new user namespace (EINVAL).
 #[test]
 fn inner_layers_deny_on_their_own_without_seccomp() {
-    use libc::{EACCES, EAGAIN, EINVAL, EMFILE, EPERM};
+    use libc::{EAGAIN, EINVAL, EMFILE, ENOENT, EPERM};
     let expected: &[(&str, Option<&str>, i32)] = &[
-        // Landlock, for calls that need no new fd:
-        ("unlink", Some("existing"), EACCES),
-        ("unlinkat", Some("existing"), EACCES),
-        ("mkdir", Some("new-dir"), EACCES),
-        ("execve", None, EACCES),
-        ("execveat", None, EACCES),
+        // The empty root: the paths do not exist in the runner's view (Landlock would refuse
+        // them with EACCES behind it):
+        ("unlink", Some("existing"), ENOENT),
+        ("unlinkat", Some("existing"), ENOENT),
+        ("mkdir", Some("new-dir"), ENOENT),
+        ("execve", None, ENOENT),
+        ("execveat", None, ENOENT),
+        ("mount", Some("mnt"), ENOENT),
+        ("umount2", Some("mnt"), ENOENT),
+        ("chroot", Some("mnt"), ENOENT),
         // RLIMIT_NOFILE = 4 with fds 0-3 open: no fd can be created (the kernel reserves the
         // fd before it looks at the path, so opens fail with EMFILE before Landlock's EACCES).
         ("open_passwd", None, EMFILE),
@@ -588,9 +602,6 @@ fn inner_layers_deny_on_their_own_without_seccomp() {
         ("kill_parent", None, EPERM),
         ("tgkill_parent", None, EPERM),
         ("process_vm_readv", None, EPERM),
-        ("mount", Some("mnt"), EPERM),
-        ("umount2", Some("mnt"), EPERM),
-        ("chroot", Some("mnt"), EPERM),
         ("pivot_root", Some("mnt"), EPERM),
         ("capset", None, EPERM),
         ("bpf", None, EPERM),
@@ -621,6 +632,56 @@ fn inner_layers_deny_on_their_own_without_seccomp() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Even without seccomp (and whatever Landlock allows), the runner's view of the filesystem is
+/// an empty root: no `/proc`, no `/etc`. With the full lockdown the same ops die by SIGSYS.
+#[test]
+fn the_locked_down_view_has_no_proc_and_no_etc() {
+    use libc::ENOENT;
+    // (Listing `/` needs an fd, which RLIMIT_NOFILE refuses; the layer itself checks at
+    // lockdown that the new root is empty.)
+    let ops = [("stat_proc_self", None), ("stat_etc", None)];
+    let runs = run_all(&ops, Some("--without-seccomp"));
+    for r in &runs {
+        let report = r.locked().map(|l| l["report"].clone()).unwrap_or_default();
+        assert!(
+            report["empty_root"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("enforced"),
+            "{}",
+            r.describe()
+        );
+        let res = r.result().unwrap_or_else(|| panic!("{}", r.describe()));
+        assert_eq!(
+            (res["result"].as_str(), res["errno"].as_i64()),
+            (Some("errno"), Some(ENOENT as i64)),
+            "{}",
+            r.describe()
+        );
+    }
+    // Without the lockdown they are there (the ops are real).
+    for op in ["stat_proc_self", "stat_etc"] {
+        let r = run(
+            op,
+            &Options {
+                mode: Some("--no-lockdown"),
+                path: None,
+                leak_fd: false,
+            },
+        );
+        assert_eq!(
+            r.result().map(|v| v["result"].clone()),
+            Some(Value::from("ok")),
+            "{}",
+            r.describe()
+        );
+    }
+    // And with it, looking is a forbidden system call.
+    for r in run_all(&ops, None) {
+        assert_eq!(r.status.signal(), Some(SIGSYS), "{}", r.describe());
+    }
+}
+
 /// The probe's operations are real: without the lockdown a sample of them succeeds (only ones
 /// harmless to the machine running the tests).
 #[test]
@@ -632,6 +693,10 @@ fn without_lockdown_the_same_operations_succeed() {
         ("socket_inet", None),
         ("memfd_create", None),
         ("mmap_exec", None),
+        ("send_oob", None),
+        ("mmap_shared", None),
+        ("mmap_growsdown", None),
+        ("mremap_fixed", None),
         ("fork", None),
         ("pipe2", None),
         ("personality", None),

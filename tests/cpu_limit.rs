@@ -1,0 +1,59 @@
+//! The JS CPU budget holds everywhere: in the script's own code, in an endless chain of promise
+//! jobs, and — through the kernel's CPU-time rlimit, the backstop — in one long native operation
+//! the engine cannot interrupt. Each ends with CPU_LIMIT, never with the wall clock or as a crash.
+
+mod common;
+use common::*;
+use mcp_sandbox::Limits;
+use std::time::{Duration, Instant};
+
+fn limits(cpu_ms: u64, memory_mb: u64) -> Limits {
+    Limits {
+        cpu_ms,
+        memory_mb,
+        timeout_ms: 20_000,
+        ..Limits::default()
+    }
+}
+
+#[tokio::test]
+async fn endless_promise_job_chains_hit_the_cpu_limit_not_the_wall_clock() {
+    let catalog = local_catalog();
+    for (i, script) in [
+        "const f = () => Promise.resolve().then(f); f(); await new Promise(() => {})",
+        "const f = async () => { await null; f(); }; f(); await new Promise(() => {})",
+        "const f = () => queueMicrotask(f); f(); await new Promise(() => {})",
+        "const f = () => Promise.resolve().then(f); f(); return 1",
+    ]
+    .iter()
+    .enumerate()
+    {
+        // The issue's case with its 800 ms; the variants with less to keep the test short.
+        let cpu_ms = if i == 0 { 800 } else { 300 };
+        let t = Instant::now();
+        let o = run_with(&catalog, script, limits(cpu_ms, 128)).await;
+        let took = t.elapsed();
+        assert_eq!(code(&o), "CPU_LIMIT", "{script}: {:?}", o.error);
+        // 800 ms of CPU; generous room for a loaded machine, far below the 20 s wall clock.
+        assert!(took < Duration::from_secs(8), "{script}: took {took:?}");
+    }
+}
+
+#[tokio::test]
+async fn the_kernel_cpu_rlimit_backstop_is_reported_as_cpu_limit() {
+    // One typed-array sort of 16 Mi doubles is a single native call: QuickJS's interrupt handler
+    // never runs inside it, so only the kernel's RLIMIT_CPU (soft limit ceil(cpu_ms/1000)+1 s =
+    // 2 s here) stops it, with SIGXCPU. Bounded by that limit: ~2 s of CPU.
+    let code = "const n = 1 << 16, reps = 256;
+        const small = new Float64Array(n);
+        for (let i = 0; i < n; i++) small[i] = (i * 7919) % 1000003;
+        const big = new Float64Array(n * reps);
+        for (let r = 0; r < reps; r++) big.set(small, r * n);
+        big.sort(); big.reverse(); big.sort();
+        return big[0];";
+    let o = run_with(&local_catalog(), code, limits(200, 512)).await;
+    let e = o.error.as_ref().expect("the sort must be stopped");
+    assert_eq!(e.code.as_str(), "CPU_LIMIT", "{e:?}");
+    assert_eq!(e.signal, Some(libc::SIGXCPU), "{e:?}");
+    assert!(e.message.contains("--cpu-ms"), "{}", e.message);
+}
