@@ -2,7 +2,7 @@
 //! need a system call the seccomp filter forbids (that would end the run as RUNNER_CRASHED with
 //! SIGSYS). Local time is UTC: the runner fixes the zone before its lockdown.
 
-mod common;
+use crate::common;
 use common::*;
 use mcp_sandbox::{ExecRequest, Limits, Outcome};
 

@@ -2,7 +2,7 @@
 //! shadow a built-in (`Object`, `Proxy`, `undefined`, `mcp`, …) are refused with
 //! INVALID_ARGUMENTS naming the key, before any runner is spawned; ordinary keys work.
 
-mod common;
+use crate::common;
 use common::*;
 use mcp_sandbox::{ExecRequest, Limits};
 use serde_json::{json, Map, Value};

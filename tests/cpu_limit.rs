@@ -2,7 +2,7 @@
 //! jobs, and — through the kernel's CPU-time rlimit, the backstop — in one long native operation
 //! the engine cannot interrupt. Each ends with CPU_LIMIT, never with the wall clock or as a crash.
 
-mod common;
+use crate::common;
 use common::*;
 use mcp_sandbox::Limits;
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! flight, no timers in the sandbox) ends at once with DEADLOCK instead of waiting for the wall
 //! clock; one that still has a call in flight waits for it.
 
-mod common;
+use crate::common;
 use common::*;
 use mcp_sandbox::Limits;
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! string leaves the runner (results, object keys, tool arguments, error messages, logs) each
 //! lone surrogate becomes U+FFFD. Surrogate pairs (emoji) are kept.
 
-mod common;
+use crate::common;
 use common::*;
 use serde_json::json;
 

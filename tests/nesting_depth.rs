@@ -2,7 +2,7 @@
 //! arguments runner → host, tool results host → runner); deeper ones are refused with
 //! LIMIT_EXCEEDED naming the depth and where — never PROTOCOL_ERROR, which means a broken runner.
 
-mod common;
+use crate::common;
 use common::*;
 use mcp_sandbox::{Catalog, ExecError, InProcessServer};
 use serde_json::{json, Value};

@@ -1,7 +1,7 @@
 //! An uncaught error of any size ends as the script's own error, cut to a bound with a marker
 //! giving the full size — never as a runner that cannot send its outcome (RUNNER_CRASHED).
 
-mod common;
+use crate::common;
 use common::*;
 
 const MIB17: usize = 17 * 1024 * 1024;

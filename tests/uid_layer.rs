@@ -2,7 +2,7 @@
 //! that user's uid, so the layer is "unavailable" with the reason (and how to get it), and an
 //! execution that requires it is refused. The runner is started as uid 1000 through `setpriv`.
 
-mod common;
+use crate::common;
 use common::*;
 use mcp_sandbox::{ExecRequest, Limits, RunnerCommand};
 
