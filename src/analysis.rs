@@ -54,7 +54,16 @@ pub struct ParseError {
 }
 
 /// Every static `mcp.X.Y` reference of `code`, sorted and deduplicated.
+///
+/// The nesting is bounded first and the parse runs on a large stack ([`crate::nesting`]): no
+/// script can overflow the host's stack.
 pub fn tool_references(code: &str) -> Result<BTreeSet<ToolReference>, ParseError> {
+    let guard = |e: crate::error::ExecError| ParseError { message: e.message };
+    crate::nesting::check(code).map_err(guard)?;
+    crate::nesting::on_parser_stack(code.len(), || parse_references(code)).map_err(guard)?
+}
+
+fn parse_references(code: &str) -> Result<BTreeSet<ToolReference>, ParseError> {
     let allocator = Allocator::default();
     let parsed = Parser::new(&allocator, code, source_type())
         .with_options(parse_options())
@@ -148,3 +157,4 @@ mod tests {
         assert!(tool_references("return (").is_err());
     }
 }
+
