@@ -334,7 +334,9 @@ pub async fn run(args: RunArgs) -> Result<i32, UsageError> {
     };
     let grace = Duration::from_millis(args.shutdown_grace_ms);
     let (outcome, signal) = execute_until_signal(&sandbox, request, &mut signals, grace).await;
+    // The outcome goes out first; the MCP servers (and their process trees) are shut down after.
     print_outcome(&outcome, args.json, args.trace);
+    sandbox.shutdown(grace).await;
     if let Some(sig) = signal {
         // A requested shutdown that completed cleanly is a success, whatever the script did.
         eprintln!("mcp-sandbox: {sig}: shut down cleanly");

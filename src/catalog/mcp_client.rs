@@ -2,6 +2,7 @@
 //! with a start-up timeout; a server that fails to start is reported with the reason and leaves
 //! the others usable. A server that dies is restarted once; a changed tool list is re-read.
 
+use super::process_tree::{GroupGuard, ProcessGroup};
 use super::{CallContext, ToolInfo, ToolProvider};
 use crate::config::{Config, ServerConfig};
 use crate::error::{ErrorCode, ExecError};
@@ -19,8 +20,9 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::watch;
 
-/// How long a server gets to exit after its stdin closes before it is killed.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+/// How long a server's process group gets to exit after SIGTERM (and its stdin closing) before
+/// the whole group is killed with SIGKILL.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_millis(1000);
 /// Lines of a server's stderr kept to explain a failure.
 const STDERR_TAIL: usize = 8;
 /// How long a restart may take when `start` was not given a timeout.
@@ -67,6 +69,8 @@ struct Conn {
     /// Held for shutdown; calls go through `peer`.
     service: tokio::sync::Mutex<Option<RunningService<RoleClient, ListWatcher>>>,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    /// The server's own process group (its pid): everything it starts is signalled with it.
+    group: Option<ProcessGroup>,
 }
 
 impl Conn {
@@ -83,9 +87,37 @@ impl Conn {
         }
     }
 
+    /// Ends the server and everything it started: SIGTERM to its process group and its stdin
+    /// closed at once, SIGKILL to the group after [`SHUTDOWN_GRACE`] if anything is left.
     async fn close(&self) {
-        if let Some(mut service) = self.service.lock().await.take() {
-            let _ = service.close_with_timeout(SHUTDOWN_GRACE).await;
+        let Some(mut service) = self.service.lock().await.take() else {
+            return;
+        };
+        let end = tokio::time::Instant::now() + SHUTDOWN_GRACE;
+        if let Some(group) = &self.group {
+            group.signal(nix::sys::signal::Signal::SIGTERM);
+        }
+        // Closing cancels the session and closes the server's stdin; the direct child is reaped
+        // when it exits (or killed and reaped by rmcp when this gives up).
+        let _ = service.close_with_timeout(SHUTDOWN_GRACE).await;
+        drop(service);
+        if let Some(group) = &self.group {
+            let left = end.saturating_duration_since(tokio::time::Instant::now());
+            if !group.wait_gone(left).await {
+                group.signal(nix::sys::signal::Signal::SIGKILL);
+            }
+        }
+    }
+}
+
+impl Drop for Conn {
+    /// A connection dropped without [`Conn::close`] (its provider dropped without a shutdown)
+    /// still takes its whole process group with it.
+    fn drop(&mut self) {
+        if self.service.get_mut().is_some() {
+            if let Some(group) = &self.group {
+                group.signal(nix::sys::signal::Signal::SIGKILL);
+            }
         }
     }
 }
@@ -226,10 +258,12 @@ async fn connect(
 ) -> Result<(Conn, Vec<ToolInfo>), String> {
     let mut cmd = tokio::process::Command::new(&config.command);
     cmd.args(&config.args).envs(&config.env).current_dir(cwd);
+    super::process_tree::own_tree(&mut cmd);
     let (transport, stderr) = TokioChildProcess::builder(cmd)
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot start `{}`: {e}", config.command))?;
+    let group = transport.id().and_then(ProcessGroup::of_leader);
     let tail = Arc::new(Mutex::new(VecDeque::new()));
     if let Some(stderr) = stderr {
         let tail = tail.clone();
@@ -258,6 +292,9 @@ async fn connect(
             format!("{what}; its stderr said: {}", lines.join(" | "))
         }
     };
+    // Whatever happens below, a server that did not start leaves no process behind (also when
+    // this future is dropped by a start-up timeout).
+    let reaper = GroupGuard(group);
     let service = match watcher.serve(transport).await {
         Ok(s) => s,
         Err(e) => {
@@ -270,12 +307,14 @@ async fn connect(
         Ok(t) => t,
         Err(e) => return Err(explain(format!("tools/list failed: {e}"))),
     };
+    reaper.disarm();
     let tools = tools.iter().map(|t| tool_info(name, t)).collect();
     Ok((
         Conn {
             peer: service.peer().clone(),
             service: tokio::sync::Mutex::new(Some(service)),
             stderr_tail: tail,
+            group,
         },
         tools,
     ))
