@@ -23,6 +23,8 @@ use tokio::sync::watch;
 /// How long a server's process group gets to exit after SIGTERM (and its stdin closing) before
 /// the whole group is killed with SIGKILL.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_millis(1000);
+/// How long the rmcp session may take to close once the server's processes are gone.
+const CLOSE_AFTER_EXIT: Duration = Duration::from_millis(200);
 /// Lines of a server's stderr kept to explain a failure.
 const STDERR_TAIL: usize = 8;
 /// How long a restart may take when `start` was not given a timeout.
@@ -93,18 +95,23 @@ impl Conn {
         let Some(mut service) = self.service.lock().await.take() else {
             return;
         };
-        let end = tokio::time::Instant::now() + SHUTDOWN_GRACE;
-        if let Some(group) = &self.group {
-            group.signal(nix::sys::signal::Signal::SIGTERM);
-        }
-        // Closing cancels the session and closes the server's stdin; the direct child is reaped
-        // when it exits (or killed and reaped by rmcp when this gives up).
-        let _ = service.close_with_timeout(SHUTDOWN_GRACE).await;
-        drop(service);
-        if let Some(group) = &self.group {
-            let left = end.saturating_duration_since(tokio::time::Instant::now());
-            if !group.wait_gone(left).await {
-                group.signal(nix::sys::signal::Signal::SIGKILL);
+        match &self.group {
+            Some(group) => {
+                group.signal(nix::sys::signal::Signal::SIGTERM);
+                if !group.wait_gone(SHUTDOWN_GRACE).await {
+                    tracing::warn!(
+                        "an MCP server's processes outlived SIGTERM by {} ms; killing them",
+                        SHUTDOWN_GRACE.as_millis()
+                    );
+                    group.signal(nix::sys::signal::Signal::SIGKILL);
+                    group.wait_gone(Duration::from_millis(100)).await;
+                }
+                // The processes are gone: closing only ends the session and reaps the child
+                // (rmcp kills and reaps it on drop if this gives up).
+                let _ = service.close_with_timeout(CLOSE_AFTER_EXIT).await;
+            }
+            None => {
+                let _ = service.close_with_timeout(SHUTDOWN_GRACE).await;
             }
         }
     }

@@ -54,9 +54,29 @@ impl ProcessGroup {
         }
     }
 
-    /// Whether any process (zombies included) is still in the group.
+    /// Whether a process of the group still runs. Zombies do not count: an exited process
+    /// stays in the group until its parent reaps it, which may be after this wait.
     pub fn exists(&self) -> bool {
-        killpg(Pid::from_raw(self.0), None).is_ok()
+        if killpg(Pid::from_raw(self.0), None).is_err() {
+            return false;
+        }
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return true;
+        };
+        dir.flatten().any(|e| {
+            let name = e.file_name();
+            let Some(pid) = name.to_str().filter(|n| n.bytes().all(|b| b.is_ascii_digit())) else {
+                return false;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            // pid (comm) state ppid pgrp ...
+            let mut fields = stat.rsplit_once(") ").map(|(_, r)| r).unwrap_or("").split(' ');
+            let state = fields.next().unwrap_or("Z");
+            let pgrp = fields.nth(1).and_then(|g| g.parse::<i32>().ok());
+            pgrp == Some(self.0) && state != "Z" && state != "X"
+        })
     }
 
     /// Waits until the group is empty, at most `within`. Returns whether it is.
