@@ -36,7 +36,8 @@ pub struct ServerConfig {
     pub command: String,
     #[serde(default)]
     pub args: Vec<String>,
-    /// Added to the host's environment for this server.
+    /// Set for this server, on top of the default set and `inheritEnv` (the server does not
+    /// get the host's whole environment).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// Working directory; relative paths are taken from the config file's directory, which is
@@ -46,6 +47,10 @@ pub struct ServerConfig {
     /// Only `"stdio"` is supported.
     #[serde(default, rename = "type")]
     pub transport: Option<String>,
+    /// Host environment variables the server inherits besides the default set (HOME, LOGNAME,
+    /// PATH, SHELL, TERM, USER): names or globs such as `"AWS_*"`.
+    #[serde(default, rename = "inheritEnv")]
+    pub inherit_env: Vec<String>,
 }
 
 /// The `sandbox` section.
@@ -131,6 +136,15 @@ impl Config {
             }
             if server.command.trim().is_empty() {
                 return Err(format!("server '{name}': command is empty"));
+            }
+            if let Some(bad) = server
+                .inherit_env
+                .iter()
+                .find(|p| p.is_empty() || p.contains('='))
+            {
+                return Err(format!(
+                    "server '{name}': inheritEnv pattern {bad:?} is not a variable name or glob (like \"AWS_*\")"
+                ));
             }
             if let Some(t) = &server.transport {
                 if t != "stdio" {

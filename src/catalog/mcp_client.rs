@@ -264,7 +264,8 @@ async fn connect(
     watcher: ListWatcher,
 ) -> Result<(Conn, Vec<ToolInfo>), String> {
     let mut cmd = tokio::process::Command::new(&config.command);
-    cmd.args(&config.args).envs(&config.env).current_dir(cwd);
+    cmd.args(&config.args).current_dir(cwd);
+    super::server_env::apply(&mut cmd, config);
     super::process_tree::own_tree(&mut cmd);
     let (transport, stderr) = TokioChildProcess::builder(cmd)
         .stderr(Stdio::piped())

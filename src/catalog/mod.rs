@@ -4,6 +4,7 @@
 mod in_process;
 mod mcp_client;
 pub mod process_tree;
+pub mod server_env;
 
 pub use in_process::InProcessServer;
 pub use mcp_client::{start_mcp_servers, McpServer};
