@@ -82,9 +82,48 @@ fn parse_references(code: &str) -> Result<BTreeSet<ToolReference>, ParseError> {
     Ok(v.found)
 }
 
+/// Which configured servers a script can reach.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reach {
+    /// The script uses `mcp` other than as `mcp.X` / `mcp["X"]` (`mcp[name]`, `Object.keys(mcp)`,
+    /// `"x" in mcp`, passing `mcp` along), or does not parse: any server may be called.
+    All,
+    /// Only these names follow `mcp.` (servers or capability namespaces).
+    Servers(BTreeSet<String>),
+}
+
+/// The servers `code` can reach, for starting only those (see [`Reach`]).
+pub fn servers_reached(code: &str) -> Reach {
+    if crate::nesting::check(code).is_err() {
+        return Reach::All;
+    }
+    let collected = crate::nesting::on_parser_stack(code.len(), || {
+        let allocator = Allocator::default();
+        let parsed = Parser::new(&allocator, code, source_type())
+            .with_options(parse_options())
+            .parse();
+        if parsed.panicked || parsed.diagnostics.has_errors() {
+            return None;
+        }
+        let mut v = Collector::default();
+        v.visit_program(&parsed.program);
+        Some(v)
+    });
+    match collected {
+        Ok(Some(v)) if v.mcp_uses == v.static_server_uses => Reach::Servers(v.servers),
+        _ => Reach::All,
+    }
+}
+
 #[derive(Default)]
 struct Collector {
     found: BTreeSet<ToolReference>,
+    /// Every `X` of a static `mcp.X`.
+    servers: BTreeSet<String>,
+    /// References to the identifier `mcp`.
+    mcp_uses: usize,
+    /// Of those, the ones that are the object of a static `mcp.X`.
+    static_server_uses: usize,
 }
 
 /// `X` when `e` is `mcp.X` / `mcp["X"]`.
@@ -97,7 +136,19 @@ fn server_of<'a>(e: &'a Expression<'a>) -> Option<&'a str> {
 }
 
 impl<'a> Visit<'a> for Collector {
+    fn visit_identifier_reference(&mut self, it: &oxc::ast::ast::IdentifierReference<'a>) {
+        if it.name == "mcp" {
+            self.mcp_uses += 1;
+        }
+    }
+
     fn visit_member_expression(&mut self, it: &MemberExpression<'a>) {
+        if it.object().without_parentheses().is_specific_id("mcp") {
+            if let Some(server) = it.static_property_name() {
+                self.static_server_uses += 1;
+                self.servers.insert(server.to_string());
+            }
+        }
         if let (Some(server), Some(tool)) = (server_of(it.object()), it.static_property_name()) {
             self.found.insert(ToolReference {
                 server: server.to_string(),
@@ -146,6 +197,27 @@ mod tests {
             const m = mcp.math;
         "#;
         assert!(refs(code).is_empty(), "{:?}", refs(code));
+    }
+
+    #[test]
+    fn reach_is_static_servers_or_all() {
+        let only = |names: &[&str]| {
+            Reach::Servers(names.iter().map(|s| s.to_string()).collect())
+        };
+        assert_eq!(
+            servers_reached("await mcp.fs.read({}); const m = mcp['mem']; return m.x"),
+            only(&["fs", "mem"])
+        );
+        assert_eq!(servers_reached("return 1"), only(&[]));
+        for dynamic in [
+            "await mcp[name].x()",
+            "return Object.keys(mcp)",
+            "if ('github' in mcp) {}",
+            "const m = mcp; m.fs.read()",
+            "return (",
+        ] {
+            assert_eq!(servers_reached(dynamic), Reach::All, "{dynamic}");
+        }
     }
 
     #[test]

@@ -51,6 +51,23 @@ pub struct ServerConfig {
     /// PATH, SHELL, TERM, USER): names or globs such as `"AWS_*"`.
     #[serde(default, rename = "inheritEnv")]
     pub inherit_env: Vec<String>,
+    /// How long the server may take to start (spawn, initialize, list its tools) before it is
+    /// reported unavailable; default [`DEFAULT_STARTUP_TIMEOUT_MS`].
+    #[serde(default, rename = "startupTimeoutMs")]
+    pub startup_timeout_ms: Option<u64>,
+}
+
+/// Default start-up timeout of an MCP server.
+pub const DEFAULT_STARTUP_TIMEOUT_MS: u64 = 10_000;
+
+impl ServerConfig {
+    /// The server's start-up timeout.
+    pub fn startup_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(
+            self.startup_timeout_ms
+                .unwrap_or(DEFAULT_STARTUP_TIMEOUT_MS),
+        )
+    }
 }
 
 /// The `sandbox` section.
@@ -145,6 +162,13 @@ impl Config {
                 return Err(format!(
                     "server '{name}': inheritEnv pattern {bad:?} is not a variable name or glob (like \"AWS_*\")"
                 ));
+            }
+            if let Some(ms) = server.startup_timeout_ms {
+                if !(1..=600_000).contains(&ms) {
+                    return Err(format!(
+                        "server '{name}': startupTimeoutMs must be between 1 and 600000, got {ms}"
+                    ));
+                }
             }
             if let Some(t) = &server.transport {
                 if t != "stdio" {

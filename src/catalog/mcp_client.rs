@@ -415,7 +415,11 @@ impl ToolProvider for McpServer {
                 ExecError::new(ErrorCode::ToolError, message).with_tool(&qualified)
             };
             let conn = inner.connection().await.map_err(|reason| {
-                tool_error(format!("MCP server '{server}' is unavailable: {reason}"))
+                ExecError::new(
+                    ErrorCode::ServerUnavailable,
+                    format!("MCP server '{server}' is unavailable: {reason}"),
+                )
+                .with_tool(&qualified)
             })?;
             // rmcp sends `notifications/cancelled` if this future is dropped before the answer.
             match conn.peer.call_tool_once(params).await {
@@ -458,14 +462,33 @@ impl ToolProvider for McpServer {
     }
 }
 
-/// Starts every configured server in parallel, each bounded by `timeout`. Returns the servers
-/// that started and, for the others, the reason.
+/// Starts every configured server in parallel, each bounded by its `startupTimeoutMs`, or by
+/// `timeout` when the config does not set one. Returns the servers that started and, for the
+/// others, the reason.
 pub async fn start_mcp_servers(
     config: &Config,
     timeout: Duration,
 ) -> (Vec<McpServer>, Vec<(String, String)>) {
-    let starts = config.servers.iter().map(|(name, server)| {
+    start_some_mcp_servers(config, None, Some(timeout)).await
+}
+
+/// Starts the configured servers named in `only` (all when `None`) in parallel, each bounded by
+/// its `startupTimeoutMs` (default 10 s, or `default_timeout`).
+pub async fn start_some_mcp_servers(
+    config: &Config,
+    only: Option<&std::collections::BTreeSet<String>>,
+    default_timeout: Option<Duration>,
+) -> (Vec<McpServer>, Vec<(String, String)>) {
+    let chosen = config
+        .servers
+        .iter()
+        .filter(|(name, _)| only.is_none_or(|o| o.contains(*name)));
+    let starts = chosen.map(|(name, server)| {
         let cwd = config.server_cwd(server);
+        let timeout = match (server.startup_timeout_ms, default_timeout) {
+            (None, Some(t)) => t,
+            _ => server.startup_timeout(),
+        };
         async move {
             let r = tokio::time::timeout(timeout, McpServer::start(name, server, &cwd)).await;
             if let Ok(Ok(s)) = &r {
