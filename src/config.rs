@@ -178,6 +178,10 @@ impl Config {
                 }
             }
         }
+        if let Some(state) = &raw.sandbox.state {
+            crate::learning_cli::state_location(&state.to_string_lossy())
+                .map_err(|e| format!("sandbox.state: {e}"))?;
+        }
         if let Some(limits) = &raw.sandbox.limits {
             limits.validate().map_err(|e| e.to_string())?;
         }
