@@ -158,7 +158,12 @@ impl<'a> Visit<'a> for ReturnFinder {
     fn visit_return_statement(&mut self, _: &oxc::ast::ast::ReturnStatement<'a>) {
         self.0 = true;
     }
-    fn visit_function(&mut self, _: &oxc::ast::ast::Function<'a>, _: oxc::syntax::scope::ScopeFlags) {}
+    fn visit_function(
+        &mut self,
+        _: &oxc::ast::ast::Function<'a>,
+        _: oxc::syntax::scope::ScopeFlags,
+    ) {
+    }
     fn visit_arrow_function_expression(&mut self, _: &oxc::ast::ast::ArrowFunctionExpression<'a>) {}
 }
 
@@ -198,7 +203,9 @@ impl<'a> Visit<'a> for Collector {
     fn visit_call_expression(&mut self, it: &oxc::ast::ast::CallExpression<'a>) {
         if self.uncertain == 0 && !it.optional {
             if let Some(m) = it.callee.without_parentheses().as_member_expression() {
-                if let (Some(server), Some(tool)) = (server_of(m.object()), m.static_property_name()) {
+                if let (Some(server), Some(tool)) =
+                    (server_of(m.object()), m.static_property_name())
+                {
                     self.certain_calls.insert(ToolReference {
                         server: server.to_string(),
                         tool: tool.to_string(),
@@ -246,10 +253,7 @@ impl<'a> Visit<'a> for Collector {
         self.uncertainly(|v| walk::walk_function(v, it, flags));
     }
 
-    fn visit_arrow_function_expression(
-        &mut self,
-        it: &oxc::ast::ast::ArrowFunctionExpression<'a>,
-    ) {
+    fn visit_arrow_function_expression(&mut self, it: &oxc::ast::ast::ArrowFunctionExpression<'a>) {
         self.uncertainly(|v| walk::walk_arrow_function_expression(v, it));
     }
 
@@ -351,15 +355,17 @@ mod tests {
             "x ??= mcp.a.x()",
             "const v = mcp.a.x; return 1",
         ] {
-            assert!(certain(uncertain).is_empty(), "{uncertain}: {:?}", certain(uncertain));
+            assert!(
+                certain(uncertain).is_empty(),
+                "{uncertain}: {:?}",
+                certain(uncertain)
+            );
         }
     }
 
     #[test]
     fn reach_is_static_servers_or_all() {
-        let only = |names: &[&str]| {
-            Reach::Servers(names.iter().map(|s| s.to_string()).collect())
-        };
+        let only = |names: &[&str]| Reach::Servers(names.iter().map(|s| s.to_string()).collect());
         assert_eq!(
             servers_reached("await mcp.fs.read({}); const m = mcp['mem']; return m.x"),
             only(&["fs", "mem"])
@@ -385,4 +391,3 @@ mod tests {
         assert!(tool_references("return (").is_err());
     }
 }
-

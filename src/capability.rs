@@ -6,6 +6,7 @@
 //! - `X` is a server: `Y` must be one of its tools, else `TOOL_NOT_FOUND` with suggestions;
 //! - `X` is configured but unavailable: left to the runner (which reports why);
 //! - otherwise `X:Y` must be a saved capability (its latest version), else `TOOL_NOT_FOUND`.
+//!
 //! An unknown name is refused here only when the call certainly runs
 //! ([`crate::analysis::References::certain_calls`]); otherwise it is left to the runner, whose
 //! proxy throws a catchable `TOOL_NOT_FOUND` if the call runs.

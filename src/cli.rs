@@ -22,7 +22,6 @@ pub const EXIT_USAGE: i32 = 2;
 /// Exit status when the execution failed (the outcome has an error).
 pub const EXIT_FAILED: i32 = 1;
 
-
 #[derive(Debug, Parser)]
 #[command(
     name = "mcp-sandbox",

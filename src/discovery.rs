@@ -76,7 +76,10 @@ fn score(t: &ToolInfo, terms: &[String]) -> f64 {
 /// Saved capabilities as tools `mcp.<namespace>.<action>` for search and declarations, their
 /// TypeScript types generated from their input schema (an object with any fields without one).
 /// Capabilities whose namespace is a server of `catalog` are left out: the server wins there.
-pub fn capability_tools(catalog: &Catalog, records: &[crate::store::CapabilityRecord]) -> Vec<ToolInfo> {
+pub fn capability_tools(
+    catalog: &Catalog,
+    records: &[crate::store::CapabilityRecord],
+) -> Vec<ToolInfo> {
     records
         .iter()
         .filter_map(|r| {
@@ -91,7 +94,10 @@ pub fn capability_tools(catalog: &Catalog, records: &[crate::store::CapabilityRe
             Some(ToolInfo {
                 server: namespace.to_string(),
                 name: action.to_string(),
-                description: Some(format!("{what}\nSaved capability {} (version {}).", r.id, r.version)),
+                description: Some(format!(
+                    "{what}\nSaved capability {} (version {}).",
+                    r.id, r.version
+                )),
                 input_schema: r
                     .input_schema
                     .clone()

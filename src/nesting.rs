@@ -140,7 +140,9 @@ fn deepest_over(src: &[u8], max: usize) -> Option<usize> {
                 }
                 i += 2;
             }
-            b'/' if !(prev_word_end && !ends_with_keyword(src, i)) && !matches!(prev, b')' | b']') => {
+            b'/' if (!prev_word_end || ends_with_keyword(src, i))
+                && !matches!(prev, b')' | b']') =>
+            {
                 // A regular expression literal.
                 i += 1;
                 let mut class = false;
@@ -190,7 +192,9 @@ fn deepest_over(src: &[u8], max: usize) -> Option<usize> {
                         depth -= 1;
                         mode = Mode::Template;
                     }
-                    Some(&open) if matches!((open, c), (b'(', b')') | (b'[', b']') | (b'{', b'}')) => {
+                    Some(&open)
+                        if matches!((open, c), (b'(', b')') | (b'[', b']') | (b'{', b'}')) =>
+                    {
                         stack.pop();
                         depth -= 1;
                     }
@@ -220,7 +224,9 @@ fn ends_with_keyword(src: &[u8], at: usize) -> bool {
         end -= 1;
     }
     let mut start = end;
-    while start > 0 && (src[start - 1].is_ascii_alphanumeric() || matches!(src[start - 1], b'_' | b'$')) {
+    while start > 0
+        && (src[start - 1].is_ascii_alphanumeric() || matches!(src[start - 1], b'_' | b'$'))
+    {
         start -= 1;
     }
     matches!(
@@ -276,7 +282,11 @@ mod tests {
         assert!(depth_ok("`${`${`${1}`}`}`", 3));
         let e = check(&nested(1500)).unwrap_err();
         assert_eq!(e.code, ErrorCode::LimitExceeded);
-        assert!(e.message.starts_with("line 1, column 1008: "), "{}", e.message);
+        assert!(
+            e.message.starts_with("line 1, column 1008: "),
+            "{}",
+            e.message
+        );
         assert!(e.message.contains("1000"), "{}", e.message);
     }
 
@@ -303,7 +313,9 @@ mod tests {
     #[test]
     fn parses_on_a_stack_that_fits_the_source() {
         let code = "!".repeat(20_000) + "1";
-        let r = on_parser_stack(code.len(), || crate::analysis::tool_references(&code).is_ok());
-        assert_eq!(r.unwrap(), true);
+        let r = on_parser_stack(code.len(), || {
+            crate::analysis::tool_references(&code).is_ok()
+        });
+        assert!(r.unwrap());
     }
 }

@@ -20,7 +20,11 @@ fn parens(n: usize) -> String {
 }
 
 fn brackets(n: usize) -> String {
-    format!("const x: number[] = []; return {}1{}", "[".repeat(n), "]".repeat(n))
+    format!(
+        "const x: number[] = []; return {}1{}",
+        "[".repeat(n),
+        "]".repeat(n)
+    )
 }
 
 fn run_cli(code: &str, language: &str, state: &std::path::Path) -> (Option<i32>, Value) {
@@ -52,7 +56,10 @@ fn run_cli(code: &str, language: &str, state: &std::path::Path) -> (Option<i32>,
 
 fn assert_refused(outcome: &Value, what: &str) {
     assert_eq!(outcome["success"], false, "{what}: {outcome}");
-    assert_eq!(outcome["error"]["code"], "LIMIT_EXCEEDED", "{what}: {outcome}");
+    assert_eq!(
+        outcome["error"]["code"], "LIMIT_EXCEEDED",
+        "{what}: {outcome}"
+    );
     let message = outcome["error"]["message"].as_str().unwrap_or("");
     assert!(
         message.contains("more than 1000 levels deep"),

@@ -51,7 +51,10 @@ async fn search_tools_finds_a_saved_capability_with_its_declaration() {
     println!("{ts}");
     assert!(ts.contains("math"), "{ts}");
     assert!(ts.contains("sum(args: {"), "{ts}");
-    assert!(ts.contains("a: number;") && ts.contains("b: number;"), "{ts}");
+    assert!(
+        ts.contains("a: number;") && ts.contains("b: number;"),
+        "{ts}"
+    );
     assert!(ts.contains("round?: boolean;"), "{ts}");
     assert!(ts.contains("Adds a and b") && ts.contains(&id), "{ts}");
 
@@ -64,7 +67,10 @@ async fn search_tools_finds_a_saved_capability_with_its_declaration() {
     assert_eq!(structured(&by_ns)["tools"], json!(["math:sum"]));
     // And the declared call works.
     let run = served
-        .call("execute_code", json!({"code": "return await mcp.math.sum({a: 2, b: 5})"}))
+        .call(
+            "execute_code",
+            json!({"code": "return await mcp.math.sum({a: 2, b: 5})"}),
+        )
         .await
         .unwrap();
     assert_eq!(structured(&run)["result"], 7, "{run:?}");

@@ -13,7 +13,11 @@ use std::process::{Command, Stdio};
 fn server_env(server: Value) -> serde_json::Map<String, Value> {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("mcp.json");
-    std::fs::write(&config, json!({"mcpServers": {"fixture": server}}).to_string()).unwrap();
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"fixture": server}}).to_string(),
+    )
+    .unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-sandbox"))
         .args(["run", "-", "--json", "--config"])
         .arg(&config)

@@ -26,9 +26,7 @@ fn marked(marker: &str) -> Vec<(u32, String)> {
         let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
             continue;
         };
-        let has = env
-            .split(|b| *b == 0)
-            .any(|kv| kv == needle.as_bytes());
+        let has = env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes());
         if has {
             if let Some((comm, _, state, _)) = serve_support::stat(pid) {
                 if state != 'Z' {
@@ -85,7 +83,11 @@ fn abandoned_and_timed_out_calls_leave_no_server_process() {
     let dir = tempfile::tempdir().unwrap();
     let scripts = [
         // Abandoned: the script returns while the call is in flight.
-        ("abandoned", "mcp.fixture.sleep({ms: 60000}); await mcp.fixture.echo({message: 'x'}); return 1", vec![]),
+        (
+            "abandoned",
+            "mcp.fixture.sleep({ms: 60000}); await mcp.fixture.echo({message: 'x'}); return 1",
+            vec![],
+        ),
         // Timed out: the call hits --call-timeout-ms.
         (
             "timed out",
@@ -95,7 +97,11 @@ fn abandoned_and_timed_out_calls_leave_no_server_process() {
     ];
     for wrapped in [false, true] {
         for (what, script, extra) in &scripts {
-            let marker = format!("{}-{wrapped}-{}", std::process::id(), what.replace(' ', "_"));
+            let marker = format!(
+                "{}-{wrapped}-{}",
+                std::process::id(),
+                what.replace(' ', "_")
+            );
             let config = config(dir.path(), &marker, wrapped);
             let started = Instant::now();
             let mut child = run_cmd(&config, dir.path(), extra).spawn().unwrap();
@@ -107,10 +113,12 @@ fn abandoned_and_timed_out_calls_leave_no_server_process() {
                 .unwrap();
             let out = child.wait_with_output().unwrap();
             let took = started.elapsed();
-            let outcome: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
-                panic!("{what}: {}", String::from_utf8_lossy(&out.stderr))
-            });
-            assert_eq!(outcome["success"], true, "{what} wrapped={wrapped}: {outcome}");
+            let outcome: Value = serde_json::from_slice(&out.stdout)
+                .unwrap_or_else(|_| panic!("{what}: {}", String::from_utf8_lossy(&out.stderr)));
+            assert_eq!(
+                outcome["success"], true,
+                "{what} wrapped={wrapped}: {outcome}"
+            );
             if *what == "timed out" {
                 assert_eq!(outcome["result"], "TOOL_TIMEOUT", "{outcome}");
             }

@@ -85,6 +85,10 @@ fn dynamic_access_starts_every_server_in_parallel() {
         config(Some(300)),
         "const names = Object.keys(mcp).sort(); try { await mcp['ha' + 'ng'].x() } catch (e) { return [names, e.code] }",
     );
-    assert_eq!(outcome["result"], json!([["fixture", "hang"], "SERVER_UNAVAILABLE"]), "{outcome}");
+    assert_eq!(
+        outcome["result"],
+        json!([["fixture", "hang"], "SERVER_UNAVAILABLE"]),
+        "{outcome}"
+    );
     assert!(took < Duration::from_secs(5), "took {took:?}");
 }

@@ -42,7 +42,12 @@ fn a_url_state_of_an_unsupported_scheme_exits_2_and_creates_nothing() {
     }
     // A plain path (even with a colon) still works.
     let out = cli(dir.path(), &["run", "s.js", "--state", "a:b.db"]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(dir.path().join("a:b.db").exists());
 }
 

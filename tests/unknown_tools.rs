@@ -43,8 +43,10 @@ fn run(script: &str) -> Value {
 
 #[test]
 fn feature_detection_runs() {
-    let o = run("if ('github' in mcp) { return await mcp.github.create_issue({}) }\n\
-                 return (await mcp.fixture.add({a: 1, b: 1})).sum");
+    let o = run(
+        "if ('github' in mcp) { return await mcp.github.create_issue({}) }\n\
+                 return (await mcp.fixture.add({a: 1, b: 1})).sum",
+    );
     assert_eq!(o["result"], 2, "{o}");
 }
 
@@ -55,7 +57,11 @@ fn a_try_catch_fallback_catches_tool_not_found() {
     assert_eq!(o["result"], json!(["TOOL_NOT_FOUND", 4]), "{o}");
     // A misspelt tool of a real server: caught, with the alternative.
     let o = run("try { await mcp.fixture.ech({message: 'x'}) } catch (e) { return [e.code, e.alternatives] }");
-    assert_eq!(o["result"], json!(["TOOL_NOT_FOUND", ["fixture.echo"]]), "{o}");
+    assert_eq!(
+        o["result"],
+        json!(["TOOL_NOT_FOUND", ["fixture.echo"]]),
+        "{o}"
+    );
 }
 
 #[test]
@@ -78,7 +84,10 @@ fn a_call_that_certainly_runs_is_refused_before_anything_runs() {
     let o = run("await mcp.fixture.count(); await mcp.github.create_issue({}); return 1");
     assert_eq!(o["error"]["code"], "TOOL_NOT_FOUND", "{o}");
     assert!(
-        o["error"]["message"].as_str().unwrap().contains("github.create_issue"),
+        o["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("github.create_issue"),
         "{o}"
     );
     // Refused before the runner started: the first call never happened.

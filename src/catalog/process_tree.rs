@@ -24,7 +24,14 @@ pub fn own_tree(cmd: &mut tokio::process::Command) {
     // (async-signal-safe system calls) and allocates nothing (OS errors are stored inline).
     unsafe {
         cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
                 return Err(std::io::Error::last_os_error());
             }
             // The host died between fork and prctl: the signal will never come.
@@ -50,7 +57,10 @@ impl ProcessGroup {
     pub fn signal(&self, signal: Signal) {
         match killpg(Pid::from_raw(self.0), signal) {
             Ok(()) | Err(nix::errno::Errno::ESRCH) => {}
-            Err(e) => tracing::warn!(pgid = self.0, "cannot send {signal} to the process group: {e}"),
+            Err(e) => tracing::warn!(
+                pgid = self.0,
+                "cannot send {signal} to the process group: {e}"
+            ),
         }
     }
 
@@ -65,14 +75,21 @@ impl ProcessGroup {
         };
         dir.flatten().any(|e| {
             let name = e.file_name();
-            let Some(pid) = name.to_str().filter(|n| n.bytes().all(|b| b.is_ascii_digit())) else {
+            let Some(pid) = name
+                .to_str()
+                .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+            else {
                 return false;
             };
             let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
                 return false;
             };
             // pid (comm) state ppid pgrp ...
-            let mut fields = stat.rsplit_once(") ").map(|(_, r)| r).unwrap_or("").split(' ');
+            let mut fields = stat
+                .rsplit_once(") ")
+                .map(|(_, r)| r)
+                .unwrap_or("")
+                .split(' ');
             let state = fields.next().unwrap_or("Z");
             let pgrp = fields.nth(1).and_then(|g| g.parse::<i32>().ok());
             pgrp == Some(self.0) && state != "Z" && state != "X"

@@ -15,7 +15,11 @@ pub fn server_env(
     config: &ServerConfig,
     host: impl IntoIterator<Item = (OsString, OsString)>,
 ) -> Vec<(OsString, OsString)> {
-    let globs: Vec<WildMatch> = config.inherit_env.iter().map(|p| WildMatch::new(p)).collect();
+    let globs: Vec<WildMatch> = config
+        .inherit_env
+        .iter()
+        .map(|p| WildMatch::new(p))
+        .collect();
     let mut out: Vec<(OsString, OsString)> = host
         .into_iter()
         .filter(|(k, _)| {
@@ -37,7 +41,8 @@ pub fn server_env(
 
 /// Gives `cmd` exactly the server's environment.
 pub fn apply(cmd: &mut tokio::process::Command, config: &ServerConfig) {
-    cmd.env_clear().envs(server_env(config, std::env::vars_os()));
+    cmd.env_clear()
+        .envs(server_env(config, std::env::vars_os()));
 }
 
 #[cfg(test)]
