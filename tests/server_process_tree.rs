@@ -169,6 +169,7 @@ fn outcome_of_a_runner_killed_during_a_long_call_is_printed_at_once() {
         let mut line = String::new();
         stdout.read_line(&mut line).unwrap();
         let after_kill = killed.elapsed();
+        println!("wrapped={wrapped}: outcome {after_kill:?} after the runner's kill");
         let outcome: Value = serde_json::from_str(&line).unwrap_or_else(|_| panic!("{line:?}"));
         assert_eq!(outcome["error"]["code"], "RUNNER_CRASHED", "{outcome}");
         assert!(
