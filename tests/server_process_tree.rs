@@ -15,29 +15,6 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Pids of live processes whose environment holds `MARKER=<marker>`.
-fn marked(marker: &str) -> Vec<(u32, String)> {
-    let needle = format!("TREE_TEST_MARKER={marker}");
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
-            continue;
-        };
-        let has = env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes());
-        if has {
-            if let Some((comm, _, state, _)) = serve_support::stat(pid) {
-                if state != 'Z' {
-                    out.push((pid, comm));
-                }
-            }
-        }
-    }
-    out
-}
-
 fn config(dir: &Path, marker: &str, wrapped: bool) -> std::path::PathBuf {
     let server = bin("fixture-mcp-server").to_string_lossy().into_owned();
     let entry = if wrapped {
@@ -64,18 +41,6 @@ fn run_cmd(config: &Path, dir: &Path, extra: &[&str]) -> Command {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     cmd
-}
-
-/// Waits (bounded) until no marked process is left; returns what is left.
-fn left_after(marker: &str, within: Duration) -> Vec<(u32, String)> {
-    let end = Instant::now() + within;
-    loop {
-        let left = marked(marker);
-        if left.is_empty() || Instant::now() >= end {
-            return left;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]
@@ -123,7 +88,10 @@ fn abandoned_and_timed_out_calls_leave_no_server_process() {
                 assert_eq!(outcome["result"], "TOOL_TIMEOUT", "{outcome}");
             }
             // The host has exited: nothing it started may still run.
-            let left = left_after(&marker, Duration::from_secs(1));
+            let left = common::processes_left(
+                &format!("TREE_TEST_MARKER={marker}"),
+                Duration::from_secs(1),
+            );
             assert!(
                 left.is_empty(),
                 "{what} (wrapped={wrapped}): still alive after the host exited: {left:?}"
@@ -178,7 +146,10 @@ fn outcome_of_a_runner_killed_during_a_long_call_is_printed_at_once() {
         );
         let status = child.wait().unwrap();
         assert_eq!(status.code(), Some(1));
-        let left = left_after(&marker, Duration::from_secs(1));
+        let left = common::processes_left(
+            &format!("TREE_TEST_MARKER={marker}"),
+            Duration::from_secs(1),
+        );
         assert!(left.is_empty(), "still alive: {left:?}");
     }
 }

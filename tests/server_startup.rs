@@ -41,7 +41,8 @@ fn run(config: Value, script: &str) -> (Value, Duration) {
 
 /// `sleep 60` never answers `initialize`: a server that hangs at start.
 fn config(hang_timeout_ms: Option<u64>) -> Value {
-    let mut hang = json!({"command": "sleep", "args": ["60"]});
+    let mut hang =
+        json!({"command": "sleep", "args": ["60"], "env": {"HANG_TEST_MARKER": marker()}});
     if let Some(ms) = hang_timeout_ms {
         hang["startupTimeoutMs"] = json!(ms);
     }
@@ -52,7 +53,7 @@ fn config(hang_timeout_ms: Option<u64>) -> Value {
 fn a_hanging_server_the_script_never_calls_is_not_started() {
     // Default start-up timeout (10 s): the run must not wait for it at all.
     let (outcome, took) = run(
-        config(None),
+        config(None, "unused"),
         "return (await mcp.fixture.add({a: 2, b: 3})).sum",
     );
     assert_eq!(outcome["result"], 5, "{outcome}");
@@ -64,7 +65,7 @@ fn a_server_that_does_not_start_fails_only_its_calls() {
     let script = "let code, message;\n\
                   try { await mcp.hang.anything({}) } catch (e) { code = e.code; message = e.message }\n\
                   return {code, message, sum: (await mcp.fixture.add({a: 1, b: 2})).sum}";
-    let (outcome, took) = run(config(Some(300)), script);
+    let (outcome, took) = run(config(Some(300), "fails"), script);
     assert_eq!(outcome["success"], true, "{outcome}");
     let r = &outcome["result"];
     assert_eq!(r["code"], "SERVER_UNAVAILABLE", "{outcome}");
@@ -76,13 +77,19 @@ fn a_server_that_does_not_start_fails_only_its_calls() {
     );
     assert_eq!(r["sum"], 3);
     assert!(took < Duration::from_secs(5), "took {took:?}");
+    // The server that did not start was killed with its process group.
+    let left = common::processes_left(
+        &format!("HANG_TEST_MARKER={}", marker()),
+        Duration::from_secs(1),
+    );
+    assert!(left.is_empty(), "still alive: {left:?}");
 }
 
 #[test]
 fn dynamic_access_starts_every_server_in_parallel() {
     // `mcp[name]` can reach any server: both start, the hanging one within its 300 ms.
     let (outcome, took) = run(
-        config(Some(300)),
+        config(Some(300), "dynamic"),
         "const names = Object.keys(mcp).sort(); try { await mcp['ha' + 'ng'].x() } catch (e) { return [names, e.code] }",
     );
     assert_eq!(
