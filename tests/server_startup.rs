@@ -40,9 +40,9 @@ fn run(config: Value, script: &str) -> (Value, Duration) {
 }
 
 /// `sleep 60` never answers `initialize`: a server that hangs at start.
-fn config(hang_timeout_ms: Option<u64>) -> Value {
-    let mut hang =
-        json!({"command": "sleep", "args": ["60"], "env": {"HANG_TEST_MARKER": marker()}});
+fn config(hang_timeout_ms: Option<u64>, marker: &str) -> Value {
+    let marker = format!("{}-{marker}", std::process::id());
+    let mut hang = json!({"command": "sleep", "args": ["60"], "env": {"HANG_TEST_MARKER": marker}});
     if let Some(ms) = hang_timeout_ms {
         hang["startupTimeoutMs"] = json!(ms);
     }
