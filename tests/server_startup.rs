@@ -79,7 +79,7 @@ fn a_server_that_does_not_start_fails_only_its_calls() {
     assert!(took < Duration::from_secs(5), "took {took:?}");
     // The server that did not start was killed with its process group.
     let left = common::processes_left(
-        &format!("HANG_TEST_MARKER={}", marker()),
+        &format!("HANG_TEST_MARKER={}-fails", std::process::id()),
         Duration::from_secs(1),
     );
     assert!(left.is_empty(), "still alive: {left:?}");
