@@ -48,10 +48,16 @@ pub fn check(source: &str) -> Result<(), ExecError> {
 
 /// Runs `f` (a parse of `source_len` bytes) on a thread whose stack is large enough for any
 /// nesting that many bytes can hold. A thread that cannot be started is `LIMIT_EXCEEDED`.
+///
+/// At most as many parses run at once as the machine has cores: parsing is CPU-bound, and a
+/// legal but deep chain such as `1+1+…` filling a 1 MiB script (~500,000 levels at the ~1.2 KB
+/// per level measured in a debug build) uses hundreds of MB of its stack while it is parsed. A
+/// caller waits for a slot.
 pub fn on_parser_stack<T: Send>(
     source_len: usize,
     f: impl FnOnce() -> T + Send,
 ) -> Result<T, ExecError> {
+    let _slot = ParseSlot::acquire();
     let stack = source_len
         .saturating_mul(STACK_PER_SOURCE_BYTE)
         .clamp(MIN_PARSER_STACK, MAX_PARSER_STACK);
@@ -73,6 +79,34 @@ pub fn on_parser_stack<T: Send>(
             )
         })
     })
+}
+
+/// One of the bounded number of parses running at once.
+struct ParseSlot;
+
+static RUNNING: std::sync::Mutex<usize> = std::sync::Mutex::new(0);
+static FREED: std::sync::Condvar = std::sync::Condvar::new();
+
+impl ParseSlot {
+    fn acquire() -> ParseSlot {
+        let max = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2);
+        let mut running = RUNNING.lock().unwrap_or_else(|p| p.into_inner());
+        while *running >= max {
+            running = FREED.wait(running).unwrap_or_else(|p| p.into_inner());
+        }
+        *running += 1;
+        ParseSlot
+    }
+}
+
+impl Drop for ParseSlot {
+    fn drop(&mut self) {
+        let mut running = RUNNING.lock().unwrap_or_else(|p| p.into_inner());
+        *running = running.saturating_sub(1);
+        FREED.notify_one();
+    }
 }
 
 #[derive(Clone, Copy, PartialEq)]

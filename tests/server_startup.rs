@@ -77,6 +77,9 @@ fn a_server_that_does_not_start_fails_only_its_calls() {
     );
     assert_eq!(r["sum"], 3);
     assert!(took < Duration::from_secs(5), "took {took:?}");
+    // Uncaught, the call's code is the outcome's.
+    let (outcome, _) = run(config(Some(300), "uncaught"), "await mcp.hang.anything({})");
+    assert_eq!(outcome["error"]["code"], "SERVER_UNAVAILABLE", "{outcome}");
     // The server that did not start was killed with its process group.
     let left = common::processes_left(
         &format!("HANG_TEST_MARKER={}-fails", std::process::id()),

@@ -200,14 +200,15 @@ impl McpServer {
 }
 
 impl Inner {
-    /// The live connection; restarts a dead server once.
-    async fn connection(&self) -> Result<Arc<Conn>, String> {
+    /// The live connection; restarts a dead server once. `Err(Some(reason))` when it could not
+    /// be restarted, `Err(None)` when it was shut down.
+    async fn connection(&self) -> Result<Arc<Conn>, Option<String>> {
         let mut state = self.state.lock().await;
         let old = match &*state {
             State::Up(c) if !c.peer.is_transport_closed() => return Ok(c.clone()),
             State::Up(c) => c.clone(),
-            State::Failed(reason) => return Err(reason.clone()),
-            State::Stopped => return Err("it was shut down".into()),
+            State::Failed(reason) => return Err(Some(reason.clone())),
+            State::Stopped => return Err(None),
         };
         tracing::warn!(server = %self.name, "MCP server died{}; restarting it", old.stderr_said());
         old.close().await;
@@ -241,7 +242,7 @@ impl Inner {
                 let reason = format!("it died and could not be restarted: {reason}");
                 tracing::warn!(server = %self.name, "{reason}");
                 *state = State::Failed(reason.clone());
-                Err(reason)
+                Err(Some(reason))
             }
         }
     }
@@ -414,12 +415,16 @@ impl ToolProvider for McpServer {
             let tool_error = |message: String| {
                 ExecError::new(ErrorCode::ToolError, message).with_tool(&qualified)
             };
-            let conn = inner.connection().await.map_err(|reason| {
-                ExecError::new(
+            let conn = inner.connection().await.map_err(|reason| match reason {
+                // It could not be (re)started: the same code as a server that never started.
+                Some(reason) => ExecError::new(
                     ErrorCode::ServerUnavailable,
                     format!("MCP server '{server}' is unavailable: {reason}"),
                 )
-                .with_tool(&qualified)
+                .with_tool(&qualified),
+                None => tool_error(format!(
+                    "MCP server '{server}' is unavailable: it was shut down"
+                )),
             })?;
             // rmcp sends `notifications/cancelled` if this future is dropped before the answer.
             match conn.peer.call_tool_once(params).await {
