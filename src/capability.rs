@@ -7,6 +7,10 @@
 //! - `X` is configured but unavailable: left to the runner (which reports why);
 //! - otherwise `X:Y` must be a saved capability (its latest version), else `TOOL_NOT_FOUND`.
 //!
+//! An unknown name is refused here only when the call certainly runs
+//! ([`crate::analysis::References::certain_calls`]); otherwise it is left to the runner, whose
+//! proxy throws a catchable `TOOL_NOT_FOUND` if the call runs.
+//!
 //! Each capability's own code is resolved the same way, recursively, so a cycle (`a → b → a`)
 //! fails at once with `CAPABILITY_CYCLE` and a chain deeper than the depth limit with
 //! `CAPABILITY_DEPTH` — both before spawning anything. The versions resolved then are the ones
@@ -170,7 +174,7 @@ fn resolve(
     max_depth: usize,
     budget: &mut usize,
 ) -> Result<Plan, ExecError> {
-    let refs = match analysis::tool_references(code) {
+    let refs = match analysis::references(code) {
         Ok(r) => r,
         Err(_) if chain.is_empty() => return Ok(Plan::default()),
         Err(e) => {
@@ -185,7 +189,10 @@ fn resolve(
         }
     };
     let mut plan = Plan::default();
-    for r in refs {
+    // An unknown name is refused here only where the call certainly runs; elsewhere it may be
+    // dead code, feature-detected or caught, and the runner's proxy rejects it if it runs.
+    let certain = refs.certain_calls;
+    for r in refs.all {
         if is_reserved_name(&r.server) || is_reserved_name(&r.tool) {
             continue;
         }
@@ -193,7 +200,7 @@ fn resolve(
             continue;
         }
         if let Some(p) = catalog.provider(&r.server) {
-            if p.tools().iter().any(|t| t.name == r.tool) {
+            if p.tools().iter().any(|t| t.name == r.tool) || !certain.contains(&r) {
                 continue;
             }
             return Err(not_found(catalog, store, &r));
@@ -205,6 +212,9 @@ fn resolve(
             None
         };
         let Some(record) = record else {
+            if !certain.contains(&r) {
+                continue;
+            }
             return Err(not_found(catalog, store, &r));
         };
         if chain.contains(&name) {

@@ -1,6 +1,6 @@
 //! The command line: `mcp-sandbox run`, `check`, `tools`, `serve`.
 
-use crate::catalog::{start_mcp_servers, Catalog};
+use crate::catalog::{start_some_mcp_servers, Catalog};
 use crate::config::Config;
 use crate::limits::Limits;
 use crate::outcome::Outcome;
@@ -21,9 +21,6 @@ use std::time::Duration;
 pub const EXIT_USAGE: i32 = 2;
 /// Exit status when the execution failed (the outcome has an error).
 pub const EXIT_FAILED: i32 = 1;
-
-/// How long `run` waits for each configured MCP server to start.
-const SERVER_START_TIMEOUT: Duration = Duration::from_secs(30);
 
 #[derive(Debug, Parser)]
 #[command(
@@ -228,8 +225,17 @@ fn read_script(file: &str) -> Result<String, UsageError> {
 
 /// Builds the catalog from the config's MCP servers; reports unavailable ones on stderr.
 pub async fn load_catalog(config: &Config) -> Result<Catalog, UsageError> {
+    load_catalog_of(config, None).await
+}
+
+/// Like [`load_catalog`], starting only the servers in `only` (all when `None`), in parallel,
+/// each within its `startupTimeoutMs`.
+pub async fn load_catalog_of(
+    config: &Config,
+    only: Option<&std::collections::BTreeSet<String>>,
+) -> Result<Catalog, UsageError> {
     let mut catalog = Catalog::new();
-    let (servers, failed) = start_mcp_servers(config, SERVER_START_TIMEOUT).await;
+    let (servers, failed) = start_some_mcp_servers(config, only, None).await;
     for s in servers {
         catalog
             .add(Arc::new(s))
@@ -305,7 +311,18 @@ pub async fn run(args: RunArgs) -> Result<i32, UsageError> {
     };
     // Listen before starting servers so an early signal still shuts them down cleanly.
     let mut signals = SignalListener::install();
-    let catalog = load_catalog(&config).await?;
+    // Only the servers the script can reach are started: a broken server it never calls does
+    // not delay it. A name that is not a configured server may be a capability, whose code can
+    // reach any server.
+    let reach = match crate::analysis::servers_reached(&code) {
+        crate::analysis::Reach::Servers(names)
+            if names.iter().all(|n| config.servers.contains_key(n)) =>
+        {
+            Some(names)
+        }
+        _ => None,
+    };
+    let catalog = load_catalog_of(&config, reach.as_ref()).await?;
     let mut sandbox = Sandbox::new(
         Arc::new(catalog),
         runner.clone(),
@@ -334,7 +351,9 @@ pub async fn run(args: RunArgs) -> Result<i32, UsageError> {
     };
     let grace = Duration::from_millis(args.shutdown_grace_ms);
     let (outcome, signal) = execute_until_signal(&sandbox, request, &mut signals, grace).await;
+    // The outcome goes out first; the MCP servers (and their process trees) are shut down after.
     print_outcome(&outcome, args.json, args.trace);
+    sandbox.shutdown(grace).await;
     if let Some(sig) = signal {
         // A requested shutdown that completed cleanly is a success, whatever the script did.
         eprintln!("mcp-sandbox: {sig}: shut down cleanly");

@@ -36,7 +36,8 @@ pub struct ServerConfig {
     pub command: String,
     #[serde(default)]
     pub args: Vec<String>,
-    /// Added to the host's environment for this server.
+    /// Set for this server, on top of the default set and `inheritEnv` (the server does not
+    /// get the host's whole environment).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// Working directory; relative paths are taken from the config file's directory, which is
@@ -46,6 +47,27 @@ pub struct ServerConfig {
     /// Only `"stdio"` is supported.
     #[serde(default, rename = "type")]
     pub transport: Option<String>,
+    /// Host environment variables the server inherits besides the default set (HOME, LOGNAME,
+    /// PATH, SHELL, TERM, USER): names or globs such as `"AWS_*"`.
+    #[serde(default, rename = "inheritEnv")]
+    pub inherit_env: Vec<String>,
+    /// How long the server may take to start (spawn, initialize, list its tools) before it is
+    /// reported unavailable; default [`DEFAULT_STARTUP_TIMEOUT_MS`].
+    #[serde(default, rename = "startupTimeoutMs")]
+    pub startup_timeout_ms: Option<u64>,
+}
+
+/// Default start-up timeout of an MCP server.
+pub const DEFAULT_STARTUP_TIMEOUT_MS: u64 = 10_000;
+
+impl ServerConfig {
+    /// The server's start-up timeout.
+    pub fn startup_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(
+            self.startup_timeout_ms
+                .unwrap_or(DEFAULT_STARTUP_TIMEOUT_MS),
+        )
+    }
 }
 
 /// The `sandbox` section.
@@ -132,6 +154,22 @@ impl Config {
             if server.command.trim().is_empty() {
                 return Err(format!("server '{name}': command is empty"));
             }
+            if let Some(bad) = server
+                .inherit_env
+                .iter()
+                .find(|p| p.is_empty() || p.contains('='))
+            {
+                return Err(format!(
+                    "server '{name}': inheritEnv pattern {bad:?} is not a variable name or glob (like \"AWS_*\")"
+                ));
+            }
+            if let Some(ms) = server.startup_timeout_ms {
+                if !(1..=600_000).contains(&ms) {
+                    return Err(format!(
+                        "server '{name}': startupTimeoutMs must be between 1 and 600000, got {ms}"
+                    ));
+                }
+            }
             if let Some(t) = &server.transport {
                 if t != "stdio" {
                     return Err(format!(
@@ -139,6 +177,10 @@ impl Config {
                     ));
                 }
             }
+        }
+        if let Some(state) = &raw.sandbox.state {
+            crate::learning_cli::state_location(&state.to_string_lossy())
+                .map_err(|e| format!("sandbox.state: {e}"))?;
         }
         if let Some(limits) = &raw.sandbox.limits {
             limits.validate().map_err(|e| e.to_string())?;

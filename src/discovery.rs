@@ -12,14 +12,18 @@ pub const MAX_SEARCH_RESULTS: usize = 30;
 /// Tools matching `query` (words, case-insensitive, against server, name and description) and
 /// `server`, best first. An empty query matches every tool.
 pub fn search(catalog: &Catalog, query: Option<&str>, server: Option<&str>) -> Vec<ToolInfo> {
+    search_in(catalog.tools(), query, server)
+}
+
+/// [`search`] over any list of tools (a catalog's tools and saved capabilities).
+pub fn search_in(tools: Vec<ToolInfo>, query: Option<&str>, server: Option<&str>) -> Vec<ToolInfo> {
     let terms: Vec<String> = query
         .unwrap_or("")
         .split(|c: char| c.is_whitespace() || c == ',' || c == '.' || c == ':')
         .filter(|t| !t.is_empty())
         .map(str::to_lowercase)
         .collect();
-    let mut scored: Vec<(f64, ToolInfo)> = catalog
-        .tools()
+    let mut scored: Vec<(f64, ToolInfo)> = tools
         .into_iter()
         .filter(|t| server.is_none_or(|s| t.server == s))
         .filter_map(|t| {
@@ -67,6 +71,41 @@ fn score(t: &ToolInfo, terms: &[String]) -> f64 {
         total += s;
     }
     total
+}
+
+/// Saved capabilities as tools `mcp.<namespace>.<action>` for search and declarations, their
+/// TypeScript types generated from their input schema (an object with any fields without one).
+/// Capabilities whose namespace is a server of `catalog` are left out: the server wins there.
+pub fn capability_tools(
+    catalog: &Catalog,
+    records: &[crate::store::CapabilityRecord],
+) -> Vec<ToolInfo> {
+    records
+        .iter()
+        .filter_map(|r| {
+            let (namespace, action) = r.parts();
+            if action.is_empty()
+                || catalog.provider(namespace).is_some()
+                || catalog.unavailable().contains_key(namespace)
+            {
+                return None;
+            }
+            let what = r.description.as_deref().unwrap_or("(no description)");
+            Some(ToolInfo {
+                server: namespace.to_string(),
+                name: action.to_string(),
+                description: Some(format!(
+                    "{what}\nSaved capability {} (version {}).",
+                    r.id, r.version
+                )),
+                input_schema: r
+                    .input_schema
+                    .clone()
+                    .unwrap_or_else(|| json!({"type": "object"})),
+                output_schema: None,
+            })
+        })
+        .collect()
 }
 
 /// Declarations for `tools`, with denied ones marked.

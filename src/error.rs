@@ -25,10 +25,12 @@ pub enum ErrorCode {
     CapabilityCycle,
     CapabilityDepth,
     Deadlock,
+    /// A configured MCP server could not be started (or restarted); the message has the reason.
+    ServerUnavailable,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 18] = [
+    pub const ALL: [ErrorCode; 19] = [
         ErrorCode::SyntaxError,
         ErrorCode::RuntimeError,
         ErrorCode::ExecutionTimeout,
@@ -47,6 +49,7 @@ impl ErrorCode {
         ErrorCode::CapabilityCycle,
         ErrorCode::CapabilityDepth,
         ErrorCode::Deadlock,
+        ErrorCode::ServerUnavailable,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -69,6 +72,7 @@ impl ErrorCode {
             ErrorCode::CapabilityCycle => "CAPABILITY_CYCLE",
             ErrorCode::CapabilityDepth => "CAPABILITY_DEPTH",
             ErrorCode::Deadlock => "DEADLOCK",
+            ErrorCode::ServerUnavailable => "SERVER_UNAVAILABLE",
         }
     }
 

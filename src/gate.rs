@@ -23,7 +23,7 @@ pub fn check_call(
     let qualified = format!("{server}:{tool}");
     if let Some(reason) = catalog.unavailable().get(server) {
         return Err(ExecError::new(
-            ErrorCode::ToolError,
+            ErrorCode::ServerUnavailable,
             format!("MCP server '{server}' is unavailable: {reason}"),
         )
         .with_tool(qualified));

@@ -15,6 +15,7 @@ pub mod error;
 pub mod gate;
 pub mod learning_cli;
 pub mod limits;
+pub mod nesting;
 pub mod outbox;
 pub mod outcome;
 pub mod policy;

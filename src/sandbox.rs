@@ -180,6 +180,14 @@ impl Sandbox {
     /// ones may finish within `grace`, then their runners are killed (their outcomes say so);
     /// finally every MCP server is shut down. Returns when nothing runs any more. Idempotent.
     pub async fn shutdown(&self, grace: Duration) {
+        self.stop_executions(grace).await;
+        self.catalog.shutdown().await;
+    }
+
+    /// The first half of [`Sandbox::shutdown`]: takes no new work, lets running executions
+    /// finish within `grace` and then kills their runners; the MCP servers keep running (so a
+    /// caller can report outcomes before the servers' own shutdown).
+    pub async fn stop_executions(&self, grace: Duration) {
         self.closing.cancel();
         self.slots.close();
         if let Some(pool) = &self.pool {
@@ -194,7 +202,6 @@ impl Sandbox {
             // Killing and reaping a runner takes milliseconds; the bound only guards a bug.
             let _ = self.wait_idle(Duration::from_secs(10)).await;
         }
-        self.catalog.shutdown().await;
     }
 
     /// Whether shutdown has begun.

@@ -71,9 +71,10 @@ impl SignalListener {
     }
 }
 
-/// Runs one execution; if a shutdown signal arrives first, shuts the sandbox down with `grace`
-/// while the execution finishes or is killed. Returns the outcome and the signal, if any. The
-/// sandbox (and its MCP servers) is shut down in both cases.
+/// Runs one execution; if a shutdown signal arrives first, stops the sandbox's executions with
+/// `grace` while the execution finishes or is killed. Returns the outcome and the signal, if
+/// any, as soon as the outcome is known: the MCP servers are still running, and the caller shuts
+/// the sandbox down (`Sandbox::shutdown`) after reporting the outcome.
 pub async fn execute_until_signal(
     sandbox: &Sandbox,
     req: ExecRequest,
@@ -83,16 +84,13 @@ pub async fn execute_until_signal(
     let exec = sandbox.execute(req);
     tokio::pin!(exec);
     tokio::select! {
-        outcome = &mut exec => {
-            sandbox.shutdown(grace).await;
-            (outcome, None)
-        }
+        outcome = &mut exec => (outcome, None),
         sig = signals.recv() => {
             tracing::warn!(
                 "{sig}: shutting down; the running execution has {} ms to finish",
                 grace.as_millis()
             );
-            let (outcome, ()) = tokio::join!(&mut exec, sandbox.shutdown(grace));
+            let (outcome, ()) = tokio::join!(&mut exec, sandbox.stop_executions(grace));
             (outcome, Some(sig))
         }
     }

@@ -97,19 +97,25 @@ fn stmt_start(stmt: &oxc::ast::ast::Statement<'_>) -> u32 {
 }
 
 /// The script as JavaScript: unchanged for JavaScript, types stripped for TypeScript.
+///
+/// Both languages are refused with `LIMIT_EXCEEDED` when their brackets nest deeper than
+/// [`crate::nesting::MAX_NESTING`]; the strip runs on a stack sized for the source.
 pub fn to_javascript(source: &str, language: Language) -> Result<String, ExecError> {
+    crate::nesting::check(source)?;
     if language == Language::Javascript {
         return Ok(source.to_string());
     }
     // The transform asserts its own invariants with panics; user input must never take the host
     // down, so a panic becomes a SYNTAX_ERROR.
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| strip_types(source, language)))
-        .unwrap_or_else(|_| {
-            Err(ExecError::new(
-                ErrorCode::SyntaxError,
-                "the TypeScript transform failed on this script; simplify the type syntax or send JavaScript",
-            ))
-        })
+    crate::nesting::on_parser_stack(source.len(), || {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| strip_types(source, language)))
+            .unwrap_or_else(|_| {
+                Err(ExecError::new(
+                    ErrorCode::SyntaxError,
+                    "the TypeScript transform failed on this script; simplify the type syntax or send JavaScript",
+                ))
+            })
+    })?
 }
 
 fn strip_types(source: &str, language: Language) -> Result<String, ExecError> {

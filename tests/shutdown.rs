@@ -110,7 +110,12 @@ fn signal_and_wait(host: Host, sig: i32) -> (i32, serde_json::Value, String, Dur
 
 #[test]
 fn sigterm_kills_a_runner_that_outlives_the_grace_period() {
-    let host = start_host("console.log('working'); while (true) {}", 300);
+    // `run` starts only the servers a script names: this one names the fixture (never calls it)
+    // so that the server is running when the signal comes.
+    let host = start_host(
+        "if (false) await mcp.fixture.echo({}); console.log('working'); while (true) {}",
+        300,
+    );
     let kids = wait_for_runner(&host);
     let (status, outcome, stderr, took) = signal_and_wait(host, libc::SIGTERM);
     assert_eq!(status, 0, "stderr: {stderr}");

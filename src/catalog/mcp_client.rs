@@ -2,6 +2,7 @@
 //! with a start-up timeout; a server that fails to start is reported with the reason and leaves
 //! the others usable. A server that dies is restarted once; a changed tool list is re-read.
 
+use super::process_tree::{GroupGuard, ProcessGroup};
 use super::{CallContext, ToolInfo, ToolProvider};
 use crate::config::{Config, ServerConfig};
 use crate::error::{ErrorCode, ExecError};
@@ -19,8 +20,11 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::watch;
 
-/// How long a server gets to exit after its stdin closes before it is killed.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+/// How long a server's process group gets to exit after SIGTERM (and its stdin closing) before
+/// the whole group is killed with SIGKILL.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_millis(1000);
+/// How long the rmcp session may take to close once the server's processes are gone.
+const CLOSE_AFTER_EXIT: Duration = Duration::from_millis(200);
 /// Lines of a server's stderr kept to explain a failure.
 const STDERR_TAIL: usize = 8;
 /// How long a restart may take when `start` was not given a timeout.
@@ -67,6 +71,8 @@ struct Conn {
     /// Held for shutdown; calls go through `peer`.
     service: tokio::sync::Mutex<Option<RunningService<RoleClient, ListWatcher>>>,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    /// The server's own process group (its pid): everything it starts is signalled with it.
+    group: Option<ProcessGroup>,
 }
 
 impl Conn {
@@ -83,9 +89,42 @@ impl Conn {
         }
     }
 
+    /// Ends the server and everything it started: SIGTERM to its process group and its stdin
+    /// closed at once, SIGKILL to the group after [`SHUTDOWN_GRACE`] if anything is left.
     async fn close(&self) {
-        if let Some(mut service) = self.service.lock().await.take() {
-            let _ = service.close_with_timeout(SHUTDOWN_GRACE).await;
+        let Some(mut service) = self.service.lock().await.take() else {
+            return;
+        };
+        match &self.group {
+            Some(group) => {
+                group.signal(nix::sys::signal::Signal::SIGTERM);
+                if !group.wait_gone(SHUTDOWN_GRACE).await {
+                    tracing::warn!(
+                        "an MCP server's processes outlived SIGTERM by {} ms; killing them",
+                        SHUTDOWN_GRACE.as_millis()
+                    );
+                    group.signal(nix::sys::signal::Signal::SIGKILL);
+                    group.wait_gone(Duration::from_millis(100)).await;
+                }
+                // The processes are gone: closing only ends the session and reaps the child
+                // (rmcp kills and reaps it on drop if this gives up).
+                let _ = service.close_with_timeout(CLOSE_AFTER_EXIT).await;
+            }
+            None => {
+                let _ = service.close_with_timeout(SHUTDOWN_GRACE).await;
+            }
+        }
+    }
+}
+
+impl Drop for Conn {
+    /// A connection dropped without [`Conn::close`] (its provider dropped without a shutdown)
+    /// still takes its whole process group with it.
+    fn drop(&mut self) {
+        if self.service.get_mut().is_some() {
+            if let Some(group) = &self.group {
+                group.signal(nix::sys::signal::Signal::SIGKILL);
+            }
         }
     }
 }
@@ -161,14 +200,15 @@ impl McpServer {
 }
 
 impl Inner {
-    /// The live connection; restarts a dead server once.
-    async fn connection(&self) -> Result<Arc<Conn>, String> {
+    /// The live connection; restarts a dead server once. `Err(Some(reason))` when it could not
+    /// be restarted, `Err(None)` when it was shut down.
+    async fn connection(&self) -> Result<Arc<Conn>, Option<String>> {
         let mut state = self.state.lock().await;
         let old = match &*state {
             State::Up(c) if !c.peer.is_transport_closed() => return Ok(c.clone()),
             State::Up(c) => c.clone(),
-            State::Failed(reason) => return Err(reason.clone()),
-            State::Stopped => return Err("it was shut down".into()),
+            State::Failed(reason) => return Err(Some(reason.clone())),
+            State::Stopped => return Err(None),
         };
         tracing::warn!(server = %self.name, "MCP server died{}; restarting it", old.stderr_said());
         old.close().await;
@@ -202,7 +242,7 @@ impl Inner {
                 let reason = format!("it died and could not be restarted: {reason}");
                 tracing::warn!(server = %self.name, "{reason}");
                 *state = State::Failed(reason.clone());
-                Err(reason)
+                Err(Some(reason))
             }
         }
     }
@@ -225,11 +265,14 @@ async fn connect(
     watcher: ListWatcher,
 ) -> Result<(Conn, Vec<ToolInfo>), String> {
     let mut cmd = tokio::process::Command::new(&config.command);
-    cmd.args(&config.args).envs(&config.env).current_dir(cwd);
+    cmd.args(&config.args).current_dir(cwd);
+    super::server_env::apply(&mut cmd, config);
+    super::process_tree::own_tree(&mut cmd);
     let (transport, stderr) = TokioChildProcess::builder(cmd)
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot start `{}`: {e}", config.command))?;
+    let group = transport.id().and_then(ProcessGroup::of_leader);
     let tail = Arc::new(Mutex::new(VecDeque::new()));
     if let Some(stderr) = stderr {
         let tail = tail.clone();
@@ -258,6 +301,9 @@ async fn connect(
             format!("{what}; its stderr said: {}", lines.join(" | "))
         }
     };
+    // Whatever happens below, a server that did not start leaves no process behind (also when
+    // this future is dropped by a start-up timeout).
+    let reaper = GroupGuard(group);
     let service = match watcher.serve(transport).await {
         Ok(s) => s,
         Err(e) => {
@@ -270,12 +316,14 @@ async fn connect(
         Ok(t) => t,
         Err(e) => return Err(explain(format!("tools/list failed: {e}"))),
     };
+    reaper.disarm();
     let tools = tools.iter().map(|t| tool_info(name, t)).collect();
     Ok((
         Conn {
             peer: service.peer().clone(),
             service: tokio::sync::Mutex::new(Some(service)),
             stderr_tail: tail,
+            group,
         },
         tools,
     ))
@@ -367,8 +415,16 @@ impl ToolProvider for McpServer {
             let tool_error = |message: String| {
                 ExecError::new(ErrorCode::ToolError, message).with_tool(&qualified)
             };
-            let conn = inner.connection().await.map_err(|reason| {
-                tool_error(format!("MCP server '{server}' is unavailable: {reason}"))
+            let conn = inner.connection().await.map_err(|reason| match reason {
+                // It could not be (re)started: the same code as a server that never started.
+                Some(reason) => ExecError::new(
+                    ErrorCode::ServerUnavailable,
+                    format!("MCP server '{server}' is unavailable: {reason}"),
+                )
+                .with_tool(&qualified),
+                None => tool_error(format!(
+                    "MCP server '{server}' is unavailable: it was shut down"
+                )),
             })?;
             // rmcp sends `notifications/cancelled` if this future is dropped before the answer.
             match conn.peer.call_tool_once(params).await {
@@ -411,14 +467,33 @@ impl ToolProvider for McpServer {
     }
 }
 
-/// Starts every configured server in parallel, each bounded by `timeout`. Returns the servers
-/// that started and, for the others, the reason.
+/// Starts every configured server in parallel, each bounded by its `startupTimeoutMs`, or by
+/// `timeout` when the config does not set one. Returns the servers that started and, for the
+/// others, the reason.
 pub async fn start_mcp_servers(
     config: &Config,
     timeout: Duration,
 ) -> (Vec<McpServer>, Vec<(String, String)>) {
-    let starts = config.servers.iter().map(|(name, server)| {
+    start_some_mcp_servers(config, None, Some(timeout)).await
+}
+
+/// Starts the configured servers named in `only` (all when `None`) in parallel, each bounded by
+/// its `startupTimeoutMs` (default 10 s, or `default_timeout`).
+pub async fn start_some_mcp_servers(
+    config: &Config,
+    only: Option<&std::collections::BTreeSet<String>>,
+    default_timeout: Option<Duration>,
+) -> (Vec<McpServer>, Vec<(String, String)>) {
+    let chosen = config
+        .servers
+        .iter()
+        .filter(|(name, _)| only.is_none_or(|o| o.contains(*name)));
+    let starts = chosen.map(|(name, server)| {
         let cwd = config.server_cwd(server);
+        let timeout = match (server.startup_timeout_ms, default_timeout) {
+            (None, Some(t)) => t,
+            _ => server.startup_timeout(),
+        };
         async move {
             let r = tokio::time::timeout(timeout, McpServer::start(name, server, &cwd)).await;
             if let Ok(Ok(s)) = &r {

@@ -3,9 +3,11 @@
 
 mod in_process;
 mod mcp_client;
+pub mod process_tree;
+pub mod server_env;
 
 pub use in_process::InProcessServer;
-pub use mcp_client::{start_mcp_servers, McpServer};
+pub use mcp_client::{start_mcp_servers, start_some_mcp_servers, McpServer};
 
 use crate::error::ExecError;
 use futures::future::BoxFuture;

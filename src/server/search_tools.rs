@@ -8,7 +8,7 @@
 
 use super::{bad_args, text, Gateway};
 use crate::catalog::ToolInfo;
-use crate::discovery::{render, search, MAX_SEARCH_RESULTS};
+use crate::discovery::{capability_tools, render, search_in, MAX_SEARCH_RESULTS};
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::ErrorData;
 use serde_json::{json, Value};
@@ -19,7 +19,8 @@ types, optional (`?`) and required fields, allowed values and doc comments. `que
 matched against tool names and descriptions (best match first); `server` limits the search to one \
 server; with neither, every tool is listed. Tools marked @denied exist but the policy refuses them \
 (PERMISSION_DENIED). Servers that failed to start are listed as unavailable with the reason. \
-Tools that past executions used together with the best matches are listed right after them.";
+Tools that past executions used together with the best matches are listed right after them. \
+Saved capabilities are listed like tools (`mcp.<namespace>.<action>(args)`).";
 
 pub fn input_schema() -> Value {
     json!({
@@ -51,6 +52,25 @@ pub async fn call(gateway: &Gateway, args: JsonObject) -> Result<CallToolResult,
     let query = field("query")?;
     let server = field("server")?;
     let catalog = gateway.sandbox.catalog();
+    // Saved capabilities are found like tools (`mcp.<namespace>.<action>`).
+    let capabilities = match &gateway.store {
+        Some(store) => {
+            let store = store.clone();
+            match tokio::task::spawn_blocking(move || store.list_capabilities()).await {
+                Ok(Ok(records)) => capability_tools(catalog, &records),
+                Ok(Err(e)) => {
+                    tracing::warn!("search_tools: cannot list capabilities: {e}");
+                    Vec::new()
+                }
+                Err(e) => {
+                    tracing::warn!("search_tools: the capability listing failed: {e}");
+                    Vec::new()
+                }
+            }
+        }
+        None => Vec::new(),
+    };
+    let is_namespace = |s: &str| capabilities.iter().any(|c| c.server == s);
     if let Some(s) = &server {
         if let Some(reason) = catalog.unavailable().get(s) {
             return Ok(CallToolResult::structured_error(json!({
@@ -58,10 +78,11 @@ pub async fn call(gateway: &Gateway, args: JsonObject) -> Result<CallToolResult,
             }))
             .with_text(format!("MCP server '{s}' is unavailable: {reason}")));
         }
-        if catalog.provider(s).is_none() {
+        if catalog.provider(s).is_none() && !is_namespace(s) {
             let servers: Vec<String> = catalog
                 .tools()
                 .into_iter()
+                .chain(capabilities.iter().cloned())
                 .map(|t| t.server)
                 .collect::<std::collections::BTreeSet<_>>()
                 .into_iter()
@@ -75,7 +96,9 @@ pub async fn call(gateway: &Gateway, args: JsonObject) -> Result<CallToolResult,
             );
         }
     }
-    let mut found = search(catalog, query.as_deref(), server.as_deref());
+    let mut everything = catalog.tools();
+    everything.extend(capabilities);
+    let mut found = search_in(everything, query.as_deref(), server.as_deref());
     let mut related: Vec<Value> = Vec::new();
     if let (Some(store), Some(q)) = (&gateway.store, &query) {
         if !q.trim().is_empty() && !found.is_empty() {

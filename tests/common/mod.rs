@@ -301,3 +301,50 @@ fn status_field(name: &str) -> u64 {
 pub fn peak_rss_kib() -> u64 {
     status_field("VmHWM:")
 }
+
+/// Live (not zombie) processes whose environment holds exactly `var` (`NAME=value`), as
+/// `(pid, comm)`: how a test finds every process a server tree started, wrappers included.
+pub fn processes_with_env(var: &str) -> Vec<(u32, String)> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in dir.flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        if !env.split(|b| *b == 0).any(|kv| kv == var.as_bytes()) {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some((head, rest)) = stat.rsplit_once(") ") else {
+            continue;
+        };
+        let comm = head
+            .split_once(" (")
+            .map(|(_, c)| c)
+            .unwrap_or("")
+            .to_string();
+        if !rest.starts_with('Z') && !rest.starts_with('X') {
+            out.push((pid, comm));
+        }
+    }
+    out
+}
+
+/// Waits (bounded by `within`) until no process holds `var`; returns those still alive.
+pub fn processes_left(var: &str, within: Duration) -> Vec<(u32, String)> {
+    let end = std::time::Instant::now() + within;
+    loop {
+        let left = processes_with_env(var);
+        if left.is_empty() || std::time::Instant::now() >= end {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -82,7 +82,7 @@ impl<'js> Bridge<'js> {
     fn check(&self, server: &str, tool: &str) -> Result<(), WireError> {
         if let Some(reason) = self.unavailable.get(server) {
             let mut e = WireError::new(
-                "TOOL_ERROR",
+                "SERVER_UNAVAILABLE",
                 format!("MCP server '{server}' is unavailable: {reason}"),
             );
             e.tool = Some(format!("{server}:{tool}"));

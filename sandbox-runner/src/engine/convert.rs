@@ -16,6 +16,7 @@ pub const SCRIPT_VISIBLE_CODES: &[&str] = &[
     "LIMIT_EXCEEDED",
     "CAPABILITY_CYCLE",
     "CAPABILITY_DEPTH",
+    "SERVER_UNAVAILABLE",
 ];
 
 /// Serializes the script's result. `undefined` becomes `null`; functions, symbols, BigInt and

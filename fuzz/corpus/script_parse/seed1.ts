@@ -1,0 +1,1 @@
+const a: number = await mcp.fs.read({path: `x${1}`}); return /re[/]/.test("(") ? a : [a]
