@@ -24,10 +24,12 @@ pub enum ErrorCode {
     SandboxUnavailable,
     CapabilityCycle,
     CapabilityDepth,
+    /// The client withdrew the request (MCP `notifications/cancelled`, or its session ended).
+    Cancelled,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 17] = [
+    pub const ALL: [ErrorCode; 18] = [
         ErrorCode::SyntaxError,
         ErrorCode::RuntimeError,
         ErrorCode::ExecutionTimeout,
@@ -45,6 +47,7 @@ impl ErrorCode {
         ErrorCode::SandboxUnavailable,
         ErrorCode::CapabilityCycle,
         ErrorCode::CapabilityDepth,
+        ErrorCode::Cancelled,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -66,6 +69,7 @@ impl ErrorCode {
             ErrorCode::SandboxUnavailable => "SANDBOX_UNAVAILABLE",
             ErrorCode::CapabilityCycle => "CAPABILITY_CYCLE",
             ErrorCode::CapabilityDepth => "CAPABILITY_DEPTH",
+            ErrorCode::Cancelled => "CANCELLED",
         }
     }
 
@@ -83,6 +87,7 @@ impl ErrorCode {
                 | ErrorCode::RunnerCrashed
                 | ErrorCode::ProtocolError
                 | ErrorCode::SandboxUnavailable
+                | ErrorCode::Cancelled
         )
     }
 }

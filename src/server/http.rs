@@ -1,0 +1,461 @@
+//! The streamable HTTP front: our own accept loop (a connection cap, header-read and keep-alive
+//! timeouts, a write-stall timeout) and one middleware in front of rmcp's service that checks
+//! each message ([`super::jsonrpc`]), caps sessions (in total and per client address), expires
+//! sessions whose handshake does not complete, and cancels a deleted session's executions.
+
+use super::jsonrpc;
+use super::sessions::SESSION_HEADER;
+use super::{Gateway, GatewayServer};
+use crate::cli::UsageError;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use rmcp::transport::streamable_http_server::session::local::{
+    LocalSessionManager, SessionConfig,
+};
+use rmcp::transport::streamable_http_server::session::SessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+
+/// Largest request body (rmcp's own bound; over it: 413).
+pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// The bounds of the HTTP front (flags of `serve`; defaults in `ServeArgs`).
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// Browser origins allowed besides the loopback ones (those only when bound to loopback).
+    pub allowed_origins: Vec<String>,
+    /// A request's header must arrive within this; an idle keep-alive connection closes after it.
+    pub header_timeout: Duration,
+    /// Connections open at once; more are answered 503 and closed.
+    pub max_connections: usize,
+    /// A response write that waits longer than this (the client does not read) closes the
+    /// connection.
+    pub write_timeout: Duration,
+    /// Sessions at once (503 past it) and per client address (429 past it).
+    pub max_sessions: usize,
+    pub max_sessions_per_client: usize,
+    /// A session whose handshake (`notifications/initialized`) does not arrive within this ends.
+    pub handshake_timeout: Duration,
+    /// A session without requests for this long ends.
+    pub session_idle: Duration,
+}
+
+/// How long a client is told to wait when the server is full.
+const RETRY_AFTER_SECS: &str = "5";
+/// How long a closing transport may take to send the last answers.
+const TRANSPORT_CLOSE: Duration = Duration::from_secs(3);
+
+/// The client's address, put on every request by the accept loop.
+#[derive(Debug, Clone, Copy)]
+struct ClientAddr(IpAddr);
+
+#[derive(Debug)]
+struct SessionInfo {
+    client: IpAddr,
+    created: Instant,
+    initialized: bool,
+}
+
+/// What the middleware shares.
+struct Front {
+    gateway: Arc<Gateway>,
+    manager: Arc<LocalSessionManager>,
+    sessions: Mutex<HashMap<String, SessionInfo>>,
+    opts: HttpOptions,
+}
+
+impl Front {
+    fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, SessionInfo>> {
+        self.sessions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Ends sessions whose handshake is overdue; forgets sessions rmcp has closed.
+    async fn reap(&self) {
+        let alive: std::collections::HashSet<String> = self
+            .manager
+            .sessions
+            .read()
+            .await
+            .keys()
+            .map(|k| k.to_string())
+            .collect();
+        let overdue: Vec<String> = {
+            let mut sessions = self.sessions();
+            sessions.retain(|id, _| alive.contains(id));
+            sessions
+                .iter()
+                .filter(|(_, s)| !s.initialized && s.created.elapsed() > self.opts.handshake_timeout)
+                .map(|(id, _)| id.clone())
+                .collect()
+        };
+        for id in overdue {
+            tracing::info!(session = %id, "the handshake did not complete in time; closing the session");
+            self.sessions().remove(&id);
+            let _ = self.manager.close_session(&id.clone().into()).await;
+        }
+        self.gateway.sessions.retain(|id| alive.contains(id));
+    }
+}
+
+fn refuse(status: StatusCode, message: &str) -> Response {
+    let mut r = (
+        status,
+        [("content-type", "application/json")],
+        serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32000, "message": message}})
+            .to_string(),
+    )
+        .into_response();
+    if matches!(
+        status,
+        StatusCode::SERVICE_UNAVAILABLE | StatusCode::TOO_MANY_REQUESTS
+    ) {
+        r.headers_mut()
+            .insert("retry-after", HeaderValue::from_static(RETRY_AFTER_SECS));
+    }
+    r
+}
+
+fn rpc_refusal(r: &jsonrpc::Refusal) -> Response {
+    // A well-formed request with bad params is answered like any request; malformed messages
+    // are a client error.
+    let status = if r.code == jsonrpc::INVALID_PARAMS && !r.id.is_null() {
+        StatusCode::OK
+    } else {
+        StatusCode::BAD_REQUEST
+    };
+    (
+        status,
+        [("content-type", "application/json")],
+        r.to_json().to_string(),
+    )
+        .into_response()
+}
+
+async fn guard(State(front): State<Arc<Front>>, req: Request, next: Next) -> Response {
+    let session = req
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let client = req.extensions().get::<ClientAddr>().map(|c| c.0);
+    match *req.method() {
+        Method::DELETE => {
+            let response = next.run(req).await;
+            if let (Some(id), true) = (session, response.status().is_success()) {
+                front.sessions().remove(&id);
+                front.gateway.sessions.end(&id);
+            }
+            response
+        }
+        Method::POST => {
+            let (parts, body) = req.into_parts();
+            let bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+                Ok(b) => b,
+                Err(_) => {
+                    return refuse(
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        &format!("the request body is larger than {MAX_BODY_BYTES} bytes"),
+                    )
+                }
+            };
+            let message = match jsonrpc::check(&bytes) {
+                Ok(m) => m,
+                Err(r) => return rpc_refusal(&r),
+            };
+            let method = message.method.as_deref();
+            if method == Some("initialize") && session.is_none() {
+                if let Some(r) = full(&front, client) {
+                    return r;
+                }
+            }
+            if method == Some("notifications/initialized") {
+                if let Some(id) = &session {
+                    if let Some(s) = front.sessions().get_mut(id) {
+                        s.initialized = true;
+                    }
+                }
+            }
+            let req = Request::from_parts(parts, Body::from(bytes));
+            let response = next.run(req).await;
+            if method == Some("initialize") {
+                let made = response
+                    .headers()
+                    .get(SESSION_HEADER)
+                    .and_then(|v| v.to_str().ok());
+                if let (Some(id), Some(client)) = (made, client) {
+                    front.sessions().insert(
+                        id.to_string(),
+                        SessionInfo {
+                            client,
+                            created: Instant::now(),
+                            initialized: false,
+                        },
+                    );
+                }
+            }
+            response
+        }
+        _ => next.run(req).await,
+    }
+}
+
+/// 503 when the server holds its maximum of sessions, 429 when this client holds its own.
+fn full(front: &Front, client: Option<IpAddr>) -> Option<Response> {
+    let sessions = front.sessions();
+    if sessions.len() >= front.opts.max_sessions {
+        return Some(refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &format!(
+                "the server holds its maximum of {} sessions (--max-sessions); retry later",
+                front.opts.max_sessions
+            ),
+        ));
+    }
+    let client = client?;
+    let mine = sessions.values().filter(|s| s.client == client).count();
+    if mine >= front.opts.max_sessions_per_client {
+        return Some(refuse(
+            StatusCode::TOO_MANY_REQUESTS,
+            &format!(
+                "this client address holds its maximum of {} sessions (--max-sessions-per-client); end some (DELETE) or retry later",
+                front.opts.max_sessions_per_client
+            ),
+        ));
+    }
+    None
+}
+
+/// Origins a browser page on this machine has, allowed when the server is bound to loopback.
+fn loopback_origins() -> Vec<String> {
+    ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+}
+
+pub async fn serve_http(
+    gateway: Arc<Gateway>,
+    addr: SocketAddr,
+    allow_remote: bool,
+    opts: HttpOptions,
+    stop: CancellationToken,
+) -> Result<(), UsageError> {
+    let mut config = StreamableHttpServerConfig::default();
+    if allow_remote {
+        // The default Host check accepts loopback names only; a remote bind accepts its own address.
+        config.allowed_hosts.push(addr.ip().to_string());
+        config.allowed_hosts.push(addr.to_string());
+    }
+    let mut origins = opts.allowed_origins.clone();
+    if addr.ip().is_loopback() {
+        origins.extend(loopback_origins());
+    }
+    // Requests without `Origin` (non-browser clients) pass; a present one must be allowed.
+    config = config
+        .with_allowed_origins(origins)
+        .enforce_origin_validation();
+    let ct = config.cancellation_token.clone();
+    let mut session_config = SessionConfig::default();
+    session_config.keep_alive = Some(opts.session_idle);
+    session_config.init_timeout = Some(opts.handshake_timeout);
+    let mut manager = LocalSessionManager::default();
+    manager.session_config = session_config;
+    let manager = Arc::new(manager);
+    let factory_gateway = gateway.clone();
+    let service: StreamableHttpService<GatewayServer, LocalSessionManager> =
+        StreamableHttpService::new(
+            move || Ok(GatewayServer::new(factory_gateway.clone())),
+            manager.clone(),
+            config,
+        );
+    let front = Arc::new(Front {
+        gateway,
+        manager,
+        sessions: Mutex::new(HashMap::new()),
+        opts: opts.clone(),
+    });
+    let router = axum::Router::new()
+        .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn_with_state(front.clone(), guard));
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| UsageError(format!("cannot listen on {addr}: {e}")))?;
+    let bound = listener.local_addr().unwrap_or(addr);
+    // Scripts and tests read this line to find the port when ADDR ends in :0.
+    eprintln!("mcp-sandbox: serving MCP over HTTP at http://{bound}/mcp");
+    let reaper = {
+        let front = front.clone();
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_millis(500));
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => front.reap().await,
+                    () = stop.cancelled() => break,
+                }
+            }
+        })
+    };
+    let conns = Arc::new(Semaphore::new(opts.max_connections));
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    // Out of file descriptors and the like: wait a little instead of spinning.
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = stop.cancelled() => break,
+        };
+        let Ok(permit) = conns.clone().try_acquire_owned() else {
+            // Over the connection cap: say so and close.
+            let _ = stream.try_write(
+                b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 5\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+            );
+            continue;
+        };
+        let router = router.clone();
+        let stop = stop.clone();
+        let opts = opts.clone();
+        tokio::spawn(async move {
+            let _permit = permit;
+            let svc = hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+                req.extensions_mut().insert(ClientAddr(peer.ip()));
+                router.clone().oneshot(req.map(Body::new))
+            });
+            let io = TokioIo::new(StallGuard::new(stream, opts.write_timeout));
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder
+                .timer(TokioTimer::new())
+                .header_read_timeout(opts.header_timeout)
+                .keep_alive(true);
+            let conn = builder.serve_connection(io, svc);
+            tokio::pin!(conn);
+            tokio::select! {
+                r = conn.as_mut() => {
+                    if let Err(e) = r {
+                        tracing::debug!("connection from {peer} ended: {e}");
+                    }
+                }
+                () = stop.cancelled() => {
+                    conn.as_mut().graceful_shutdown();
+                    let _ = tokio::time::timeout(TRANSPORT_CLOSE, conn).await;
+                }
+            }
+        });
+    }
+    // `serve` cancels `stop` once the sandbox is down (after a signal's grace period).
+    ct.cancel();
+    reaper.abort();
+    // Open connections get a moment to send their last answers.
+    let all = u32::try_from(opts.max_connections).unwrap_or(u32::MAX);
+    if tokio::time::timeout(TRANSPORT_CLOSE, conns.acquire_many(all))
+        .await
+        .is_err()
+    {
+        tracing::warn!("HTTP connections were still open {TRANSPORT_CLOSE:?} after shutdown; closing");
+    }
+    Ok(())
+}
+
+/// A connection whose writes may not wait for the client longer than a timeout: a client that
+/// does not read its answers loses the connection (and what was buffered for it).
+struct StallGuard<S> {
+    inner: S,
+    timeout: Duration,
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<S> StallGuard<S> {
+    fn new(inner: S, timeout: Duration) -> Self {
+        StallGuard {
+            inner,
+            timeout,
+            stalled: None,
+        }
+    }
+
+    /// Called when a write is pending: errors once the stall has lasted the timeout.
+    fn check_stall(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<usize>> {
+        let timeout = self.timeout;
+        let sleep = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        match sleep.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("the client did not read for {timeout:?}"),
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for StallGuard<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for StallGuard<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        match Pin::new(&mut self.inner).poll_write(cx, buf) {
+            Poll::Pending => self.check_stall(cx),
+            ready => {
+                self.stalled = None;
+                ready
+            }
+        }
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        match Pin::new(&mut self.inner).poll_write_vectored(cx, bufs) {
+            Poll::Pending => self.check_stall(cx),
+            ready => {
+                self.stalled = None;
+                ready
+            }
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
