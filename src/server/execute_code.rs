@@ -5,6 +5,7 @@
 use super::search_tools::WithText;
 use super::{bad_args, Gateway};
 use crate::outcome::Outcome;
+use crate::error::ErrorCode;
 use crate::limits::RequestedLimits;
 use crate::session::ExecRequest;
 use crate::trace::TraceKind;
@@ -148,6 +149,16 @@ pub async fn call(
         },
     };
     outcome.metrics.limits = applied;
+    if let Some(e) = outcome.error.as_ref().filter(|e| e.code == ErrorCode::Cancelled) {
+        // The client will not read the answer; the outcome is recorded (store, log) all the same.
+        tracing::info!(
+            duration_ms = outcome.metrics.duration_ms,
+            tool_calls = outcome.metrics.tool_calls,
+            "execute_code {}: {}",
+            e.code,
+            e.message
+        );
+    }
     let summary = summary(&outcome);
     let value = serde_json::to_value(&outcome).unwrap_or(Value::Null);
     let result = if outcome.success {

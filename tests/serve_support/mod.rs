@@ -143,3 +143,4 @@ pub fn stat(pid: u32) -> Option<(String, u32, char, u64)> {
 pub fn alive(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
+pub mod http;
