@@ -42,6 +42,8 @@ pub struct Gateway {
     /// The state store (`--state`): capabilities and the tool graph. `None` when it could not be
     /// opened; `save_capability`/`list_capabilities` then say so.
     pub store: Option<crate::store::Store>,
+    /// Bounds of save_capability: code size, versions kept per name, total size.
+    pub capability_quota: crate::store::CapabilityQuota,
 }
 
 /// One MCP session's handler (cheap to clone; HTTP makes one per session).

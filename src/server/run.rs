@@ -71,6 +71,15 @@ pub struct ServeArgs {
     /// HTTP: a session without requests for this long is closed.
     #[arg(long, value_name = "MS", default_value_t = 300_000)]
     pub session_idle_ms: u64,
+    /// save_capability: largest code of one capability (LIMIT_EXCEEDED past it).
+    #[arg(long, value_name = "BYTES", default_value_t = 256 * 1024)]
+    pub capability_max_code_bytes: u64,
+    /// save_capability: versions kept per name (older ones are deleted).
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub capability_max_versions: u64,
+    /// save_capability: bytes all stored capabilities may hold together (LIMIT_EXCEEDED past it).
+    #[arg(long, value_name = "BYTES", default_value_t = 64 * 1024 * 1024)]
+    pub capability_store_bytes: u64,
     #[command(flatten)]
     pub policy: PolicyArgs,
     #[command(flatten)]
@@ -123,6 +132,11 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
         sessions: Default::default(),
         require_layers,
         store,
+        capability_quota: crate::store::CapabilityQuota {
+            max_code_bytes: args.capability_max_code_bytes,
+            max_versions: args.capability_max_versions.max(1),
+            max_total_bytes: args.capability_store_bytes,
+        },
     });
     let grace = Duration::from_millis(args.shutdown_grace_ms);
     let stop = CancellationToken::new();
