@@ -79,6 +79,9 @@ struct Front {
     gateway: Arc<Gateway>,
     manager: Arc<LocalSessionManager>,
     sessions: Mutex<HashMap<String, SessionInfo>>,
+    /// Initializations admitted and not answered yet, per client: counted against the caps so
+    /// concurrent requests cannot all pass the check.
+    reserved: Mutex<HashMap<IpAddr, usize>>,
     opts: HttpOptions,
     /// Permits for [`MAX_BUFFERED_BODY_BYTES`].
     bodies: Arc<Semaphore>,
@@ -216,9 +219,11 @@ async fn guard(State(front): State<Arc<Front>>, req: Request, next: Next) -> Res
                 }
             }
             let method = message.method.as_deref();
+            let mut reservation = None;
             if method == Some("initialize") && session.is_none() {
-                if let Some(r) = full(&front, client) {
-                    return r;
+                match reserve(&front, client) {
+                    Ok(r) => reservation = r,
+                    Err(response) => return response,
                 }
             }
             if method == Some("notifications/initialized") {
@@ -246,17 +251,40 @@ async fn guard(State(front): State<Arc<Front>>, req: Request, next: Next) -> Res
                     );
                 }
             }
+            drop(reservation);
             response
         }
         _ => next.run(req).await,
     }
 }
 
-/// 503 when the server holds its maximum of sessions, 429 when this client holds its own.
-fn full(front: &Front, client: Option<IpAddr>) -> Option<Response> {
+/// A place reserved for a session being initialized; given back when dropped (by then the
+/// session, if made, is recorded).
+struct Reservation {
+    front: Arc<Front>,
+    client: IpAddr,
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        let mut reserved = self.front.reserved.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = reserved.get_mut(&self.client) {
+            *n -= 1;
+            if *n == 0 {
+                reserved.remove(&self.client);
+            }
+        }
+    }
+}
+
+/// Reserves a place for a new session, or answers 503 when the server holds its maximum of
+/// sessions and 429 when this client address holds its own.
+fn reserve(front: &Arc<Front>, client: Option<IpAddr>) -> Result<Option<Reservation>, Response> {
     let sessions = front.sessions();
-    if sessions.len() >= front.opts.max_sessions {
-        return Some(refuse(
+    let mut reserved = front.reserved.lock().unwrap_or_else(|p| p.into_inner());
+    let in_flight: usize = reserved.values().sum();
+    if sessions.len() + in_flight >= front.opts.max_sessions {
+        return Err(refuse(
             StatusCode::SERVICE_UNAVAILABLE,
             &format!(
                 "the server holds its maximum of {} sessions (--max-sessions); retry later",
@@ -264,10 +292,13 @@ fn full(front: &Front, client: Option<IpAddr>) -> Option<Response> {
             ),
         ));
     }
-    let client = client?;
-    let mine = sessions.values().filter(|s| s.client == client).count();
+    let Some(client) = client else {
+        return Ok(None);
+    };
+    let mine = sessions.values().filter(|s| s.client == client).count()
+        + reserved.get(&client).copied().unwrap_or(0);
     if mine >= front.opts.max_sessions_per_client {
-        return Some(refuse(
+        return Err(refuse(
             StatusCode::TOO_MANY_REQUESTS,
             &format!(
                 "this client address holds its maximum of {} sessions (--max-sessions-per-client); end some (DELETE) or retry later",
@@ -275,7 +306,11 @@ fn full(front: &Front, client: Option<IpAddr>) -> Option<Response> {
             ),
         ));
     }
-    None
+    *reserved.entry(client).or_default() += 1;
+    Ok(Some(Reservation {
+        front: front.clone(),
+        client,
+    }))
 }
 
 /// Origins a browser page on this machine has, allowed when the server is bound to loopback.
@@ -325,6 +360,7 @@ pub async fn serve_http(
         gateway,
         manager,
         sessions: Mutex::new(HashMap::new()),
+        reserved: Mutex::new(HashMap::new()),
         opts: opts.clone(),
         bodies: Arc::new(Semaphore::new(MAX_BUFFERED_BODY_BYTES)),
     });
