@@ -80,6 +80,7 @@ pub async fn call(
     gateway: &Gateway,
     args: JsonObject,
     cancel: CancellationToken,
+    answer: super::responses::AnswerKey,
 ) -> Result<CallToolResult, ErrorData> {
     const FIELDS: [&str; 5] = ["code", "context", "timeout_ms", "language", "limits"];
     if let Some(extra) = args.keys().find(|k| !FIELDS.contains(&k.as_str())) {
@@ -128,12 +129,20 @@ pub async fn call(
     let held = gateway
         .admission
         .admit(code.len() as u64, limits.source_bytes, context_bytes);
-    let mut outcome = match held {
+    // Room for the answer until the client has read it.
+    let room = match held {
+        Err(e) => Err(e),
+        Ok(held) => match gateway.responses.reserve(limits.result_bytes).await {
+            Ok(room) => Ok((held, room)),
+            Err(e) => Err(e),
+        },
+    };
+    let mut outcome = match room {
         Err(e) => Outcome::failed(e),
-        Ok(_held) => match to_javascript(code, language) {
+        Ok((_held, room)) => match to_javascript(code, language) {
             Err(e) => Outcome::failed(e),
             Ok(js) => {
-                gateway
+                let outcome = gateway
                     .sandbox
                     .execute(ExecRequest {
                         code: js,
@@ -144,7 +153,12 @@ pub async fn call(
                         client_cancel: Some(cancel),
                         ..Default::default()
                     })
-                    .await
+                    .await;
+                // A cancelled request gets no answer: its room is free at once.
+                if outcome.error.as_ref().map(|e| e.code) != Some(ErrorCode::Cancelled) {
+                    gateway.responses.hold(answer, room);
+                }
+                outcome
             }
         },
     };

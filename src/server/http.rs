@@ -58,6 +58,9 @@ pub struct HttpOptions {
 /// client's data stays in its socket) up to the header timeout, then 503.
 pub const MAX_BUFFERED_BODY_BYTES: usize = 64 * 1024 * 1024;
 
+/// How long rmcp keeps a finished request's answers for a resuming client.
+pub const COMPLETED_CACHE_TTL: Duration = Duration::from_secs(5);
+
 /// How long a client is told to wait when the server is full.
 const RETRY_AFTER_SECS: &str = "5";
 /// How long a closing transport may take to send the last answers.
@@ -117,6 +120,7 @@ impl Front {
             let _ = self.manager.close_session(&id.clone().into()).await;
         }
         self.gateway.sessions.retain(|id| alive.contains(id));
+        self.gateway.responses.expire(self.opts.write_timeout * 2);
     }
 }
 
@@ -252,9 +256,41 @@ async fn guard(State(front): State<Arc<Front>>, req: Request, next: Next) -> Res
                 }
             }
             drop(reservation);
-            response
+            match (method, message.id) {
+                (Some("tools/call"), Some(id)) => {
+                    // The answer's room in the response budget is free once the body is sent
+                    // (or dropped with its connection).
+                    let key = (
+                        session.unwrap_or_else(|| "http".to_string()),
+                        id.to_string(),
+                    );
+                    let guard = Delivered {
+                        gateway: front.gateway.clone(),
+                        key,
+                    };
+                    let (parts, body) = response.into_parts();
+                    let stream = futures::StreamExt::map(body.into_data_stream(), move |chunk| {
+                        let _ = &guard;
+                        chunk
+                    });
+                    Response::from_parts(parts, Body::from_stream(stream))
+                }
+                _ => response,
+            }
         }
         _ => next.run(req).await,
+    }
+}
+
+/// Frees an answer's room in the response budget when dropped.
+struct Delivered {
+    gateway: Arc<Gateway>,
+    key: super::responses::AnswerKey,
+}
+
+impl Drop for Delivered {
+    fn drop(&mut self) {
+        self.gateway.responses.delivered(&self.key);
     }
 }
 
@@ -346,6 +382,9 @@ pub async fn serve_http(
     let mut session_config = SessionConfig::default();
     session_config.keep_alive = Some(opts.session_idle);
     session_config.init_timeout = Some(opts.handshake_timeout);
+    // rmcp keeps a finished request's answers for late resumption; a short window keeps large
+    // answers from staying in memory long after they were sent.
+    session_config.completed_cache_ttl = COMPLETED_CACHE_TTL;
     let mut manager = LocalSessionManager::default();
     manager.session_config = session_config;
     let manager = Arc::new(manager);

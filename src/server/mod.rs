@@ -13,6 +13,7 @@ pub(crate) mod execute_code;
 pub mod http;
 pub mod jsonrpc;
 mod search_tools;
+pub mod responses;
 pub mod sessions;
 pub mod stdio;
 
@@ -36,6 +37,8 @@ pub struct Gateway {
     pub limits: Limits,
     /// Sizes checked when an `execute_code` request arrives, and the bytes admitted requests hold.
     pub admission: admission::Admission,
+    /// Room for answers not yet written to their clients.
+    pub responses: responses::ResponseBudget,
     /// HTTP sessions' cancellation tokens (a DELETE cancels the session's executions).
     pub sessions: sessions::SessionCancels,
     pub require_layers: Vec<String>,
@@ -100,17 +103,23 @@ impl ServerHandler for GatewayServer {
             // the session ends.
             "execute_code" => {
                 // Over HTTP, a DELETE of the session also cancels (see `sessions`).
-                let session = context
-                    .extensions
-                    .get::<axum::http::request::Parts>()
+                let parts = context.extensions.get::<axum::http::request::Parts>();
+                let session = parts
                     .and_then(|p| p.headers.get(sessions::SESSION_HEADER))
                     .and_then(|v| v.to_str().ok());
+                // The answer's key in the response budget: released once it is written.
+                let answer = (
+                    session.unwrap_or(if parts.is_some() { "http" } else { "stdio" }).to_string(),
+                    serde_json::to_string(&context.id).unwrap_or_default(),
+                );
                 match session {
-                    None => execute_code::call(&self.gateway, args, context.ct.clone()).await?,
+                    None => {
+                        execute_code::call(&self.gateway, args, context.ct.clone(), answer).await?
+                    }
                     Some(id) => {
                         let (cancel, _forward) =
                             sessions::either(&context.ct, &self.gateway.sessions.token(id));
-                        execute_code::call(&self.gateway, args, cancel).await?
+                        execute_code::call(&self.gateway, args, cancel, answer).await?
                     }
                 }
             }

@@ -58,6 +58,11 @@ pub struct ServeArgs {
     /// session (stdio); the execution's outcome is still recorded.
     #[arg(long, value_name = "MS", default_value_t = 30_000)]
     pub write_timeout_ms: u64,
+    /// Bytes reserved for execute_code answers not yet written to their clients (each call
+    /// reserves its result limit + 64 KiB until its answer is written); a call that cannot get
+    /// room within the write timeout gets LIMIT_EXCEEDED.
+    #[arg(long, value_name = "BYTES", default_value_t = super::responses::DEFAULT_MAX_BUFFERED_RESPONSE_BYTES)]
+    pub max_buffered_response_bytes: u64,
     /// HTTP: sessions at once (503 with Retry-After past it).
     #[arg(long, value_name = "N", default_value_t = 1000)]
     pub max_sessions: usize,
@@ -130,6 +135,10 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
         limits,
         admission: super::admission::Admission::new(args.max_queued_bytes, args.max_context_bytes),
         sessions: Default::default(),
+        responses: super::responses::ResponseBudget::new(
+            args.max_buffered_response_bytes,
+            Duration::from_millis(args.write_timeout_ms),
+        ),
         require_layers,
         store,
         capability_quota: crate::store::CapabilityQuota {
@@ -208,11 +217,18 @@ async fn serve_stdio(
 ) -> Result<(), UsageError> {
     // The client stopped reading its answers: the session ends as if it had left.
     let gone = CancellationToken::new();
+    let budget = gateway.clone();
+    let written = super::stdio::Written(Arc::new(move |id: &serde_json::Value| {
+        budget
+            .responses
+            .delivered(&("stdio".to_string(), id.to_string()));
+    }));
     let transport = super::stdio::front(
         tokio::io::stdin(),
         tokio::io::stdout(),
         write_timeout,
         gone.clone(),
+        written,
     );
     let running = tokio::select! {
         running = GatewayServer::new(gateway).serve(transport) => running

@@ -151,6 +151,7 @@ async fn write_out<W: AsyncWrite + Unpin>(
     mut lines: mpsc::Receiver<Vec<u8>>,
     timeout: Duration,
     gone: CancellationToken,
+    written: Written,
 ) {
     while let Some(line) = lines.recv().await {
         let write = async {
@@ -158,7 +159,11 @@ async fn write_out<W: AsyncWrite + Unpin>(
             output.flush().await
         };
         match tokio::time::timeout(timeout, write).await {
-            Ok(Ok(())) => {}
+            Ok(Ok(())) => {
+                // The answer's id is among its first bytes (rmcp writes `jsonrpc`, then `id`).
+                let head = &line[..line.len().min(256)];
+                (written.0)(&jsonrpc::id_in_prefix(head));
+            }
             Ok(Err(e)) => {
                 tracing::warn!("writing stdout failed: {e}; ending the session");
                 gone.cancel();
@@ -175,6 +180,10 @@ async fn write_out<W: AsyncWrite + Unpin>(
     }
 }
 
+/// Told the id of each answer written to the client.
+#[derive(Clone)]
+pub struct Written(pub std::sync::Arc<dyn Fn(&serde_json::Value) + Send + Sync>);
+
 /// The transport rmcp serves on, and the tasks that connect it to `input`/`output`. `gone` is
 /// cancelled when the client stops reading.
 pub fn front<R, W>(
@@ -182,6 +191,7 @@ pub fn front<R, W>(
     output: W,
     write_timeout: Duration,
     gone: CancellationToken,
+    written: Written,
 ) -> (
     tokio::io::ReadHalf<tokio::io::DuplexStream>,
     tokio::io::WriteHalf<tokio::io::DuplexStream>,
@@ -197,7 +207,7 @@ where
     let (tx, rx) = mpsc::channel::<Vec<u8>>(4);
     tokio::spawn(pump_in(input, our_write, tx.clone(), MAX_LINE_BYTES));
     tokio::spawn(pump_answers(our_read, tx));
-    tokio::spawn(write_out(output, rx, write_timeout, gone));
+    tokio::spawn(write_out(output, rx, write_timeout, gone, written));
     (their_read, their_write)
 }
 
