@@ -209,6 +209,29 @@ fn json_len(value: &JsonObject) -> u64 {
     }
 }
 
+/// The first `max` bytes of `value` as pretty JSON, without rendering the rest (a result may
+/// be megabytes).
+fn pretty_prefix(value: &Value, max: usize) -> String {
+    struct Capped(Vec<u8>, usize);
+    impl std::io::Write for Capped {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let room = self.1.saturating_sub(self.0.len());
+            if room == 0 {
+                return Err(std::io::Error::other("enough"));
+            }
+            let n = buf.len().min(room);
+            self.0.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut out = Capped(Vec::new(), max);
+    let _ = serde_json::to_writer_pretty(&mut out, value);
+    String::from_utf8_lossy(&out.0).into_owned()
+}
+
 /// A readable account of an outcome: status, result or error, logs, tool calls.
 pub fn summary(o: &Outcome) -> String {
     let mut s = String::new();
@@ -219,7 +242,7 @@ pub fn summary(o: &Outcome) -> String {
                 "ok ({:.1} ms, {} tool calls)",
                 o.metrics.duration_ms, o.metrics.tool_calls
             );
-            let mut r = serde_json::to_string_pretty(&o.result).unwrap_or_default();
+            let mut r = pretty_prefix(&o.result, SUMMARY_RESULT_CHARS * 4 + 4);
             if r.chars().count() > SUMMARY_RESULT_CHARS {
                 r = r.chars().take(SUMMARY_RESULT_CHARS).collect::<String>()
                     + "… (cut; the whole result is in structuredContent.result)";
