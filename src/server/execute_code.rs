@@ -129,20 +129,12 @@ pub async fn call(
     let held = gateway
         .admission
         .admit(code.len() as u64, limits.source_bytes, context_bytes);
-    // Room for the answer until the client has read it.
-    let room = match held {
-        Err(e) => Err(e),
-        Ok(held) => match gateway.responses.reserve(limits.result_bytes).await {
-            Ok(room) => Ok((held, room)),
-            Err(e) => Err(e),
-        },
-    };
-    let mut outcome = match room {
+    let mut outcome = match held {
         Err(e) => Outcome::failed(e),
-        Ok((_held, room)) => match to_javascript(code, language) {
+        Ok(_held) => match to_javascript(code, language) {
             Err(e) => Outcome::failed(e),
             Ok(js) => {
-                let outcome = gateway
+                gateway
                     .sandbox
                     .execute(ExecRequest {
                         code: js,
@@ -153,15 +145,21 @@ pub async fn call(
                         client_cancel: Some(cancel),
                         ..Default::default()
                     })
-                    .await;
-                // A cancelled request gets no answer: its room is free at once.
-                if outcome.error.as_ref().map(|e| e.code) != Some(ErrorCode::Cancelled) {
-                    gateway.responses.hold(answer, room);
-                }
-                outcome
+                    .await
             }
         },
     };
+    // Room for the answer until the client has read it; a cancelled request gets no answer.
+    if outcome.error.as_ref().map(|e| e.code) != Some(ErrorCode::Cancelled) {
+        let size = json_len_of(&outcome);
+        match gateway.responses.reserve(size) {
+            Ok(room) => gateway.responses.hold(answer, room),
+            Err(e) => {
+                tracing::warn!("execute_code answer dropped: {e}");
+                outcome = Outcome::failed(e);
+            }
+        }
+    }
     outcome.metrics.limits = applied;
     if let Some(e) = outcome.error.as_ref().filter(|e| e.code == ErrorCode::Cancelled) {
         // The client will not read the answer; the outcome is recorded (store, log) all the same.
@@ -192,6 +190,10 @@ pub fn refused(error: crate::error::ExecError) -> CallToolResult {
 
 /// The length of a value as compact JSON, without building the text.
 fn json_len(value: &JsonObject) -> u64 {
+    json_len_of(value)
+}
+
+fn json_len_of<T: serde::Serialize + ?Sized>(value: &T) -> u64 {
     struct Count(u64);
     impl std::io::Write for Count {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {

@@ -1,8 +1,8 @@
-//! A bound on answers that clients have not read yet. An `execute_code` call reserves room for
-//! its answer (its result limit) before it runs and keeps it until the answer is written to the
-//! client's connection, or the connection is gone: clients that do not read cannot make the host
-//! hold more than the budget. A call that cannot get room within the write timeout is refused
-//! with `LIMIT_EXCEEDED`.
+//! A bound on answers that clients have not read yet. When an `execute_code` call has its
+//! outcome, it reserves room for the answer (the outcome's size) and keeps it until the answer
+//! is written to the client's connection, or the connection is gone: clients that do not read
+//! cannot make the host hold more than the budget. An answer that finds no room is replaced by
+//! `LIMIT_EXCEEDED` (the execution itself ran and was recorded).
 
 use crate::error::{ErrorCode, ExecError};
 use std::collections::HashMap;
@@ -12,8 +12,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Default budget of unsent answers, in bytes.
 pub const DEFAULT_MAX_BUFFERED_RESPONSE_BYTES: u64 = 256 * 1024 * 1024;
-/// Room reserved for an answer besides its result (summary, traces, logs, framing).
-const OVERHEAD_BYTES: u64 = 64 * 1024;
+/// Room reserved for an answer besides its outcome (summary, framing).
+const OVERHEAD_BYTES: u64 = 8 * 1024;
 
 /// Which answer a reservation is for: the session (`"stdio"` over stdio) and the JSON-RPC id
 /// as JSON text.
@@ -23,17 +23,15 @@ pub type AnswerKey = (String, String);
 pub struct ResponseBudget {
     sem: Arc<Semaphore>,
     total: u64,
-    wait: Duration,
     held: Mutex<HashMap<AnswerKey, (OwnedSemaphorePermit, Instant)>>,
 }
 
 impl ResponseBudget {
-    pub fn new(total: u64, wait: Duration) -> Self {
+    pub fn new(total: u64) -> Self {
         let permits = usize::try_from(total).unwrap_or(usize::MAX).min(Semaphore::MAX_PERMITS);
         ResponseBudget {
             sem: Arc::new(Semaphore::new(permits)),
             total,
-            wait,
             held: Mutex::new(HashMap::new()),
         }
     }
@@ -44,20 +42,22 @@ impl ResponseBudget {
             .saturating_sub(self.sem.available_permits() as u64)
     }
 
-    /// Reserves room for an answer of at most `result_bytes`, waiting up to the write timeout.
-    pub async fn reserve(&self, result_bytes: u64) -> Result<OwnedSemaphorePermit, ExecError> {
-        let want = (result_bytes + OVERHEAD_BYTES).min(self.total).max(1);
+    /// Reserves room for an answer of `bytes` (plus framing), at once or not at all: an answer
+    /// that finds no room is refused rather than held, and small answers are never starved by
+    /// large unread ones waiting ahead of them.
+    pub fn reserve(&self, bytes: u64) -> Result<OwnedSemaphorePermit, ExecError> {
+        let want = (bytes + OVERHEAD_BYTES).min(self.total).max(1);
         let n = u32::try_from(want).unwrap_or(u32::MAX);
-        match tokio::time::timeout(self.wait, self.sem.clone().acquire_many_owned(n)).await {
-            Ok(Ok(p)) => Ok(p),
-            _ => Err(ExecError::new(
+        self.sem.clone().try_acquire_many_owned(n).map_err(|_| {
+            ExecError::new(
                 ErrorCode::LimitExceeded,
                 format!(
-                    "answers not yet read by their clients hold {} bytes, the bound (--max-buffered-response-bytes); retry later",
+                    "the answer is {bytes} bytes and answers not yet read by their clients hold {} of the {} bytes allowed (--max-buffered-response-bytes); the execution ran and was recorded, but its answer is dropped. Retry later, or return less",
+                    self.reserved(),
                     self.total
                 ),
-            )),
-        }
+            )
+        })
     }
 
     /// Keeps `permit` until the answer `key` is written (see [`ResponseBudget::delivered`]).

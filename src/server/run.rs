@@ -58,9 +58,8 @@ pub struct ServeArgs {
     /// session (stdio); the execution's outcome is still recorded.
     #[arg(long, value_name = "MS", default_value_t = 30_000)]
     pub write_timeout_ms: u64,
-    /// Bytes reserved for execute_code answers not yet written to their clients (each call
-    /// reserves its result limit + 64 KiB until its answer is written); a call that cannot get
-    /// room within the write timeout gets LIMIT_EXCEEDED.
+    /// Bytes of execute_code answers not yet written to their clients, in total; an answer
+    /// that does not fit is replaced by LIMIT_EXCEEDED (the execution was still recorded).
     #[arg(long, value_name = "BYTES", default_value_t = super::responses::DEFAULT_MAX_BUFFERED_RESPONSE_BYTES)]
     pub max_buffered_response_bytes: u64,
     /// HTTP: sessions at once (503 with Retry-After past it).
@@ -135,10 +134,7 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
         limits,
         admission: super::admission::Admission::new(args.max_queued_bytes, args.max_context_bytes),
         sessions: Default::default(),
-        responses: super::responses::ResponseBudget::new(
-            args.max_buffered_response_bytes,
-            Duration::from_millis(args.write_timeout_ms),
-        ),
+        responses: super::responses::ResponseBudget::new(args.max_buffered_response_bytes),
         require_layers,
         store,
         capability_quota: crate::store::CapabilityQuota {
