@@ -134,15 +134,27 @@ impl Limits {
             ("cpu_ms", requested.cpu_ms, &mut out.cpu_ms),
             ("memory_mb", requested.memory_mb, &mut out.memory_mb),
             ("stack_kb", requested.stack_kb, &mut out.stack_kb),
-            ("call_timeout_ms", requested.call_timeout_ms, &mut out.call_timeout_ms),
+            (
+                "call_timeout_ms",
+                requested.call_timeout_ms,
+                &mut out.call_timeout_ms,
+            ),
             ("max_calls", requested.max_calls, &mut out.max_calls),
             (
                 "max_concurrent_calls",
                 requested.max_concurrent_calls,
                 &mut out.max_concurrent_calls,
             ),
-            ("source_bytes", requested.source_bytes, &mut out.source_bytes),
-            ("result_bytes", requested.result_bytes, &mut out.result_bytes),
+            (
+                "source_bytes",
+                requested.source_bytes,
+                &mut out.source_bytes,
+            ),
+            (
+                "result_bytes",
+                requested.result_bytes,
+                &mut out.result_bytes,
+            ),
             ("log_bytes", requested.log_bytes, &mut out.log_bytes),
             ("frame_bytes", requested.frame_bytes, &mut out.frame_bytes),
         ];

@@ -22,7 +22,12 @@ fn fill_slots(h: &HttpServed, session: &str, ms: u64) -> Vec<tokio::task::JoinHa
             let session = session.to_string();
             let code = format!("await mcp.fixture.sleep({{ ms: {ms} }}); return {i}");
             tokio::spawn(async move {
-                post(&addr, Some(&session), &execute_body(100 + i as i64, json!({"code": code}))).await
+                post(
+                    &addr,
+                    Some(&session),
+                    &execute_body(100 + i as i64, json!({"code": code})),
+                )
+                .await
             })
         })
         .collect()
@@ -63,7 +68,10 @@ async fn oversized_requests_behind_busy_slots_are_refused_at_once() {
             // Sixty clients, each with its own session.
             tokio::spawn(async move {
                 let s = open_session(&addr).await;
-                (i, exchange(&addr, &post_bytes(&addr, Some(&s), &body, &[])).await)
+                (
+                    i,
+                    exchange(&addr, &post_bytes(&addr, Some(&s), &body, &[])).await,
+                )
             })
         })
         .collect();
@@ -71,11 +79,17 @@ async fn oversized_requests_behind_busy_slots_are_refused_at_once() {
         let (i, a) = send.await.unwrap();
         let e = outcome_error(&a, i);
         assert_eq!(e["code"], "LIMIT_EXCEEDED", "{e}");
-        assert!(e["message"].as_str().unwrap().contains("source limit"), "{e}");
+        assert!(
+            e["message"].as_str().unwrap().contains("source limit"),
+            "{e}"
+        );
     }
     let took = t.elapsed();
     watch.abort();
-    eprintln!("host CPU ticks during the refusals: {}", serve_support::stat(h.pid).unwrap().3 - ticks0);
+    eprintln!(
+        "host CPU ticks during the refusals: {}",
+        serve_support::stat(h.pid).unwrap().3 - ticks0
+    );
     let peak_mb = peak.load(std::sync::atomic::Ordering::SeqCst) / 1024;
     eprintln!("60 oversized requests refused in {took:?}; host peak RSS {peak_mb} MB");
     assert!(took < Duration::from_secs(5), "refusals took {took:?}");
@@ -95,12 +109,21 @@ async fn queued_bytes_and_context_are_bounded() {
     let a = post(
         &h.addr,
         Some(&s),
-        &execute_body(1, json!({"code": "return 1", "context": {"big": "y".repeat(2000)}})),
+        &execute_body(
+            1,
+            json!({"code": "return 1", "context": {"big": "y".repeat(2000)}}),
+        ),
     )
     .await;
     let e = outcome_error(&a, 1);
     assert_eq!(e["code"], "LIMIT_EXCEEDED");
-    assert!(e["message"].as_str().unwrap().contains("--max-context-bytes"), "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("--max-context-bytes"),
+        "{e}"
+    );
     // Busy slots, then requests of 3,000 bytes: the queue takes what fits in 20,000 bytes.
     let busy = fill_slots(&h, &s, 3000);
     tokio::time::sleep(Duration::from_millis(1000)).await;
@@ -111,7 +134,12 @@ async fn queued_bytes_and_context_are_bounded() {
             let (addr, code) = (h.addr.clone(), code.clone());
             tokio::spawn(async move {
                 let s = open_session(&addr).await;
-                let a = post(&addr, Some(&s), &execute_body(200 + i, json!({"code": code}))).await;
+                let a = post(
+                    &addr,
+                    Some(&s),
+                    &execute_body(200 + i, json!({"code": code})),
+                )
+                .await;
                 (i, a, t.elapsed())
             })
         })
@@ -124,7 +152,13 @@ async fn queued_bytes_and_context_are_bounded() {
         if r["result"]["isError"] == json!(true) {
             let e = &r["result"]["structuredContent"]["error"];
             assert_eq!(e["code"], "LIMIT_EXCEEDED", "{e}");
-            assert!(e["message"].as_str().unwrap().contains("--max-queued-bytes"), "{e}");
+            assert!(
+                e["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("--max-queued-bytes"),
+                "{e}"
+            );
             assert!(took < Duration::from_secs(2), "a refusal waited {took:?}");
             refused += 1;
         } else {

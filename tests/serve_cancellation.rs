@@ -33,7 +33,11 @@ async fn wait_busy(pid: u32, n: usize) -> Vec<u32> {
     loop {
         let busy = busy_runners(pid);
         if busy.len() >= n {
-            let ticks = |ps: &[u32]| ps.iter().map(|p| stat(*p).map_or(0, |s| s.3)).collect::<Vec<_>>();
+            let ticks = |ps: &[u32]| {
+                ps.iter()
+                    .map(|p| stat(*p).map_or(0, |s| s.3))
+                    .collect::<Vec<_>>()
+            };
             let before = ticks(&busy);
             tokio::time::sleep(Duration::from_millis(300)).await;
             if ticks(&busy) == before {
@@ -41,7 +45,14 @@ async fn wait_busy(pid: u32, n: usize) -> Vec<u32> {
             }
             continue;
         }
-        assert!(Instant::now() < end, "{n} runners never got busy: {busy:?} {:?}", children_of(pid).iter().map(|(p, c)| (c.clone(), stat(*p))).collect::<Vec<_>>());
+        assert!(
+            Instant::now() < end,
+            "{n} runners never got busy: {busy:?} {:?}",
+            children_of(pid)
+                .iter()
+                .map(|(p, c)| (c.clone(), stat(*p)))
+                .collect::<Vec<_>>()
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -66,7 +77,9 @@ async fn stdio_cancelled_requests_kill_their_runners_and_cancel_their_calls() {
         let params = CallToolRequestParams::new("execute_code")
             .with_arguments(json!({"code": BUSY_THEN_WAIT}).as_object().unwrap().clone());
         // rmcp's call_tool_once sends notifications/cancelled when its future is dropped.
-        calls.push(tokio::spawn(async move { peer.call_tool_once(params).await }));
+        calls.push(tokio::spawn(
+            async move { peer.call_tool_once(params).await },
+        ));
     }
     let runners = wait_busy(served.pid, 2).await;
     let t = Instant::now();
@@ -85,13 +98,21 @@ async fn stdio_cancelled_requests_kill_their_runners_and_cancel_their_calls() {
     assert_eq!(structured(&r)["result"], json!("2"), "{r:?}");
 }
 
-async fn start_two(h: &HttpServed, session: &str) -> (Vec<tokio::task::JoinHandle<Answer>>, Vec<u32>) {
+async fn start_two(
+    h: &HttpServed,
+    session: &str,
+) -> (Vec<tokio::task::JoinHandle<Answer>>, Vec<u32>) {
     let mut posts = Vec::new();
     for id in [11, 12] {
         let addr = h.addr.clone();
         let session = session.to_string();
         posts.push(tokio::spawn(async move {
-            post(&addr, Some(&session), &execute_body(id, json!({"code": BUSY_THEN_WAIT}))).await
+            post(
+                &addr,
+                Some(&session),
+                &execute_body(id, json!({"code": BUSY_THEN_WAIT})),
+            )
+            .await
         }));
     }
     let runners = wait_busy(h.pid, 2).await;
@@ -111,7 +132,11 @@ async fn cancellations_seen(h: &HttpServed, n: usize) {
     // Each cancelled execution's outcome was recorded with its own code.
     let end = Instant::now() + Duration::from_secs(3);
     while h.stderr().matches("execute_code CANCELLED").count() < 2 {
-        assert!(Instant::now() < end, "no CANCELLED outcomes logged: {}", h.stderr());
+        assert!(
+            Instant::now() < end,
+            "no CANCELLED outcomes logged: {}",
+            h.stderr()
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -152,7 +177,12 @@ async fn losing_the_connection_is_not_a_cancellation() {
     let h = start_http(&[]).await;
     let s = open_session(&h.addr).await;
     let code = "let x = 0; for (let i = 0; i < 3e6; i++) x += i; await mcp.fixture.sleep({ ms: 1500 }); return x";
-    let bytes = post_bytes(&h.addr, Some(&s), &execute_body(3, json!({"code": code})).to_string(), &[]);
+    let bytes = post_bytes(
+        &h.addr,
+        Some(&s),
+        &execute_body(3, json!({"code": code})).to_string(),
+        &[],
+    );
     {
         use tokio::io::AsyncWriteExt;
         let mut c = tokio::net::TcpStream::connect(&h.addr).await.unwrap();

@@ -19,7 +19,13 @@ async fn code_over_the_default_limit_is_refused() {
     assert!(is_error(&r));
     let e = &structured(&r)["error"];
     assert_eq!(e["code"], "LIMIT_EXCEEDED", "{e}");
-    assert!(e["message"].as_str().unwrap().contains("at most 262144 bytes (capability code limit"), "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("at most 262144 bytes (capability code limit"),
+        "{e}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -35,13 +41,22 @@ async fn saves_past_the_total_quota_are_refused_and_the_store_stays_bounded() {
     for i in 0..80 {
         let code = format!("// {i} {}\nreturn 1", "x".repeat(1024 * 1024));
         let r = served
-            .call("save_capability", json!({"name": format!("bulk:c{i}"), "code": code}))
+            .call(
+                "save_capability",
+                json!({"name": format!("bulk:c{i}"), "code": code}),
+            )
             .await
             .unwrap();
         if is_error(&r) {
             let e = &structured(&r)["error"];
             assert_eq!(e["code"], "LIMIT_EXCEEDED", "{e}");
-            assert!(e["message"].as_str().unwrap().contains("capability store quota"), "{e}");
+            assert!(
+                e["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("capability store quota"),
+                "{e}"
+            );
             refused += 1;
         } else {
             saved += 1;
@@ -57,7 +72,10 @@ async fn only_the_newest_versions_are_kept() {
     let served = start(&["--capability-max-versions", "20"]).await;
     for v in 1..=25 {
         let r = served
-            .call("save_capability", json!({"name": "ver:x", "code": format!("return {v}")}))
+            .call(
+                "save_capability",
+                json!({"name": "ver:x", "code": format!("return {v}")}),
+            )
             .await
             .unwrap();
         assert!(!is_error(&r), "{r:?}");

@@ -45,9 +45,22 @@ async fn half_sent_headers_and_idle_connections_are_closed_while_clients_are_ser
     // A real client is served meanwhile.
     let t = Instant::now();
     let s = open_session(&h.addr).await;
-    let a = post(&h.addr, Some(&s), &execute_body(2, json!({"code": "return 1 + 1"}))).await;
-    assert_eq!(a.reply(2)["result"]["structuredContent"]["result"], json!(2), "{a:?}");
-    assert!(t.elapsed() < Duration::from_secs(2), "served in {:?}", t.elapsed());
+    let a = post(
+        &h.addr,
+        Some(&s),
+        &execute_body(2, json!({"code": "return 1 + 1"})),
+    )
+    .await;
+    assert_eq!(
+        a.reply(2)["result"]["structuredContent"]["result"],
+        json!(2),
+        "{a:?}"
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(2),
+        "served in {:?}",
+        t.elapsed()
+    );
     // Every half-sent header is closed (2 s timeout; 40 s is the bound the issue sets).
     let closes = futures::future::join_all(
         half.into_iter()
@@ -55,10 +68,19 @@ async fn half_sent_headers_and_idle_connections_are_closed_while_clients_are_ser
     )
     .await;
     let open = closes.iter().filter(|c| c.is_none()).count();
-    assert_eq!(open, 0, "{open} half-sent connections still open after 40 s");
+    assert_eq!(
+        open, 0,
+        "{open} half-sent connections still open after 40 s"
+    );
     let slowest = closes.iter().flatten().max().unwrap();
-    assert!(*slowest < Duration::from_secs(10), "slowest close {slowest:?}");
-    assert!(closed_within(idle, Duration::from_secs(10)).await.is_some(), "idle connection kept");
+    assert!(
+        *slowest < Duration::from_secs(10),
+        "slowest close {slowest:?}"
+    );
+    assert!(
+        closed_within(idle, Duration::from_secs(10)).await.is_some(),
+        "idle connection kept"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -22,7 +22,12 @@ async fn foreign_origins_get_403_and_others_pass() {
     assert_eq!(a.status, 403, "{a:?}");
     let a = initialize_with(&h.addr, Some("http://evil.example:8080")).await;
     assert_eq!(a.status, 403, "{a:?}");
-    for ok in [None, Some("http://localhost:5173"), Some("http://127.0.0.1:9"), Some("https://app.example")] {
+    for ok in [
+        None,
+        Some("http://localhost:5173"),
+        Some("http://127.0.0.1:9"),
+        Some("https://app.example"),
+    ] {
         let a = initialize_with(&h.addr, ok).await;
         assert_eq!(a.status, 200, "origin {ok:?}: {a:?}");
         assert!(a.header("mcp-session-id").is_some(), "{a:?}");

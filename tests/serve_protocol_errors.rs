@@ -13,7 +13,9 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 fn error_of(a: &Answer) -> (Value, i64) {
     let m = a.messages();
-    let m = m.first().unwrap_or_else(|| panic!("no JSON-RPC message: {a:?}"));
+    let m = m
+        .first()
+        .unwrap_or_else(|| panic!("no JSON-RPC message: {a:?}"));
     (m["id"].clone(), m["error"]["code"].as_i64().unwrap_or(0))
 }
 
@@ -23,10 +25,30 @@ async fn http_malformed_messages_get_400_and_their_json_rpc_codes() {
     let s = open_session(&h.addr).await;
     let cases: [(&str, u16, Value, i64); 6] = [
         ("{not json", 400, Value::Null, -32700),
-        (r#"{"jsonrpc":"1.0","id":4,"method":"tools/list"}"#, 400, json!(4), -32600),
-        (r#"[{"jsonrpc":"2.0","id":5,"method":"tools/list"}]"#, 400, Value::Null, -32600),
-        (r#"{"jsonrpc":"2.0","id":{"x":1},"method":"tools/list"}"#, 400, Value::Null, -32600),
-        (r#"{"jsonrpc":"2.0","id":true,"method":"tools/list"}"#, 400, Value::Null, -32600),
+        (
+            r#"{"jsonrpc":"1.0","id":4,"method":"tools/list"}"#,
+            400,
+            json!(4),
+            -32600,
+        ),
+        (
+            r#"[{"jsonrpc":"2.0","id":5,"method":"tools/list"}]"#,
+            400,
+            Value::Null,
+            -32600,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":{"x":1},"method":"tools/list"}"#,
+            400,
+            Value::Null,
+            -32600,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":true,"method":"tools/list"}"#,
+            400,
+            Value::Null,
+            -32600,
+        ),
         (
             r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"execute_code","arguments":[1]}}"#,
             200,
@@ -40,7 +62,12 @@ async fn http_malformed_messages_get_400_and_their_json_rpc_codes() {
         assert_eq!(error_of(&a), (id, code), "{body}: {a:?}");
     }
     // The session still works.
-    let a = post(&h.addr, Some(&s), &json!({"jsonrpc": "2.0", "id": 8, "method": "tools/list"})).await;
+    let a = post(
+        &h.addr,
+        Some(&s),
+        &json!({"jsonrpc": "2.0", "id": 8, "method": "tools/list"}),
+    )
+    .await;
     assert!(a.reply(8)["result"]["tools"].is_array(), "{a:?}");
 }
 
@@ -72,11 +99,17 @@ async fn stdio_garbage_and_oversized_lines_are_answered_and_the_server_goes_on()
     stdin.write_all(init.as_bytes()).await.unwrap();
     assert_eq!(next().await["id"], json!(1));
     stdin
-        .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\nthis is not json\n")
+        .write_all(
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\nthis is not json\n",
+        )
         .await
         .unwrap();
     let a = next().await;
-    assert_eq!((a["id"].clone(), a["error"]["code"].clone()), (Value::Null, json!(-32700)), "{a}");
+    assert_eq!(
+        (a["id"].clone(), a["error"]["code"].clone()),
+        (Value::Null, json!(-32700)),
+        "{a}"
+    );
     // A 17 MiB request: refused for its id, and the next request is served.
     let big = format!(
         "{{\"jsonrpc\":\"2.0\",\"id\":42,\"method\":\"tools/call\",\"params\":{{\"name\":\"execute_code\",\"arguments\":{{\"code\":\"{}\"}}}}}}\n",
@@ -91,8 +124,18 @@ async fn stdio_garbage_and_oversized_lines_are_answered_and_the_server_goes_on()
         stdin
     });
     let a = next().await;
-    assert_eq!((a["id"].clone(), a["error"]["code"].clone()), (json!(42), json!(-32600)), "{a}");
-    assert!(a["error"]["message"].as_str().unwrap().contains("longer than"), "{a}");
+    assert_eq!(
+        (a["id"].clone(), a["error"]["code"].clone()),
+        (json!(42), json!(-32600)),
+        "{a}"
+    );
+    assert!(
+        a["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("longer than"),
+        "{a}"
+    );
     let a = next().await;
     assert_eq!(a["id"], json!(43));
     assert!(a["result"]["tools"].is_array(), "{a}");

@@ -46,19 +46,29 @@ async fn an_initialize_flood_is_capped() {
         w.await.unwrap();
     }
     let grown_mb = rss_kib_of(h.pid).saturating_sub(before) / 1024;
-    let (ok, too_many, other) = (ok.load(Ordering::SeqCst), too_many.load(Ordering::SeqCst), other.load(Ordering::SeqCst));
+    let (ok, too_many, other) = (
+        ok.load(Ordering::SeqCst),
+        too_many.load(Ordering::SeqCst),
+        other.load(Ordering::SeqCst),
+    );
     eprintln!("20,000 initializations in {:?}: {ok} sessions, {too_many} refused (429), host grew {grown_mb} MB", t.elapsed());
     assert_eq!(other, 0);
     // The per-address cap (100 by default) holds (sessions whose handshake is not completed
     // expire after 10 s, which may admit a few more if the flood takes longer).
-    assert!(ok >= 100 && ok <= 200, "{ok} sessions admitted");
+    assert!((100..=200).contains(&ok), "{ok} sessions admitted");
     assert_eq!(ok + too_many, 20_000);
     assert!(grown_mb < 256, "host grew {grown_mb} MB");
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn incomplete_handshakes_expire_and_free_their_place() {
-    let h = start_http(&["--max-sessions-per-client", "5", "--handshake-timeout-ms", "1000"]).await;
+    let h = start_http(&[
+        "--max-sessions-per-client",
+        "5",
+        "--handshake-timeout-ms",
+        "1000",
+    ])
+    .await;
     let mut ids = Vec::new();
     for _ in 0..5 {
         let a = post(&h.addr, None, &initialize_body(1)).await;
@@ -70,12 +80,22 @@ async fn incomplete_handshakes_expire_and_free_their_place() {
     assert_eq!(a.header("retry-after"), Some("5"));
     // No notifications/initialized: after the handshake timeout the sessions are gone.
     tokio::time::sleep(Duration::from_millis(2000)).await;
-    let a = post(&h.addr, Some(&ids[0]), &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await;
+    let a = post(
+        &h.addr,
+        Some(&ids[0]),
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    )
+    .await;
     assert_eq!(a.status, 404, "an expired session still answers: {a:?}");
     let s = open_session(&h.addr).await;
     // A completed handshake is not expired.
     tokio::time::sleep(Duration::from_millis(2000)).await;
-    let a = post(&h.addr, Some(&s), &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"})).await;
+    let a = post(
+        &h.addr,
+        Some(&s),
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}),
+    )
+    .await;
     assert!(a.reply(3)["result"]["tools"].is_array(), "{a:?}");
 }
 

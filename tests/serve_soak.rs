@@ -25,7 +25,10 @@ fn soak_secs() -> u64 {
 #[tokio::test(flavor = "multi_thread")]
 async fn flood_slow_and_silent_clients_at_once_while_a_client_is_served() {
     let py = common::repo_root().join(".venv/bin/python");
-    assert!(py.exists(), "run scripts/setup.sh (Python venv with mcp==2.3.0) first");
+    assert!(
+        py.exists(),
+        "run scripts/setup.sh (Python venv with mcp==2.3.0) first"
+    );
     let secs = soak_secs();
     let h = start_http(&[]).await;
     let url = format!("http://{}/mcp", h.addr);
@@ -79,7 +82,9 @@ async fn flood_slow_and_silent_clients_at_once_while_a_client_is_served() {
             let mut held = std::collections::VecDeque::new();
             while Instant::now() < stop {
                 if let Ok(mut s) = TcpStream::connect(&addr).await {
-                    let _ = s.write_all(b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n").await;
+                    let _ = s
+                        .write_all(b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n")
+                        .await;
                     held.push_back(s);
                     if held.len() > 500 {
                         held.pop_front();
@@ -97,9 +102,12 @@ async fn flood_slow_and_silent_clients_at_once_while_a_client_is_served() {
             let mut i = 0;
             while Instant::now() < stop {
                 i += 1;
-                let body = execute_body(i, json!({"code": "return 'x'.repeat(2000000)"})).to_string();
+                let body =
+                    execute_body(i, json!({"code": "return 'x'.repeat(2000000)"})).to_string();
                 if let Ok(mut c) = TcpStream::connect(&addr).await {
-                    let _ = c.write_all(&post_bytes(&addr, Some(&session), &body, &[])).await;
+                    let _ = c
+                        .write_all(&post_bytes(&addr, Some(&session), &body, &[]))
+                        .await;
                     held.push_back(c);
                     if held.len() > 60 {
                         held.pop_front();

@@ -46,7 +46,9 @@ async fn clients_that_never_read_their_answers_are_bounded() {
         let mut c = tokio::net::TcpStream::connect(&h.addr).await.unwrap();
         let args = json!({"code": BIG, "limits": {"result_bytes": 2_100_000}});
         let body = execute_body(i, args).to_string();
-        c.write_all(&post_bytes(&h.addr, Some(&s), &body, &[])).await.unwrap();
+        c.write_all(&post_bytes(&h.addr, Some(&s), &body, &[]))
+            .await
+            .unwrap();
         // Never read.
         silent.push(c);
     }
@@ -84,6 +86,11 @@ async fn clients_that_never_read_their_answers_are_bounded() {
     let args = json!({"code": BIG, "limits": {"result_bytes": 2_100_000}});
     let a = post(&h.addr, Some(&s), &execute_body(500, args)).await;
     let r = a.reply(500);
-    assert_eq!(r["result"]["structuredContent"]["success"], json!(true), "{}", a.body.len());
+    assert_eq!(
+        r["result"]["structuredContent"]["success"],
+        json!(true),
+        "{}",
+        a.body.len()
+    );
     drop(silent);
 }

@@ -107,9 +107,17 @@ mod tests {
             a.admit(11, 10, 0).unwrap_err().code,
             ErrorCode::LimitExceeded
         );
-        assert!(a.admit(0, 10, 51).unwrap_err().message.contains("--max-context-bytes"));
+        assert!(a
+            .admit(0, 10, 51)
+            .unwrap_err()
+            .message
+            .contains("--max-context-bytes"));
         let one = a.admit(10, 10, 50).unwrap();
-        assert!(a.admit(10, 10, 40).unwrap_err().message.contains("--max-queued-bytes"));
+        assert!(a
+            .admit(10, 10, 40)
+            .unwrap_err()
+            .message
+            .contains("--max-queued-bytes"));
         assert_eq!(a.held(), 60);
         drop(one);
         assert_eq!(a.held(), 0);

@@ -4,9 +4,9 @@
 
 use super::search_tools::WithText;
 use super::{bad_args, Gateway};
-use crate::outcome::Outcome;
 use crate::error::ErrorCode;
 use crate::limits::RequestedLimits;
+use crate::outcome::Outcome;
 use crate::session::ExecRequest;
 use crate::trace::TraceKind;
 use crate::transpile::{to_javascript, Language};
@@ -161,7 +161,11 @@ pub async fn call(
         }
     }
     outcome.metrics.limits = applied;
-    if let Some(e) = outcome.error.as_ref().filter(|e| e.code == ErrorCode::Cancelled) {
+    if let Some(e) = outcome
+        .error
+        .as_ref()
+        .filter(|e| e.code == ErrorCode::Cancelled)
+    {
         // The client will not read the answer; the outcome is recorded (store, log) all the same.
         tracing::info!(
             duration_ms = outcome.metrics.duration_ms,

@@ -13,14 +13,12 @@ use axum::http::{HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use rmcp::transport::streamable_http_server::session::local::{
-    LocalSessionManager, SessionConfig,
-};
+use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
 use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
 use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -110,7 +108,9 @@ impl Front {
             sessions.retain(|id, _| alive.contains(id));
             sessions
                 .iter()
-                .filter(|(_, s)| !s.initialized && s.created.elapsed() > self.opts.handshake_timeout)
+                .filter(|(_, s)| {
+                    !s.initialized && s.created.elapsed() > self.opts.handshake_timeout
+                })
                 .map(|(id, _)| id.clone())
                 .collect()
         };
@@ -227,7 +227,7 @@ async fn guard(State(front): State<Arc<Front>>, req: Request, next: Next) -> Res
             if method == Some("initialize") && session.is_none() {
                 match reserve(&front, client) {
                     Ok(r) => reservation = r,
-                    Err(response) => return response,
+                    Err(response) => return *response,
                 }
             }
             if method == Some("notifications/initialized") {
@@ -303,7 +303,11 @@ struct Reservation {
 
 impl Drop for Reservation {
     fn drop(&mut self) {
-        let mut reserved = self.front.reserved.lock().unwrap_or_else(|p| p.into_inner());
+        let mut reserved = self
+            .front
+            .reserved
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         if let Some(n) = reserved.get_mut(&self.client) {
             *n -= 1;
             if *n == 0 {
@@ -315,18 +319,21 @@ impl Drop for Reservation {
 
 /// Reserves a place for a new session, or answers 503 when the server holds its maximum of
 /// sessions and 429 when this client address holds its own.
-fn reserve(front: &Arc<Front>, client: Option<IpAddr>) -> Result<Option<Reservation>, Response> {
+fn reserve(
+    front: &Arc<Front>,
+    client: Option<IpAddr>,
+) -> Result<Option<Reservation>, Box<Response>> {
     let sessions = front.sessions();
     let mut reserved = front.reserved.lock().unwrap_or_else(|p| p.into_inner());
     let in_flight: usize = reserved.values().sum();
     if sessions.len() + in_flight >= front.opts.max_sessions {
-        return Err(refuse(
+        return Err(Box::new(refuse(
             StatusCode::SERVICE_UNAVAILABLE,
             &format!(
                 "the server holds its maximum of {} sessions (--max-sessions); retry later",
                 front.opts.max_sessions
             ),
-        ));
+        )));
     }
     let Some(client) = client else {
         return Ok(None);
@@ -334,13 +341,13 @@ fn reserve(front: &Arc<Front>, client: Option<IpAddr>) -> Result<Option<Reservat
     let mine = sessions.values().filter(|s| s.client == client).count()
         + reserved.get(&client).copied().unwrap_or(0);
     if mine >= front.opts.max_sessions_per_client {
-        return Err(refuse(
+        return Err(Box::new(refuse(
             StatusCode::TOO_MANY_REQUESTS,
             &format!(
                 "this client address holds its maximum of {} sessions (--max-sessions-per-client); end some (DELETE) or retry later",
                 front.opts.max_sessions_per_client
             ),
-        ));
+        )));
     }
     *reserved.entry(client).or_default() += 1;
     Ok(Some(Reservation {
@@ -451,10 +458,12 @@ pub async fn serve_http(
         let opts = opts.clone();
         tokio::spawn(async move {
             let _permit = permit;
-            let svc = hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
-                req.extensions_mut().insert(ClientAddr(peer.ip()));
-                router.clone().oneshot(req.map(Body::new))
-            });
+            let svc = hyper::service::service_fn(
+                move |mut req: hyper::Request<hyper::body::Incoming>| {
+                    req.extensions_mut().insert(ClientAddr(peer.ip()));
+                    router.clone().oneshot(req.map(Body::new))
+                },
+            );
             let io = TokioIo::new(StallGuard::new(stream, opts.write_timeout));
             let mut builder = hyper::server::conn::http1::Builder::new();
             builder
@@ -485,7 +494,9 @@ pub async fn serve_http(
         .await
         .is_err()
     {
-        tracing::warn!("HTTP connections were still open {TRANSPORT_CLOSE:?} after shutdown; closing");
+        tracing::warn!(
+            "HTTP connections were still open {TRANSPORT_CLOSE:?} after shutdown; closing"
+        );
     }
     Ok(())
 }

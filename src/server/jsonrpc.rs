@@ -54,23 +54,22 @@ pub fn check(bytes: &[u8]) -> Result<Message, Refusal> {
             format!("Parse error: the message is not valid JSON ({e})"),
         )
     })?;
-    let obj = match value {
-        Value::Object(o) => o,
-        Value::Array(_) => {
-            return Err(Refusal::new(
+    let obj =
+        match value {
+            Value::Object(o) => o,
+            Value::Array(_) => return Err(Refusal::new(
                 Value::Null,
                 INVALID_REQUEST,
                 "Invalid Request: batches are not supported; send one JSON-RPC message at a time",
-            ))
-        }
-        _ => {
-            return Err(Refusal::new(
-                Value::Null,
-                INVALID_REQUEST,
-                "Invalid Request: a JSON-RPC message must be a JSON object",
-            ))
-        }
-    };
+            )),
+            _ => {
+                return Err(Refusal::new(
+                    Value::Null,
+                    INVALID_REQUEST,
+                    "Invalid Request: a JSON-RPC message must be a JSON object",
+                ))
+            }
+        };
     let id = match obj.get("id") {
         None => None,
         Some(v @ Value::String(_)) => Some(v.clone()),
@@ -192,18 +191,20 @@ pub fn id_in_prefix(prefix: &[u8]) -> Value {
             }
             '{' | '[' => depth += 1,
             '}' | ']' => depth = depth.saturating_sub(1),
-            c if depth == 1 && expect_value && last_key.as_deref() == Some("id") => {
-                if c.is_ascii_digit() || c == '-' {
-                    let digits: String = std::iter::once(c)
-                        .chain(std::iter::from_fn(|| {
-                            chars.next_if(|(_, d)| d.is_ascii_digit()).map(|(_, d)| d)
-                        }))
-                        .collect();
-                    return digits
-                        .parse::<i64>()
-                        .map(Value::from)
-                        .unwrap_or(Value::Null);
-                }
+            c if depth == 1
+                && expect_value
+                && last_key.as_deref() == Some("id")
+                && (c.is_ascii_digit() || c == '-') =>
+            {
+                let digits: String = std::iter::once(c)
+                    .chain(std::iter::from_fn(|| {
+                        chars.next_if(|(_, d)| d.is_ascii_digit()).map(|(_, d)| d)
+                    }))
+                    .collect();
+                return digits
+                    .parse::<i64>()
+                    .map(Value::from)
+                    .unwrap_or(Value::Null);
             }
             _ => {}
         }
@@ -223,10 +224,18 @@ mod tests {
     fn malformed_messages_get_their_codes() {
         assert_eq!(code("{nope"), PARSE_ERROR);
         assert_eq!(code("[]"), INVALID_REQUEST);
-        assert_eq!(code(r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#), INVALID_REQUEST);
-        assert_eq!(code(r#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#), INVALID_REQUEST);
         assert_eq!(
-            code(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":[1]}}"#),
+            code(r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#),
+            INVALID_REQUEST
+        );
+        assert_eq!(
+            code(r#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#),
+            INVALID_REQUEST
+        );
+        assert_eq!(
+            code(
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":[1]}}"#
+            ),
             INVALID_PARAMS
         );
         let ok = check(br#"{"jsonrpc":"2.0","id":"a","method":"ping"}"#).unwrap();
@@ -237,9 +246,15 @@ mod tests {
 
     #[test]
     fn ids_are_read_from_prefixes() {
-        assert_eq!(id_in_prefix(br#"{"jsonrpc":"2.0","id":42,"params":{"code":"xx"#), json!(42));
+        assert_eq!(
+            id_in_prefix(br#"{"jsonrpc":"2.0","id":42,"params":{"code":"xx"#),
+            json!(42)
+        );
         assert_eq!(id_in_prefix(br#"{"id":"r-7","params":{"#), json!("r-7"));
-        assert_eq!(id_in_prefix(br#"{"params":{"id":5,"code":"xx"#), Value::Null);
+        assert_eq!(
+            id_in_prefix(br#"{"params":{"id":5,"code":"xx"#),
+            Value::Null
+        );
         assert_eq!(id_in_prefix(br#"{"params":{"a":"},\"id\":1"#), Value::Null);
     }
 }

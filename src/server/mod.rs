@@ -12,8 +12,8 @@ mod capabilities;
 pub(crate) mod execute_code;
 pub mod http;
 pub mod jsonrpc;
-mod search_tools;
 pub mod responses;
+mod search_tools;
 pub mod sessions;
 pub mod stdio;
 

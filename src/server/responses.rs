@@ -28,7 +28,9 @@ pub struct ResponseBudget {
 
 impl ResponseBudget {
     pub fn new(total: u64) -> Self {
-        let permits = usize::try_from(total).unwrap_or(usize::MAX).min(Semaphore::MAX_PERMITS);
+        let permits = usize::try_from(total)
+            .unwrap_or(usize::MAX)
+            .min(Semaphore::MAX_PERMITS);
         ResponseBudget {
             sem: Arc::new(Semaphore::new(permits)),
             total,

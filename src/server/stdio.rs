@@ -211,7 +211,6 @@ where
     (their_read, their_write)
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

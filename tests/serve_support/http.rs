@@ -124,7 +124,12 @@ impl Answer {
 }
 
 /// The request bytes of a POST to /mcp.
-pub fn post_bytes(addr: &str, session: Option<&str>, body: &str, extra: &[(&str, &str)]) -> Vec<u8> {
+pub fn post_bytes(
+    addr: &str,
+    session: Option<&str>,
+    body: &str,
+    extra: &[(&str, &str)],
+) -> Vec<u8> {
     let mut head = format!(
         "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nmcp-protocol-version: {PROTOCOL}\r\ncontent-length: {}\r\nconnection: close\r\n",
         body.len()
@@ -169,7 +174,11 @@ pub fn parse(raw: &[u8]) -> Answer {
     let chunked = headers
         .iter()
         .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
-    let body = if chunked { dechunk(body) } else { body.to_string() };
+    let body = if chunked {
+        dechunk(body)
+    } else {
+        body.to_string()
+    };
     Answer {
         status,
         headers,
@@ -180,7 +189,9 @@ pub fn parse(raw: &[u8]) -> Answer {
 fn dechunk(mut body: &str) -> String {
     let mut out = String::new();
     while let Some((size, rest)) = body.split_once("\r\n") {
-        let Ok(n) = usize::from_str_radix(size.trim(), 16) else { break };
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
         if n == 0 || rest.len() < n {
             out.push_str(&rest[..rest.len().min(n)]);
             break;
