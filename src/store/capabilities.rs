@@ -143,7 +143,7 @@ impl CapabilityQuota {
     pub fn check_code(&self, code: &str) -> Result<(), StoreError> {
         if code.len() as u64 > self.max_code_bytes {
             return Err(StoreError::QuotaExceeded(format!(
-                "the code is {} bytes; a capability may have at most {} bytes (capability code limit, --capability-max-code-bytes)",
+                "the code is {} bytes; a capability may have at most {} bytes (capability code limit; `serve --capability-max-code-bytes` sets it)",
                 code.len(),
                 self.max_code_bytes
             )));
@@ -241,7 +241,7 @@ impl Store {
             if total as u64 > quota.max_total_bytes {
                 // Returning an error rolls the transaction back: nothing was saved or deleted.
                 return Err(StoreError::QuotaExceeded(format!(
-                    "saving this would make the stored capabilities {total} bytes; the quota is {} bytes (capability store quota, --capability-store-bytes). Remove capabilities you no longer need (`mcp-sandbox capability remove NAME`)",
+                    "saving this would make the stored capabilities {total} bytes; the quota is {} bytes (capability store quota; `serve --capability-store-bytes` sets it). Remove capabilities you no longer need (`mcp-sandbox capability remove NAME`)",
                     quota.max_total_bytes
                 )));
             }
