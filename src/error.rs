@@ -27,10 +27,12 @@ pub enum ErrorCode {
     Deadlock,
     /// A configured MCP server could not be started (or restarted); the message has the reason.
     ServerUnavailable,
+    /// The client withdrew the request (MCP `notifications/cancelled`, or its session ended).
+    Cancelled,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 19] = [
+    pub const ALL: [ErrorCode; 20] = [
         ErrorCode::SyntaxError,
         ErrorCode::RuntimeError,
         ErrorCode::ExecutionTimeout,
@@ -50,6 +52,7 @@ impl ErrorCode {
         ErrorCode::CapabilityDepth,
         ErrorCode::Deadlock,
         ErrorCode::ServerUnavailable,
+        ErrorCode::Cancelled,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -73,6 +76,7 @@ impl ErrorCode {
             ErrorCode::CapabilityDepth => "CAPABILITY_DEPTH",
             ErrorCode::Deadlock => "DEADLOCK",
             ErrorCode::ServerUnavailable => "SERVER_UNAVAILABLE",
+            ErrorCode::Cancelled => "CANCELLED",
         }
     }
 
@@ -90,6 +94,7 @@ impl ErrorCode {
                 | ErrorCode::RunnerCrashed
                 | ErrorCode::ProtocolError
                 | ErrorCode::SandboxUnavailable
+                | ErrorCode::Cancelled
         )
     }
 }

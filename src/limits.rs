@@ -1,6 +1,7 @@
 //! Per-execution limits, their defaults (design.md) and their bounds.
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Every limit of one execution. Each breach ends in a structured error, never a hang.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -101,6 +102,81 @@ impl Limits {
     }
 }
 
+/// Limits a request asks for (serve's `execute_code`); each one may only lower the operator's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RequestedLimits {
+    pub timeout_ms: Option<u64>,
+    pub cpu_ms: Option<u64>,
+    pub memory_mb: Option<u64>,
+    pub stack_kb: Option<u64>,
+    pub call_timeout_ms: Option<u64>,
+    pub max_calls: Option<u64>,
+    pub max_concurrent_calls: Option<u64>,
+    pub source_bytes: Option<u64>,
+    pub result_bytes: Option<u64>,
+    pub log_bytes: Option<u64>,
+    pub frame_bytes: Option<u64>,
+}
+
+impl Limits {
+    /// The operator's limits narrowed by a request: each requested value applies when it is
+    /// lower, else the operator's value does (the request is capped, never widens a limit).
+    /// Returns the limits to use and, per requested limit, what applied.
+    pub fn narrow(
+        &self,
+        requested: &RequestedLimits,
+    ) -> (Limits, BTreeMap<String, crate::outcome::AppliedLimit>) {
+        let mut out = *self;
+        let mut applied = BTreeMap::new();
+        let fields: [(&str, Option<u64>, &mut u64); 11] = [
+            ("timeout_ms", requested.timeout_ms, &mut out.timeout_ms),
+            ("cpu_ms", requested.cpu_ms, &mut out.cpu_ms),
+            ("memory_mb", requested.memory_mb, &mut out.memory_mb),
+            ("stack_kb", requested.stack_kb, &mut out.stack_kb),
+            (
+                "call_timeout_ms",
+                requested.call_timeout_ms,
+                &mut out.call_timeout_ms,
+            ),
+            ("max_calls", requested.max_calls, &mut out.max_calls),
+            (
+                "max_concurrent_calls",
+                requested.max_concurrent_calls,
+                &mut out.max_concurrent_calls,
+            ),
+            (
+                "source_bytes",
+                requested.source_bytes,
+                &mut out.source_bytes,
+            ),
+            (
+                "result_bytes",
+                requested.result_bytes,
+                &mut out.result_bytes,
+            ),
+            ("log_bytes", requested.log_bytes, &mut out.log_bytes),
+            ("frame_bytes", requested.frame_bytes, &mut out.frame_bytes),
+        ];
+        for (name, ask, value) in fields {
+            let Some(ask) = ask else { continue };
+            let capped = ask > *value;
+            if !capped {
+                *value = ask;
+            }
+            applied.insert(
+                name.to_string(),
+                crate::outcome::AppliedLimit {
+                    requested: ask,
+                    applied: *value,
+                    capped,
+                },
+            );
+        }
+        (out, applied)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,5 +188,24 @@ mod tests {
         assert_eq!(l.validate(), Ok(()));
         let bad = Limits { memory_mb: 0, ..l };
         assert_eq!(bad.validate().unwrap_err().name, "memory_mb");
+    }
+
+    #[test]
+    fn a_request_only_narrows() {
+        let operator = Limits {
+            timeout_ms: 2_000,
+            ..Limits::default()
+        };
+        let ask = RequestedLimits {
+            timeout_ms: Some(3_600_000),
+            memory_mb: Some(16),
+            ..Default::default()
+        };
+        let (l, applied) = operator.narrow(&ask);
+        assert_eq!((l.timeout_ms, l.memory_mb), (2_000, 16));
+        assert!(applied["timeout_ms"].capped && applied["timeout_ms"].applied == 2_000);
+        assert!(!applied["memory_mb"].capped);
+        assert_eq!(l.cpu_ms, operator.cpu_ms);
+        assert_eq!(applied.len(), 2);
     }
 }

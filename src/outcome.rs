@@ -4,6 +4,7 @@ use crate::error::ExecError;
 use crate::trace::TraceEvent;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LogLine {
@@ -15,6 +16,19 @@ pub struct LogLine {
 pub struct Metrics {
     pub duration_ms: f64,
     pub tool_calls: u64,
+    /// The limits a request asked for (serve's `execute_code`), each with the value that applied:
+    /// a request may only lower the operator's limits, so a larger ask is capped.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub limits: BTreeMap<String, AppliedLimit>,
+}
+
+/// One limit a request asked for, and what applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppliedLimit {
+    pub requested: u64,
+    pub applied: u64,
+    /// True when the request asked for more than the operator's limit, which applied instead.
+    pub capped: bool,
 }
 
 /// `{success, result, error, logs, traces, metrics}`.

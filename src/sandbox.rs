@@ -121,8 +121,14 @@ impl Sandbox {
                 ),
             ));
         }
-        let Ok(_slot) = self.slots.acquire().await else {
-            return Outcome::failed(shutting_down());
+        // A client that withdraws a queued request leaves the queue at once.
+        let client = req.client_cancel.clone().unwrap_or_default();
+        let _slot = tokio::select! {
+            slot = self.slots.acquire() => match slot {
+                Ok(slot) => slot,
+                Err(_) => return Outcome::failed(shutting_down()),
+            },
+            () = client.cancelled() => return Outcome::failed(crate::session::cancelled()),
         };
         // The execution is killed when either the caller's token or the shutdown fires.
         let token = self.kill.child_token();

@@ -47,6 +47,10 @@ pub struct ExecRequest {
     /// Cancelling it kills the runner and ends the execution with `SANDBOX_UNAVAILABLE`
     /// (the host is shutting down); logs and traces so far are kept, open calls get receipts.
     pub cancel: Option<CancellationToken>,
+    /// Cancelling it kills the runner and ends the execution with `CANCELLED`: the client
+    /// withdrew the request (MCP `notifications/cancelled`, or its session ended). Open calls
+    /// are dropped, which sends `notifications/cancelled` to their servers.
+    pub client_cancel: Option<CancellationToken>,
     /// Which tools the script may call (default: all).
     pub policy: Policy,
     /// The trace id of the call this execution serves (a capability call): stamped as
@@ -224,6 +228,9 @@ impl Run {
         if req.cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
             return Err(shutting_down());
         }
+        if req.client_cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
+            return Err(cancelled());
+        }
         let hook = req.on_spawn.as_ref().map(|h| &*h.0);
         let mut ready = match pool.and_then(|p| p.take(&self.limits)) {
             Some(r) => {
@@ -237,13 +244,14 @@ impl Run {
         };
         let result = match missing_layers(&ready.isolation, &req.require_layers) {
             Some(e) => Err(e),
-            None => match req.cancel.clone() {
-                None => self.session(catalog, req, &mut ready).await,
-                Some(cancel) => tokio::select! {
+            None => {
+                let (shutdown, client) = (req.cancel.clone(), req.client_cancel.clone());
+                tokio::select! {
                     r = self.session(catalog, req, &mut ready) => r,
-                    _ = cancel.cancelled() => Err(shutting_down()),
-                },
-            },
+                    () = fired(shutdown) => Err(shutting_down()),
+                    () = fired(client) => Err(cancelled()),
+                }
+            }
         };
         // Whatever happened, the runner is gone and reaped before we return.
         let child = &mut ready.child;
@@ -683,6 +691,7 @@ impl Run {
             metrics: Metrics {
                 duration_ms: started.elapsed().as_secs_f64() * 1000.0,
                 tool_calls: self.calls,
+                ..Default::default()
             },
         }
     }
@@ -703,6 +712,22 @@ fn shutting_down() -> ExecError {
         ErrorCode::SandboxUnavailable,
         "the host is shutting down; the runner was killed. Retry on a running host",
     )
+}
+
+/// `CANCELLED`: the client withdrew the request while it ran.
+pub fn cancelled() -> ExecError {
+    ExecError::new(
+        ErrorCode::Cancelled,
+        "the client cancelled the request (or ended its session); the runner was killed and open tool calls were cancelled",
+    )
+}
+
+/// Resolves when `token` is cancelled; never without one.
+async fn fired(token: Option<CancellationToken>) {
+    match token {
+        Some(t) => t.cancelled_owned().await,
+        None => std::future::pending().await,
+    }
 }
 
 fn protocol(message: String) -> ExecError {

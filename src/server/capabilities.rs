@@ -16,9 +16,6 @@ use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::ErrorData;
 use serde_json::{json, Value};
 
-/// Largest capability code accepted (as for `capability save --file`).
-const MAX_CODE_BYTES: usize = 1024 * 1024;
-
 pub const SAVE_DESCRIPTION: &str = "Save JavaScript as a capability: reusable code that later \
 execute_code scripts call like a tool, `await mcp.<namespace>.<action>(args)`. `name` is \
 `namespace:action` (letters, digits, `_`, `-`; the namespace must not be a configured server), \
@@ -84,6 +81,9 @@ async fn blocking<T: Send + 'static>(
 ) -> Result<T, ExecError> {
     match tokio::task::spawn_blocking(f).await {
         Ok(Ok(v)) => Ok(v),
+        Ok(Err(e @ crate::store::StoreError::QuotaExceeded(_))) => {
+            Err(ExecError::new(ErrorCode::LimitExceeded, e.to_string()))
+        }
         Ok(Err(e)) => Err(ExecError::new(ErrorCode::SandboxUnavailable, e.to_string())),
         Err(e) => Err(ExecError::new(
             ErrorCode::SandboxUnavailable,
@@ -131,11 +131,9 @@ pub async fn save(gateway: &Gateway, args: JsonObject) -> Result<CallToolResult,
             "'{ns}' is a configured MCP server, so mcp.{ns}.… always calls the server; save the capability under another namespace"
         ));
     }
-    if code.len() > MAX_CODE_BYTES {
-        return invalid(format!(
-            "the code is {} bytes; a capability may have at most {MAX_CODE_BYTES}",
-            code.len()
-        ));
+    let quota = gateway.capability_quota;
+    if let Err(e) = quota.check_code(&code) {
+        return Ok(failed(ErrorCode::LimitExceeded, e.to_string()));
     }
     if let Err(e) = analysis::tool_references(&code) {
         return invalid(format!("the code does not parse: {}", e.message));
@@ -155,7 +153,7 @@ pub async fn save(gateway: &Gateway, args: JsonObject) -> Result<CallToolResult,
         description,
         input_schema,
     };
-    match blocking(move || store.save_capability(&new)).await {
+    match blocking(move || store.save_capability_within(&new, &quota)).await {
         Ok(rec) => {
             let text = format!(
                 "saved {} version {} as {}; call it from execute_code with `{}`",

@@ -1,9 +1,11 @@
-//! `execute_code {code, context?, timeout_ms?, language?}`: one script in a fresh locked-down
+//! `execute_code {code, context?, timeout_ms?, language?, limits?}`: one script in a fresh locked-down
 //! runner. `structuredContent` is the whole outcome (`{success, result, error, logs, traces,
 //! metrics}`); the text is a readable summary. A failed script has `isError: true`.
 
 use super::search_tools::WithText;
 use super::{bad_args, Gateway};
+use crate::error::ErrorCode;
+use crate::limits::RequestedLimits;
 use crate::outcome::Outcome;
 use crate::session::ExecRequest;
 use crate::trace::TraceKind;
@@ -12,6 +14,7 @@ use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::ErrorData;
 use serde_json::{json, Value};
 use std::fmt::Write;
+use tokio_util::sync::CancellationToken;
 
 /// The result is cut to this many characters in the text summary (the full value is in
 /// `structuredContent`).
@@ -64,7 +67,8 @@ pub fn input_schema() -> Value {
         "properties": {
             "code": {"type": "string", "description": "The body of an async function: await tool calls, `return` the result."},
             "context": {"type": "object", "description": "Values made available to the code as variables (keys must be identifiers)."},
-            "timeout_ms": {"type": "integer", "minimum": 1, "description": "Wall-clock limit for the whole execution (default 30000)."},
+            "timeout_ms": {"type": "integer", "minimum": 1, "description": "Wall-clock limit for the whole execution (default: the server's, 30000 unless configured). It can only lower the server's limit; a larger value is capped and the outcome's metrics.limits says so."},
+            "limits": {"type": "object", "description": "Lower any of the server's limits for this execution (timeout_ms, cpu_ms, memory_mb, stack_kb, call_timeout_ms, max_calls, max_concurrent_calls, source_bytes, result_bytes, log_bytes, frame_bytes); larger values are capped.", "additionalProperties": {"type": "integer", "minimum": 0}},
             "language": {"type": "string", "enum": ["javascript", "typescript"], "description": "typescript is stripped to JavaScript before it runs (default javascript)."}
         },
         "required": ["code"],
@@ -72,22 +76,25 @@ pub fn input_schema() -> Value {
     })
 }
 
-pub async fn call(gateway: &Gateway, args: JsonObject) -> Result<CallToolResult, ErrorData> {
-    if let Some(extra) = args
-        .keys()
-        .find(|k| !["code", "context", "timeout_ms", "language"].contains(&k.as_str()))
-    {
+pub async fn call(
+    gateway: &Gateway,
+    args: JsonObject,
+    cancel: CancellationToken,
+    answer: super::responses::AnswerKey,
+) -> Result<CallToolResult, ErrorData> {
+    const FIELDS: [&str; 5] = ["code", "context", "timeout_ms", "language", "limits"];
+    if let Some(extra) = args.keys().find(|k| !FIELDS.contains(&k.as_str())) {
         return Err(bad_args(format!(
-            "execute_code: unknown argument `{extra}`; use code, context, timeout_ms, language"
+            "execute_code: unknown argument `{extra}`; use code, context, timeout_ms, language, limits"
         )));
     }
     let code = match args.get("code") {
-        Some(Value::String(s)) => s.clone(),
+        Some(Value::String(s)) => s,
         _ => return Err(bad_args("execute_code: `code` (a string) is required")),
     };
     let context = match args.get("context") {
-        None | Some(Value::Null) => Default::default(),
-        Some(Value::Object(m)) => m.clone(),
+        None | Some(Value::Null) => None,
+        Some(Value::Object(m)) => Some(m),
         Some(_) => return Err(bad_args("execute_code: `context` must be an object")),
     };
     let language = match args.get("language") {
@@ -96,11 +103,18 @@ pub async fn call(gateway: &Gateway, args: JsonObject) -> Result<CallToolResult,
             bad_args("execute_code: `language` must be \"javascript\" or \"typescript\"")
         })?,
     };
-    let mut limits = gateway.limits;
+    let mut requested: RequestedLimits = match args.get("limits") {
+        None | Some(Value::Null) => RequestedLimits::default(),
+        Some(v) => serde_json::from_value(v.clone()).map_err(|e| {
+            bad_args(format!(
+                "execute_code: `limits` must be an object of positive integers ({e})"
+            ))
+        })?,
+    };
     match args.get("timeout_ms") {
         None | Some(Value::Null) => {}
         Some(v) => match v.as_u64().filter(|n| *n > 0) {
-            Some(ms) => limits.timeout_ms = ms,
+            Some(ms) => requested.timeout_ms = Some(ms),
             None => {
                 return Err(bad_args(
                     "execute_code: `timeout_ms` must be a positive integer",
@@ -108,22 +122,59 @@ pub async fn call(gateway: &Gateway, args: JsonObject) -> Result<CallToolResult,
             }
         },
     }
-    let outcome = match to_javascript(&code, language) {
+    // What the client asks for may only lower the operator's limits.
+    let (limits, applied) = gateway.limits.narrow(&requested);
+    // Admission on arrival, before the request waits for a runner.
+    let context_bytes = context.map_or(0, json_len);
+    let held = gateway
+        .admission
+        .admit(code.len() as u64, limits.source_bytes, context_bytes);
+    let mut outcome = match held {
         Err(e) => Outcome::failed(e),
-        Ok(js) => {
-            gateway
-                .sandbox
-                .execute(ExecRequest {
-                    code: js,
-                    context,
-                    limits,
-                    require_layers: gateway.require_layers.clone(),
-                    policy: gateway.policy.clone(),
-                    ..Default::default()
-                })
-                .await
-        }
+        Ok(_held) => match to_javascript(code, language) {
+            Err(e) => Outcome::failed(e),
+            Ok(js) => {
+                gateway
+                    .sandbox
+                    .execute(ExecRequest {
+                        code: js,
+                        context: context.cloned().unwrap_or_default(),
+                        limits,
+                        require_layers: gateway.require_layers.clone(),
+                        policy: gateway.policy.clone(),
+                        client_cancel: Some(cancel),
+                        ..Default::default()
+                    })
+                    .await
+            }
+        },
     };
+    // Room for the answer until the client has read it; a cancelled request gets no answer.
+    if outcome.error.as_ref().map(|e| e.code) != Some(ErrorCode::Cancelled) {
+        let size = json_len_of(&outcome);
+        match gateway.responses.reserve(size) {
+            Ok(room) => gateway.responses.hold(answer, room),
+            Err(e) => {
+                tracing::warn!("execute_code answer dropped: {e}");
+                outcome = Outcome::failed(e);
+            }
+        }
+    }
+    outcome.metrics.limits = applied;
+    if let Some(e) = outcome
+        .error
+        .as_ref()
+        .filter(|e| e.code == ErrorCode::Cancelled)
+    {
+        // The client will not read the answer; the outcome is recorded (store, log) all the same.
+        tracing::info!(
+            duration_ms = outcome.metrics.duration_ms,
+            tool_calls = outcome.metrics.tool_calls,
+            "execute_code {}: {}",
+            e.code,
+            e.message
+        );
+    }
     let summary = summary(&outcome);
     let value = serde_json::to_value(&outcome).unwrap_or(Value::Null);
     let result = if outcome.success {
@@ -132,6 +183,59 @@ pub async fn call(gateway: &Gateway, args: JsonObject) -> Result<CallToolResult,
         CallToolResult::structured_error(value)
     };
     Ok(result.with_text(summary))
+}
+
+/// The answer to an execute_code request refused before it ran (its outcome is the error).
+pub fn refused(error: crate::error::ExecError) -> CallToolResult {
+    let outcome = Outcome::failed(error);
+    let value = serde_json::to_value(&outcome).unwrap_or(Value::Null);
+    CallToolResult::structured_error(value).with_text(summary(&outcome))
+}
+
+/// The length of a value as compact JSON, without building the text.
+fn json_len(value: &JsonObject) -> u64 {
+    json_len_of(value)
+}
+
+fn json_len_of<T: serde::Serialize + ?Sized>(value: &T) -> u64 {
+    struct Count(u64);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len() as u64;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    match serde_json::to_writer(&mut count, value) {
+        Ok(()) => count.0,
+        Err(_) => u64::MAX,
+    }
+}
+
+/// The first `max` bytes of `value` as pretty JSON, without rendering the rest (a result may
+/// be megabytes).
+fn pretty_prefix(value: &Value, max: usize) -> String {
+    struct Capped(Vec<u8>, usize);
+    impl std::io::Write for Capped {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let room = self.1.saturating_sub(self.0.len());
+            if room == 0 {
+                return Err(std::io::Error::other("enough"));
+            }
+            let n = buf.len().min(room);
+            self.0.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut out = Capped(Vec::new(), max);
+    let _ = serde_json::to_writer_pretty(&mut out, value);
+    String::from_utf8_lossy(&out.0).into_owned()
 }
 
 /// A readable account of an outcome: status, result or error, logs, tool calls.
@@ -144,7 +248,7 @@ pub fn summary(o: &Outcome) -> String {
                 "ok ({:.1} ms, {} tool calls)",
                 o.metrics.duration_ms, o.metrics.tool_calls
             );
-            let mut r = serde_json::to_string_pretty(&o.result).unwrap_or_default();
+            let mut r = pretty_prefix(&o.result, SUMMARY_RESULT_CHARS * 4 + 4);
             if r.chars().count() > SUMMARY_RESULT_CHARS {
                 r = r.chars().take(SUMMARY_RESULT_CHARS).collect::<String>()
                     + "… (cut; the whole result is in structuredContent.result)";

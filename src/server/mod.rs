@@ -7,9 +7,15 @@
 //! state store (code callable as `mcp.namespace.action(args)` from execute_code). A failing script is a tool result with
 //! `isError: true`, never a protocol error. Servers that failed to start are reported by both.
 
+pub mod admission;
 mod capabilities;
-mod execute_code;
+pub(crate) mod execute_code;
+pub mod http;
+pub mod jsonrpc;
+pub mod responses;
 mod search_tools;
+pub mod sessions;
+pub mod stdio;
 
 use crate::limits::Limits;
 use crate::policy::Policy;
@@ -27,12 +33,20 @@ use std::sync::Arc;
 pub struct Gateway {
     pub sandbox: Sandbox,
     pub policy: Policy,
-    /// The config's limits; `execute_code {timeout_ms}` overrides the wall clock only.
+    /// The config's limits; `execute_code {timeout_ms, limits}` may only lower them.
     pub limits: Limits,
+    /// Sizes checked when an `execute_code` request arrives, and the bytes admitted requests hold.
+    pub admission: admission::Admission,
+    /// Room for answers not yet written to their clients.
+    pub responses: responses::ResponseBudget,
+    /// HTTP sessions' cancellation tokens (a DELETE cancels the session's executions).
+    pub sessions: sessions::SessionCancels,
     pub require_layers: Vec<String>,
     /// The state store (`--state`): capabilities and the tool graph. `None` when it could not be
     /// opened; `save_capability`/`list_capabilities` then say so.
     pub store: Option<crate::store::Store>,
+    /// Bounds of save_capability: code size, versions kept per name, total size.
+    pub capability_quota: crate::store::CapabilityQuota,
 }
 
 /// One MCP session's handler (cheap to clone; HTTP makes one per session).
@@ -81,11 +95,34 @@ impl ServerHandler for GatewayServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let args = request.arguments.unwrap_or_default();
         let result: CallToolResult = match request.name.as_ref() {
-            "execute_code" => execute_code::call(&self.gateway, args).await?,
+            // rmcp cancels `context.ct` on `notifications/cancelled` for this request and when
+            // the session ends.
+            "execute_code" => {
+                // Over HTTP, a DELETE of the session also cancels (see `sessions`).
+                let parts = context.extensions.get::<axum::http::request::Parts>();
+                let session = parts
+                    .and_then(|p| p.headers.get(sessions::SESSION_HEADER))
+                    .and_then(|v| v.to_str().ok());
+                // The answer's key in the response budget: released once it is written.
+                let answer = (
+                    session.unwrap_or(if parts.is_some() { "http" } else { "stdio" }).to_string(),
+                    serde_json::to_string(&context.id).unwrap_or_default(),
+                );
+                match session {
+                    None => {
+                        execute_code::call(&self.gateway, args, context.ct.clone(), answer).await?
+                    }
+                    Some(id) => {
+                        let (cancel, _forward) =
+                            sessions::either(&context.ct, &self.gateway.sessions.token(id));
+                        execute_code::call(&self.gateway, args, cancel, answer).await?
+                    }
+                }
+            }
             "search_tools" => search_tools::call(&self.gateway, args).await?,
             "save_capability" => capabilities::save(&self.gateway, args).await?,
             "list_capabilities" => capabilities::list(&self.gateway, args).await?,

@@ -12,7 +12,6 @@ use crate::sandbox::{QueueOptions, Sandbox};
 use crate::shutdown::SignalListener;
 use clap::Args;
 use rmcp::ServiceExt;
-use std::future::IntoFuture;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -35,6 +34,56 @@ pub struct ServeArgs {
     /// killed.
     #[arg(long, value_name = "N", default_value_t = 5000)]
     pub shutdown_grace_ms: u64,
+    /// Largest `context` of one execute_code request, in bytes of JSON (refused on arrival with
+    /// LIMIT_EXCEEDED).
+    #[arg(long, value_name = "BYTES", default_value_t = super::admission::DEFAULT_MAX_CONTEXT_BYTES)]
+    pub max_context_bytes: u64,
+    /// Bytes of code and context that admitted, unfinished executions may hold in total (running
+    /// and queued); a request past it is refused at once with LIMIT_EXCEEDED.
+    #[arg(long, value_name = "BYTES", default_value_t = super::admission::DEFAULT_MAX_QUEUED_BYTES)]
+    pub max_queued_bytes: u64,
+    /// A browser origin allowed to call the HTTP server (repeatable; e.g. https://app.example:443).
+    /// Requests carrying any other `Origin` get 403; requests without one are allowed. On a
+    /// loopback address, http://localhost, 127.0.0.1 and [::1] (any port) are allowed too.
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+    pub allow_origins: Vec<String>,
+    /// HTTP: a request's header must arrive within this, and an idle keep-alive connection is
+    /// closed after it.
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    pub header_timeout_ms: u64,
+    /// HTTP: connections open at once; more are answered 503 and closed.
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    pub max_connections: usize,
+    /// A client that does not read an answer within this loses its connection (HTTP) or its
+    /// session (stdio); the execution's outcome is still recorded.
+    #[arg(long, value_name = "MS", default_value_t = 30_000)]
+    pub write_timeout_ms: u64,
+    /// Bytes of execute_code answers not yet written to their clients, in total; an answer
+    /// that does not fit is replaced by LIMIT_EXCEEDED (the execution was still recorded).
+    #[arg(long, value_name = "BYTES", default_value_t = super::responses::DEFAULT_MAX_BUFFERED_RESPONSE_BYTES)]
+    pub max_buffered_response_bytes: u64,
+    /// HTTP: sessions at once (503 with Retry-After past it).
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub max_sessions: usize,
+    /// HTTP: sessions per client address (429 with Retry-After past it).
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub max_sessions_per_client: usize,
+    /// HTTP: a session whose handshake (notifications/initialized) does not arrive within this
+    /// is closed.
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    pub handshake_timeout_ms: u64,
+    /// HTTP: a session without requests for this long is closed.
+    #[arg(long, value_name = "MS", default_value_t = 300_000)]
+    pub session_idle_ms: u64,
+    /// save_capability: largest code of one capability (LIMIT_EXCEEDED past it).
+    #[arg(long, value_name = "BYTES", default_value_t = 256 * 1024)]
+    pub capability_max_code_bytes: u64,
+    /// save_capability: versions kept per name (older ones are deleted).
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub capability_max_versions: u64,
+    /// save_capability: bytes all stored capabilities may hold together (LIMIT_EXCEEDED past it).
+    #[arg(long, value_name = "BYTES", default_value_t = 64 * 1024 * 1024)]
+    pub capability_store_bytes: u64,
     #[command(flatten)]
     pub policy: PolicyArgs,
     #[command(flatten)]
@@ -83,15 +132,43 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
         sandbox: sandbox.clone(),
         policy,
         limits,
+        admission: super::admission::Admission::new(args.max_queued_bytes, args.max_context_bytes),
+        sessions: Default::default(),
+        responses: super::responses::ResponseBudget::new(args.max_buffered_response_bytes),
         require_layers,
         store,
+        capability_quota: crate::store::CapabilityQuota {
+            max_code_bytes: args.capability_max_code_bytes,
+            max_versions: args.capability_max_versions.max(1),
+            max_total_bytes: args.capability_store_bytes,
+        },
     });
     let grace = Duration::from_millis(args.shutdown_grace_ms);
     let stop = CancellationToken::new();
+    let write_timeout = Duration::from_millis(args.write_timeout_ms);
+    let http_options = super::http::HttpOptions {
+        allowed_origins: args.allow_origins.clone(),
+        header_timeout: Duration::from_millis(args.header_timeout_ms),
+        max_connections: args.max_connections.max(1),
+        write_timeout,
+        max_sessions: args.max_sessions.max(1),
+        max_sessions_per_client: args.max_sessions_per_client.max(1),
+        handshake_timeout: Duration::from_millis(args.handshake_timeout_ms),
+        session_idle: Duration::from_millis(args.session_idle_ms),
+    };
     let transport = async {
         match args.http {
-            None => serve_stdio(gateway, stop.clone()).await,
-            Some(addr) => serve_http(gateway, addr, args.http_allow_remote, stop.clone()).await,
+            None => serve_stdio(gateway, write_timeout, stop.clone()).await,
+            Some(addr) => {
+                super::http::serve_http(
+                    gateway,
+                    addr,
+                    args.http_allow_remote,
+                    http_options,
+                    stop.clone(),
+                )
+                .await
+            }
         }
     };
     tokio::pin!(transport);
@@ -129,9 +206,28 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
 /// How long a closing transport may take to send the last answers.
 const TRANSPORT_CLOSE: Duration = Duration::from_secs(3);
 
-async fn serve_stdio(gateway: Arc<Gateway>, stop: CancellationToken) -> Result<(), UsageError> {
+async fn serve_stdio(
+    gateway: Arc<Gateway>,
+    write_timeout: Duration,
+    stop: CancellationToken,
+) -> Result<(), UsageError> {
+    // The client stopped reading its answers: the session ends as if it had left.
+    let gone = CancellationToken::new();
+    let budget = gateway.clone();
+    let written = super::stdio::Written(Arc::new(move |id: &serde_json::Value| {
+        budget
+            .responses
+            .delivered(&("stdio".to_string(), id.to_string()));
+    }));
+    let transport = super::stdio::front(
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        write_timeout,
+        gone.clone(),
+        written,
+    );
     let running = tokio::select! {
-        running = GatewayServer::new(gateway).serve(rmcp::transport::stdio()) => running
+        running = GatewayServer::new(gateway).serve(transport) => running
             .map_err(|e| UsageError(format!("the MCP session did not start: {e}")))?,
         () = stop.cancelled() => return Ok(()),
     };
@@ -140,6 +236,13 @@ async fn serve_stdio(gateway: Arc<Gateway>, stop: CancellationToken) -> Result<(
     tokio::pin!(waiting);
     let ended = tokio::select! {
         ended = &mut waiting => ended,
+        () = gone.cancelled() => {
+            cancel.cancel();
+            match tokio::time::timeout(TRANSPORT_CLOSE, &mut waiting).await {
+                Ok(ended) => ended,
+                Err(_) => return Ok(()),
+            }
+        }
         () = stop.cancelled() => {
             // rmcp sends the answers of finished handlers before it closes the transport.
             cancel.cancel();
@@ -156,57 +259,4 @@ async fn serve_stdio(gateway: Arc<Gateway>, stop: CancellationToken) -> Result<(
         tracing::warn!("MCP session ended with an error: {e}");
     }
     Ok(())
-}
-
-async fn serve_http(
-    gateway: Arc<Gateway>,
-    addr: SocketAddr,
-    allow_remote: bool,
-    stop: CancellationToken,
-) -> Result<(), UsageError> {
-    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-    use rmcp::transport::streamable_http_server::{
-        StreamableHttpServerConfig, StreamableHttpService,
-    };
-    let mut config = StreamableHttpServerConfig::default();
-    if allow_remote {
-        // The default Host check accepts loopback names only; a remote bind accepts its own address.
-        config.allowed_hosts.push(addr.ip().to_string());
-        config.allowed_hosts.push(addr.to_string());
-    }
-    let ct = config.cancellation_token.clone();
-    let service: StreamableHttpService<GatewayServer, LocalSessionManager> =
-        StreamableHttpService::new(
-            move || Ok(GatewayServer::new(gateway.clone())),
-            Default::default(),
-            config,
-        );
-    let router = axum::Router::new().nest_service("/mcp", service);
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| UsageError(format!("cannot listen on {addr}: {e}")))?;
-    let bound = listener.local_addr().unwrap_or(addr);
-    // Scripts and tests read this line to find the port when ADDR ends in :0.
-    eprintln!("mcp-sandbox: serving MCP over HTTP at http://{bound}/mcp");
-    // `serve` cancels `stop` once the sandbox is down (after a signal's grace period).
-    let shutdown = ct.clone();
-    let stopped = stop.clone();
-    tokio::spawn(async move {
-        stopped.cancelled().await;
-        shutdown.cancel();
-    });
-    let server = axum::serve(listener, router)
-        .with_graceful_shutdown(async move { ct.cancelled_owned().await })
-        .into_future();
-    tokio::select! {
-        result = server => result.map_err(|e| UsageError(format!("HTTP server failed: {e}"))),
-        // A client that keeps a stream open must not hold the shutdown up for ever.
-        () = async {
-            stop.cancelled().await;
-            tokio::time::sleep(TRANSPORT_CLOSE).await;
-        } => {
-            tracing::warn!("HTTP connections were still open {TRANSPORT_CLOSE:?} after shutdown; closing");
-            Ok(())
-        }
-    }
 }

@@ -117,9 +117,56 @@ fn finish(row: (CapabilityRecord, Option<String>)) -> Result<CapabilityRecord, S
     Ok(rec)
 }
 
+/// Bounds of capability storage, so saves cannot grow the state file without limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CapabilityQuota {
+    /// Largest code of one capability, in bytes.
+    pub max_code_bytes: u64,
+    /// Versions kept per name; saving more deletes the oldest.
+    pub max_versions: u64,
+    /// Bytes of code, descriptions and schemas of all capabilities together.
+    pub max_total_bytes: u64,
+}
+
+impl Default for CapabilityQuota {
+    fn default() -> Self {
+        CapabilityQuota {
+            max_code_bytes: 256 * 1024,
+            max_versions: 20,
+            max_total_bytes: 64 * 1024 * 1024,
+        }
+    }
+}
+
+impl CapabilityQuota {
+    /// The refusal of code over the size limit, if it is.
+    pub fn check_code(&self, code: &str) -> Result<(), StoreError> {
+        if code.len() as u64 > self.max_code_bytes {
+            return Err(StoreError::QuotaExceeded(format!(
+                "the code is {} bytes; a capability may have at most {} bytes (capability code limit; `serve --capability-max-code-bytes` sets it)",
+                code.len(),
+                self.max_code_bytes
+            )));
+        }
+        Ok(())
+    }
+}
+
 impl Store {
-    /// Saves a capability version (see the module documentation) and returns it.
+    /// Saves a capability version within the default [`CapabilityQuota`].
     pub fn save_capability(&self, new: &NewCapability) -> Result<CapabilityRecord, StoreError> {
+        self.save_capability_within(new, &CapabilityQuota::default())
+    }
+
+    /// Saves a capability version (see the module documentation) and returns it: refused when
+    /// its code is over the quota's size or the store would hold more than its total; versions
+    /// of the name past the quota's count are deleted, oldest first.
+    pub fn save_capability_within(
+        &self,
+        new: &NewCapability,
+        quota: &CapabilityQuota,
+    ) -> Result<CapabilityRecord, StoreError> {
+        quota.check_code(&new.code)?;
         let id = capability_id(&new.name, &new.code)?;
         let sha = sha256_hex(&new.code);
         let schema = match &new.input_schema {
@@ -177,6 +224,26 @@ impl Store {
                         ],
                     )?;
                 }
+            }
+            // Keep the newest versions of this name only.
+            let keep = i64::try_from(quota.max_versions.max(1)).unwrap_or(i64::MAX);
+            tx.execute(
+                "DELETE FROM capabilities WHERE name = ?1 AND version <=
+                    (SELECT MAX(version) FROM capabilities WHERE name = ?1) - ?2",
+                params![new.name, keep],
+            )?;
+            let total: i64 = tx.query_row(
+                "SELECT COALESCE(SUM(LENGTH(CAST(code AS BLOB)) + COALESCE(LENGTH(CAST(description AS BLOB)), 0)
+                    + COALESCE(LENGTH(CAST(input_schema AS BLOB)), 0)), 0) FROM capabilities",
+                [],
+                |r| r.get(0),
+            )?;
+            if total as u64 > quota.max_total_bytes {
+                // Returning an error rolls the transaction back: nothing was saved or deleted.
+                return Err(StoreError::QuotaExceeded(format!(
+                    "saving this would make the stored capabilities {total} bytes; the quota is {} bytes (capability store quota; `serve --capability-store-bytes` sets it). Remove capabilities you no longer need (`mcp-sandbox capability remove NAME`)",
+                    quota.max_total_bytes
+                )));
             }
             let row = tx.query_row(
                 &format!("SELECT {COLUMNS} FROM capabilities WHERE id = ?1"),

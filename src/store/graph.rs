@@ -123,6 +123,7 @@ pub fn is_aborted(code: ErrorCode) -> bool {
             | ErrorCode::SandboxUnavailable
             | ErrorCode::CpuLimit
             | ErrorCode::MemoryLimit
+            | ErrorCode::Cancelled
     )
 }
 

@@ -15,7 +15,9 @@
 mod capabilities;
 mod graph;
 
-pub use capabilities::{capability_id, split_name, CapabilityRecord, LastExecution, NewCapability};
+pub use capabilities::{
+    capability_id, split_name, CapabilityQuota, CapabilityRecord, LastExecution, NewCapability,
+};
 pub use graph::{is_aborted, mermaid, Edge, GraphSnapshot, NextTool, ToolStats, P95_WINDOW};
 
 use rusqlite::{Connection, TransactionBehavior};
@@ -100,6 +102,9 @@ pub enum StoreError {
     Task(String),
     #[error("{0}")]
     Capability(String),
+    /// A capability storage quota (code size, total size) would be exceeded.
+    #[error("{0}")]
+    QuotaExceeded(String),
 }
 
 /// The state store. Cheap to clone; every clone shares one connection.

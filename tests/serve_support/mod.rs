@@ -25,11 +25,17 @@ pub struct Served {
 
 /// Starts `mcp-sandbox serve --config <fixture> --state <tmp>/state.db ARGS` and connects.
 pub async fn start(args: &[&str]) -> Served {
+    start_with_sandbox(json!({}), args).await
+}
+
+/// Like [`start`], with `sandbox` as the config's `sandbox` section (limits, policy).
+pub async fn start_with_sandbox(sandbox: Value, args: &[&str]) -> Served {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("mcp.json");
     std::fs::write(
         &config,
-        json!({"mcpServers": {"fixture": {"command": bin("fixture-mcp-server")}}}).to_string(),
+        json!({"mcpServers": {"fixture": {"command": bin("fixture-mcp-server")}}, "sandbox": sandbox})
+            .to_string(),
     )
     .unwrap();
     let state = dir.path().join("state.db");
@@ -143,3 +149,4 @@ pub fn stat(pid: u32) -> Option<(String, u32, char, u64)> {
 pub fn alive(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
+pub mod http;
