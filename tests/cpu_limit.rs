@@ -19,24 +19,46 @@ fn limits(cpu_ms: u64, memory_mb: u64) -> Limits {
 #[tokio::test]
 async fn endless_promise_job_chains_hit_the_cpu_limit_not_the_wall_clock() {
     let catalog = local_catalog();
-    for (i, script) in [
-        "const f = () => Promise.resolve().then(f); f(); await new Promise(() => {})",
+    // Chains whose heap stays flat: only the CPU budget can end them.
+    for script in [
+        "const f = () => { Promise.resolve().then(f) }; f(); await new Promise(() => {})",
         "const f = async () => { await null; f(); }; f(); await new Promise(() => {})",
         "const f = () => queueMicrotask(f); f(); await new Promise(() => {})",
-        "const f = () => Promise.resolve().then(f); f(); return 1",
-    ]
-    .iter()
-    .enumerate()
-    {
-        // The issue's case with its 800 ms; the variants with less to keep the test short.
-        let cpu_ms = if i == 0 { 800 } else { 300 };
+        "const f = () => { Promise.resolve().then(f) }; f(); return 1",
+    ] {
         let t = Instant::now();
-        let o = run_with(&catalog, script, limits(cpu_ms, 128)).await;
+        let o = run_with(&catalog, script, limits(300, 128)).await;
         let took = t.elapsed();
         assert_eq!(code(&o), "CPU_LIMIT", "{script}: {:?}", o.error);
-        // 800 ms of CPU; generous room for a loaded machine, far below the 20 s wall clock.
+        // 300 ms of CPU; generous room for a loaded machine, far below the 20 s wall clock.
         assert!(took < Duration::from_secs(8), "{script}: took {took:?}");
     }
+}
+
+#[tokio::test]
+async fn a_growing_promise_chain_hits_a_budget_not_the_wall_clock() {
+    let catalog = local_catalog();
+    // The issue's script: each `then(f)` adopts the next promise, so the chain also grows the
+    // heap; which budget it meets first depends on the build's speed (a debug runner meets the
+    // 800 ms CPU budget, a release runner the 128 MiB heap). Either way it ends by a budget,
+    // never at the wall clock (as it did) or as DEADLOCK (the job that ran out of memory is
+    // dropped by QuickJS and the queue drains).
+    let issue = "const f = () => Promise.resolve().then(f); f(); await new Promise(() => {})";
+    let t = Instant::now();
+    let o = run_with(&catalog, issue, limits(800, 128)).await;
+    assert!(
+        ["CPU_LIMIT", "MEMORY_LIMIT"].contains(&code(&o)),
+        "{:?}",
+        o.error
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(8),
+        "took {:?}",
+        t.elapsed()
+    );
+    // With a small heap and a large CPU budget the heap runs out first, in every build.
+    let o = run_with(&catalog, issue, limits(10_000, 8)).await;
+    assert_eq!(code(&o), "MEMORY_LIMIT", "{:?}", o.error);
 }
 
 #[tokio::test]

@@ -433,6 +433,8 @@ pub async fn serve_http(
         })
     };
     let conns = Arc::new(Semaphore::new(opts.max_connections));
+    // Connections being refused politely at once (past it they are just closed).
+    let refusals = Arc::new(Semaphore::new(REFUSALS_AT_ONCE));
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -448,9 +450,12 @@ pub async fn serve_http(
         };
         let Ok(permit) = conns.clone().try_acquire_owned() else {
             // Over the connection cap: say so and close.
-            let _ = stream.try_write(
-                b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 5\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
-            );
+            match refusals.clone().try_acquire_owned() {
+                Ok(refusal) => {
+                    tokio::spawn(refuse_busy(stream, refusal));
+                }
+                Err(_) => drop(stream),
+            }
             continue;
         };
         let router = router.clone();
@@ -584,4 +589,34 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for StallGuard<S> {
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
     }
+}
+
+/// How many over-the-cap connections get their 503 at once; past it they are closed at once.
+const REFUSALS_AT_ONCE: usize = 256;
+
+/// Answers 503 to a connection over the cap and closes it without a reset: the request the
+/// client already sent is read and dropped (for at most a second and 64 KiB) after our FIN, since
+/// closing a socket with unread data sends an RST that can destroy the 503 before the client
+/// reads it.
+async fn refuse_busy(
+    mut stream: tokio::net::TcpStream,
+    _refusal: tokio::sync::OwnedSemaphorePermit,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 5\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
+    let polite = async {
+        stream.write_all(BUSY).await?;
+        stream.shutdown().await?;
+        let mut sink = [0u8; 4096];
+        let mut left = 64 * 1024usize;
+        while left > 0 {
+            let n = stream.read(&mut sink).await?;
+            if n == 0 {
+                break;
+            }
+            left = left.saturating_sub(n);
+        }
+        Ok::<(), std::io::Error>(())
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(1), polite).await;
 }

@@ -163,6 +163,12 @@ fn run_script<'js>(
             PromiseState::Pending if bridge.in_flight() == 0 => {
                 // The job queue is empty and no tool call is outstanding: the sandbox has no
                 // timers and no other I/O, so nothing can ever settle the script's promise.
+                // Unless a job died for lack of memory (QuickJS drops a job's exception, so a
+                // growing promise chain that hits the heap limit just stops): that is the
+                // memory budget, not the script's own deadlock.
+                if near_memory_limit(ctx) {
+                    return Err(convert::memory_limit());
+                }
                 return Err(deadlock());
             }
             PromiseState::Pending => {
