@@ -19,6 +19,8 @@ use rquickjs::{Context, Ctx, Function, Promise, Runtime, Value};
 use serde_json::{Map, Value as Json};
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 const PRELUDE: &str = include_str!("prelude.js");
@@ -68,6 +70,20 @@ impl Engine {
         self.rt
             .set_interrupt_handler(Some(Box::new(move || handler_budget.exceeded())));
 
+        // Set when a promise is rejected with "out of memory" and nothing handles it.
+        let out_of_memory = Arc::new(AtomicBool::new(false));
+        let flag = out_of_memory.clone();
+        self.rt.set_host_promise_rejection_tracker(Some(Box::new(
+            move |ctx, _promise, reason, handled| {
+                // Without room for the error object QuickJS rejects with `null` (see `classify`).
+                let oom =
+                    is_out_of_memory(&reason) || (reason.is_null() && near_memory_limit(&ctx));
+                if !handled && oom {
+                    flag.store(true, Ordering::Relaxed);
+                }
+            },
+        )));
+
         let channel = Rc::new(RefCell::new(channel));
         channel.borrow_mut().set_log_budget(limits.log_bytes);
         let outcome = self.ctx.with(|ctx| {
@@ -77,7 +93,7 @@ impl Engine {
                 &req.unavailable,
                 limits.max_calls,
             ));
-            let outcome = run_script(&ctx, &bridge, &budget, &req);
+            let outcome = run_script(&ctx, &bridge, &budget, &req, &out_of_memory);
             bridge.clear();
             let broken = bridge.broken.borrow().clone();
             match broken {
@@ -111,6 +127,7 @@ fn run_script<'js>(
     bridge: &Rc<Bridge<'js>>,
     budget: &CpuBudget,
     req: &ExecuteRequest,
+    out_of_memory: &AtomicBool,
 ) -> Result<String, WireError> {
     let internal =
         |e: rquickjs::Error| WireError::new("RUNTIME_ERROR", format!("runner setup failed: {e}"));
@@ -163,10 +180,10 @@ fn run_script<'js>(
             PromiseState::Pending if bridge.in_flight() == 0 => {
                 // The job queue is empty and no tool call is outstanding: the sandbox has no
                 // timers and no other I/O, so nothing can ever settle the script's promise.
-                // Unless a job died for lack of memory (QuickJS drops a job's exception, so a
-                // growing promise chain that hits the heap limit just stops): that is the
-                // memory budget, not the script's own deadlock.
-                if near_memory_limit(ctx) {
+                // Unless a job ran out of memory: its promise was rejected with QuickJS's
+                // "out of memory" and nothing handled it (a growing promise chain just stops),
+                // which is the memory budget, not the script's own deadlock.
+                if out_of_memory.load(Ordering::Relaxed) {
                     return Err(convert::memory_limit());
                 }
                 return Err(deadlock());
@@ -229,6 +246,14 @@ fn classify<'js>(ctx: &Ctx<'js>, budget: &CpuBudget, cpu_ms: u64, thrown: Value<
         return convert::memory_limit();
     }
     convert::thrown_to_error(ctx, thrown)
+}
+
+/// Whether a thrown value is QuickJS's "out of memory" error.
+fn is_out_of_memory(thrown: &Value<'_>) -> bool {
+    thrown
+        .as_object()
+        .and_then(|o| o.get::<_, String>("message").ok())
+        .is_some_and(|m| m == "out of memory")
 }
 
 /// Whether the heap is within 10% of its limit.

@@ -296,7 +296,7 @@ fn context_keys_that_shadow_globals_are_refused() {
                 limits: RunnerLimits::default(),
             };
             let budget = CpuBudget::start(Duration::from_secs(1));
-            let r = run_script(&ctx, &bridge, &budget, &req);
+            let r = run_script(&ctx, &bridge, &budget, &req, &AtomicBool::new(false));
             bridge.clear();
             r.unwrap_err()
         });
