@@ -56,9 +56,6 @@ async fn a_growing_promise_chain_hits_a_budget_not_the_wall_clock() {
         "took {:?}",
         t.elapsed()
     );
-    // With a small heap and a large CPU budget the heap runs out first, in every build.
-    let o = run_with(&catalog, issue, limits(10_000, 8)).await;
-    assert_eq!(code(&o), "MEMORY_LIMIT", "{:?}", o.error);
 }
 
 #[tokio::test]
