@@ -128,9 +128,14 @@ pub fn render(r: &CheckReport) -> String {
         } else {
             "best effort"
         };
+        let (layer, state) = (crate::term::escape(layer), crate::term::escape(state));
         out.push_str(&format!("  {layer:<13} {state}  [{req}]\n"));
     }
-    let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "?".into());
+    let opt = |v: &Option<String>| {
+        v.as_deref()
+            .map(|s| crate::term::escape(s).into_owned())
+            .unwrap_or_else(|| "?".into())
+    };
     out.push_str(&format!("landlock ABI: {}\n", r.landlock_abi));
     out.push_str(&format!(
         "runner uid (real, effective, saved, fs): {}\n",

@@ -46,6 +46,10 @@ pub struct ServerConfig {
     /// Only `"stdio"` is supported.
     #[serde(default, rename = "type")]
     pub transport: Option<String>,
+    /// Largest serialized arguments of one call to this server, replacing the execution's
+    /// `max_arg_bytes` for it.
+    #[serde(default, rename = "maxArgBytes")]
+    pub max_arg_bytes: Option<u64>,
 }
 
 /// The `sandbox` section.
@@ -131,6 +135,11 @@ impl Config {
             }
             if server.command.trim().is_empty() {
                 return Err(format!("server '{name}': command is empty"));
+            }
+            if server.max_arg_bytes == Some(0) {
+                return Err(format!(
+                    "server '{name}': maxArgBytes must be at least 1 (it is a size in bytes)"
+                ));
             }
             if let Some(t) = &server.transport {
                 if t != "stdio" {

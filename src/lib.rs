@@ -29,6 +29,10 @@ pub mod trace;
 pub mod transpile;
 pub mod typescript;
 pub mod validate;
+pub mod budget;
+pub mod term;
+pub mod provenance;
+pub mod suggest;
 
 pub use catalog::{CallContext, Catalog, InProcessServer, ToolInfo, ToolProvider};
 pub use error::{ErrorCode, ExecError};

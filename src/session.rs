@@ -5,7 +5,9 @@
 //! kills it with `PROTOCOL_ERROR`. Whatever happens, the runner is reaped and every call that
 //! started gets its `tool_end` receipt.
 
+use crate::budget;
 use crate::catalog::{CallContext, Catalog};
+use crate::provenance;
 use crate::error::{ErrorCode, ExecError};
 use crate::limits::Limits;
 use crate::outbox::Outbox;
@@ -135,6 +137,8 @@ struct Call {
     capability: bool,
     trace_id: String,
     started: Instant,
+    /// Serialized size of its arguments, counted in `Run::args_in_flight` while it is open.
+    arg_bytes: u64,
 }
 
 /// The wall-clock deadline as a std `Instant`, for providers.
@@ -169,6 +173,12 @@ struct Run {
     parent: Option<String>,
     /// Events of nested work handed back by providers.
     children: crate::catalog::TraceSink,
+    /// Argument bytes of the open calls (running or queued).
+    args_in_flight: u64,
+    /// `server:tool` of every call the host routed in this execution.
+    routed: HashSet<String>,
+    /// `(code, server:tool)` of every error the host answered a call with.
+    answered: HashSet<(ErrorCode, String)>,
 }
 
 impl Run {
@@ -189,6 +199,9 @@ impl Run {
             policy: Policy::default(),
             parent: None,
             children: Default::default(),
+            args_in_flight: 0,
+            routed: HashSet::new(),
+            answered: HashSet::new(),
         }
     }
 
@@ -316,14 +329,18 @@ impl Run {
                     return Err(self.timeout_error(""));
                 }
                 _ = tx.flush(), if tx.pending() => {}
-                Some((id, result)) = running.next(), if !running.is_empty() => {
+                // Back-pressure: results wait in their calls while the runner has not read
+                // the ones already written.
+                Some((id, result)) = running.next(),
+                    if !running.is_empty() && tx.queued_bytes() < budget::OUTBOX_BYTES => {
                     self.finish_call(id, result, tx, max_frame);
                     while running.len() < self.limits.max_concurrent_calls as usize {
                         let Some(q) = self.queue.pop_front() else { break };
                         running.push(self.start_call(catalog, q));
                     }
                 }
-                frame = frames.next() => {
+                // Back-pressure: no new frames while the open calls hold their argument budget.
+                frame = frames.next(), if self.args_in_flight < budget::ARGS_IN_FLIGHT_BYTES => {
                     let payload = match frame {
                         None => {
                             if completed {
@@ -344,6 +361,10 @@ impl Run {
                     match msg {
                         RunnerMessage::Log { level, message } => self.log(level.as_str(), message),
                         RunnerMessage::RpcCall { id, server, tool, args } => {
+                            // Before the names are copied anywhere (traces, suggestions).
+                            budget::check_name("server", &server)
+                                .and_then(|()| budget::check_name("tool", &tool))
+                                .map_err(|e| protocol(format!("rpc_call {id} with {e}")))?;
                             if !self.seen_ids.insert(id) {
                                 return Err(protocol(format!("call id {id} was used twice")));
                             }
@@ -360,7 +381,10 @@ impl Run {
                             }
                         }
                         RunnerMessage::ExecutionComplete { success, result, error } => {
-                            self.complete(success, result, error)?;
+                            if payload.len() as u64 > self.limits.result_bytes {
+                                self.check_result_size(result.as_ref())?;
+                            }
+                            self.complete(catalog, success, result, error)?;
                             completed = true;
                             grace = Some(TokioInstant::now() + EXIT_GRACE);
                             // Calls the script did not wait for are abandoned (their MCP
@@ -391,6 +415,8 @@ impl Run {
         max_frame: usize,
     ) -> Option<CallFuture> {
         let tool = format!("{}:{}", q.server, q.tool);
+        let arg_bytes = budget::json_len(&q.args);
+        self.routed.insert(tool.clone());
         let trace_id = new_trace_id();
         let capability = catalog
             .provider(&q.server)
@@ -416,8 +442,25 @@ impl Run {
                 capability,
                 trace_id,
                 started: Instant::now(),
+                arg_bytes,
             },
         );
+        self.args_in_flight += arg_bytes;
+        let max_args = catalog
+            .max_arg_bytes(&q.server)
+            .unwrap_or(self.limits.max_arg_bytes);
+        if arg_bytes > max_args {
+            let tool = format!("{}:{}", q.server, q.tool);
+            let e = ExecError::new(
+                ErrorCode::LimitExceeded,
+                format!(
+                    "the arguments of {tool} are {arg_bytes} bytes; the limit (max_arg_bytes) is {max_args} bytes, so the call was not forwarded. Send less, or raise --max-arg-bytes or the server's maxArgBytes"
+                ),
+            )
+            .with_tool(&tool);
+            self.finish_call(q.id, Err(e), tx, max_frame);
+            return None;
+        }
         if let Err(e) = crate::gate::check_call(catalog, &self.policy, &q.server, &q.tool, &q.args)
         {
             self.finish_call(q.id, Err(e), tx, max_frame);
@@ -481,12 +524,26 @@ impl Run {
         let Some(call) = self.inflight.remove(&id) else {
             return;
         };
+        self.args_in_flight = self.args_in_flight.saturating_sub(call.arg_bytes);
         let mut result = result.map_err(|mut e| {
             if e.tool.is_none() {
                 e.tool = Some(call.tool.clone());
             }
             e
         });
+        if let Ok(v) = &result {
+            let n = budget::json_len(v);
+            if n > self.limits.max_tool_result_bytes {
+                result = Err(ExecError::new(
+                    ErrorCode::LimitExceeded,
+                    format!(
+                        "the result of {} is {n} bytes; the tool-result limit (max_tool_result_bytes) is {} bytes. Ask the tool for less",
+                        call.tool, self.limits.max_tool_result_bytes
+                    ),
+                )
+                .with_tool(&call.tool));
+            }
+        }
         let mut buf = Vec::new();
         let frame = |result: &Result<Value, ExecError>, buf: &mut Vec<u8>| match result {
             Ok(v) => raw::encode_rpc_result_ok(id, v, max_frame, buf),
@@ -516,6 +573,11 @@ impl Run {
             .with_tool(&call.tool));
             let _ = frame(&result, &mut buf);
         }
+        if let Err(e) = &result {
+            if let Some(tool) = &e.tool {
+                self.answered.insert((e.code, tool.clone()));
+            }
+        }
         tx.send(buf);
         self.end_trace(call, result.err().as_ref());
     }
@@ -536,12 +598,16 @@ impl Run {
             ts: now_ms(),
             success: Some(error.is_none()),
             duration_ms: Some(call.started.elapsed().as_secs_f64() * 1000.0),
-            error: error.map(TraceError::from),
+            error: error.map(|e| TraceError {
+                code: e.code,
+                message: budget::clip(&e.message, budget::TRACE_MESSAGE_BYTES),
+            }),
         });
     }
 
     /// A `tool_end` receipt with `error` for every call still open.
     fn receipts(&mut self, error: &ExecError) {
+        self.args_in_flight = 0;
         let mut open: Vec<(u64, Call)> = self.inflight.drain().collect();
         open.sort_by_key(|(id, _)| *id);
         for (_, call) in open {
@@ -569,8 +635,24 @@ impl Run {
         });
     }
 
+    /// The host's own check of the result size (the runner is not trusted to have made it).
+    fn check_result_size(&self, result: Option<&Value>) -> Result<(), ExecError> {
+        let n = result.map(budget::json_len).unwrap_or(0);
+        if n > self.limits.result_bytes {
+            return Err(ExecError::new(
+                ErrorCode::LimitExceeded,
+                format!(
+                    "the result is {n} bytes; the result limit is {} bytes (checked by the host; the runner was killed). Return less data",
+                    self.limits.result_bytes
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     fn complete(
         &mut self,
+        catalog: &Catalog,
         success: bool,
         result: Option<Value>,
         error: Option<WireError>,
@@ -587,13 +669,31 @@ impl Run {
         let code = ErrorCode::parse(&w.code)
             .filter(|c| c.runner_may_report())
             .ok_or_else(|| protocol(format!("the runner reported error code '{}'", w.code)))?;
-        // A script error is the execution's outcome, not a protocol failure.
+        if let Err(why) = provenance::check(
+            code,
+            w.tool.as_deref(),
+            &provenance::Seen {
+                catalog,
+                routed: &self.routed,
+                answered: &self.answered,
+            },
+        ) {
+            return Err(protocol(why));
+        }
+        // A script error is the execution's outcome, not a protocol failure. Its strings are the
+        // runner's: bounded here before they are kept.
+        let alternatives = w.alternatives.map(|alts| {
+            alts.into_iter()
+                .take(crate::gate::MAX_ALTERNATIVES)
+                .map(|a| budget::clip(&a, 2 * budget::MAX_NAME_BYTES + 1))
+                .collect()
+        });
         self.script_error = Some(ExecError {
             code,
-            message: w.message,
-            tool: w.tool,
-            alternatives: w.alternatives,
-            stack: w.stack,
+            message: budget::clip(&w.message, budget::ERROR_MESSAGE_BYTES),
+            tool: w.tool.filter(|t| t.len() <= 2 * budget::MAX_NAME_BYTES + 1),
+            alternatives,
+            stack: w.stack.map(|st| budget::clip(&st, budget::ERROR_MESSAGE_BYTES)),
             signal: None,
             exit_status: None,
         });
