@@ -18,8 +18,10 @@ pub const MAX_NAME_BYTES: usize = 128;
 /// reading the runner's frames until calls finish (back-pressure), so the runner waits.
 pub const ARGS_IN_FLIGHT_BYTES: u64 = 32 * 1024 * 1024;
 
-/// Results written to the runner's socket that it has not read yet. Past it the host stops
-/// collecting finished calls until the runner reads (back-pressure).
+/// Results written to the runner's socket that it has not read yet. Past it the runner is
+/// killed and the execution ends with `LIMIT_EXCEEDED` (a runner reads while its script waits,
+/// so only a script that starts many large calls and then computes for long, or a runner that
+/// never reads, gets there).
 pub const OUTBOX_BYTES: u64 = 32 * 1024 * 1024;
 
 /// Longest error message kept in a trace event (longer ones are cut, with the full size noted).

@@ -329,11 +329,18 @@ impl Run {
                     return Err(self.timeout_error(""));
                 }
                 _ = tx.flush(), if tx.pending() => {}
-                // Back-pressure: results wait in their calls while the runner has not read
-                // the ones already written.
-                Some((id, result)) = running.next(),
-                    if !running.is_empty() && tx.queued_bytes() < budget::OUTBOX_BYTES => {
+                Some((id, result)) = running.next(), if !running.is_empty() => {
                     self.finish_call(id, result, tx, max_frame);
+                    if tx.queued_bytes() > budget::OUTBOX_BYTES {
+                        return Err(ExecError::new(
+                            ErrorCode::LimitExceeded,
+                            format!(
+                                "{} bytes of tool results wait for the script to read them; the limit is {} bytes of unread results, so the runner was killed. Await large calls a few at a time",
+                                tx.queued_bytes(),
+                                budget::OUTBOX_BYTES
+                            ),
+                        ));
+                    }
                     while running.len() < self.limits.max_concurrent_calls as usize {
                         let Some(q) = self.queue.pop_front() else { break };
                         running.push(self.start_call(catalog, q));
