@@ -59,12 +59,12 @@ fn error_of(o: &serde_json::Value) -> (String, String) {
 
 #[test]
 fn long_tool_names_are_refused_before_anything_copies_them() {
-    // 40 calls naming a 3 MiB tool, under a 2 s wall clock: refused at the first frame.
+    // 40 calls naming a 4 MiB tool, under a 2 s wall clock: refused at the first frame.
     let (o, run) = attack("long-names", &["--timeout-ms", "2000"]);
     let (code, message) = error_of(&o);
     assert_eq!(code, "PROTOCOL_ERROR", "{o}");
     assert!(
-        message.contains("a tool name of 3145728 bytes (the limit is 128)"),
+        message.contains("a tool name of 4194304 bytes (the limit is 128)"),
         "{message}"
     );
     assert!(o["traces"].as_array().unwrap().is_empty(), "{o}");
