@@ -33,6 +33,7 @@ pub mod budget;
 pub mod term;
 pub mod provenance;
 pub mod suggest;
+pub mod isolation;
 
 pub use catalog::{CallContext, Catalog, InProcessServer, ToolInfo, ToolProvider};
 pub use error::{ErrorCode, ExecError};

@@ -15,6 +15,10 @@ pub struct LogLine {
 pub struct Metrics {
     pub duration_ms: f64,
     pub tool_calls: u64,
+    /// The runner's isolation layers as the host verified them in `/proc` (empty when no runner
+    /// became ready).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub isolation: std::collections::BTreeMap<String, String>,
 }
 
 /// `{success, result, error, logs, traces, metrics}`.

@@ -179,6 +179,8 @@ struct Run {
     routed: HashSet<String>,
     /// `(code, server:tool)` of every error the host answered a call with.
     answered: HashSet<(ErrorCode, String)>,
+    /// The runner's layers as verified in `/proc`.
+    isolation: BTreeMap<String, String>,
 }
 
 impl Run {
@@ -202,6 +204,7 @@ impl Run {
             args_in_flight: 0,
             routed: HashSet::new(),
             answered: HashSet::new(),
+            isolation: BTreeMap::new(),
         }
     }
 
@@ -239,6 +242,7 @@ impl Run {
             }
             None => runner::start(runner, &self.limits, self.deadline, hook).await?,
         };
+        self.isolation = ready.isolation.clone();
         let result = match missing_layers(&ready.isolation, &req.require_layers) {
             Some(e) => Err(e),
             None => match req.cancel.clone() {
@@ -767,6 +771,7 @@ impl Run {
             metrics: Metrics {
                 duration_ms: started.elapsed().as_secs_f64() * 1000.0,
                 tool_calls: self.calls,
+                isolation: self.isolation,
             },
         }
     }
