@@ -359,6 +359,9 @@ impl Run {
                             }
                             return Err(crashed(child, "while running the script").await);
                         }
+                        // After its result, a runner that exits with our answers unread (calls
+                        // the script abandoned) resets the socket: its exit status decides.
+                        Some(Err(_)) if completed => return self.check_clean_exit(child).await,
                         Some(Err(e)) => {
                             return Err(frame_error(child, e, "while running the script").await)
                         }
