@@ -151,7 +151,43 @@ struct Queued {
     server: String,
     tool: String,
     args: Value,
+    /// The frame's size when the arguments were too large to decode.
+    oversized: Option<u64>,
 }
+
+/// What to do with a frame before decoding it.
+enum Screened {
+    Decode,
+    /// An `rpc_call` whose frame alone is over its server's argument limit: refused without
+    /// building its arguments.
+    OversizedCall {
+        id: u64,
+        server: String,
+        tool: String,
+    },
+}
+
+/// Frames up to this size are decoded at once; larger ones are screened first.
+const SCREEN_ABOVE: usize = 64 * 1024;
+
+/// The fields of a frame that decide whether to decode the rest; everything else is skipped
+/// without being built.
+#[derive(serde::Deserialize)]
+struct FrameHead {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    id: Option<u64>,
+    #[serde(default)]
+    server: Option<String>,
+    #[serde(default)]
+    tool: Option<String>,
+    #[serde(default)]
+    success: Option<bool>,
+}
+
+/// Room for everything in an `rpc_call` frame but its arguments.
+const CALL_FRAME_OVERHEAD: u64 = 1024;
 
 /// The state of one execution.
 struct Run {
@@ -367,8 +403,17 @@ impl Run {
                         }
                         Some(Ok(p)) => p,
                     };
-                    let msg = decode_payload::<RunnerMessage>(&payload)
-                        .map_err(|e| protocol(e.to_string()))?;
+                    // A large frame is screened before it is decoded: decoded JSON can take many
+                    // times its size (`[0,0,…]`), so what is over a budget is never built.
+                    let mut oversized = None;
+                    let msg = match self.screen(catalog, &payload)? {
+                        Screened::Decode => decode_payload::<RunnerMessage>(&payload)
+                            .map_err(|e| protocol(e.to_string()))?,
+                        Screened::OversizedCall { id, server, tool } => {
+                            oversized = Some(payload.len() as u64);
+                            RunnerMessage::RpcCall { id, server, tool, args: Value::Null }
+                        }
+                    };
                     if completed {
                         return Err(protocol(format!("{} after execution_complete", kind(&msg))));
                     }
@@ -389,7 +434,13 @@ impl Run {
                                     self.limits.max_calls
                                 )));
                             }
-                            let q = Queued { id, server, tool, args };
+                            let q = Queued {
+                                id,
+                                server,
+                                tool,
+                                args,
+                                oversized,
+                            };
                             if let Some(fut) = self.admit(catalog, q, tx, max_frame) {
                                 running.push(fut);
                             }
@@ -429,7 +480,9 @@ impl Run {
         max_frame: usize,
     ) -> Option<CallFuture> {
         let tool = format!("{}:{}", q.server, q.tool);
-        let arg_bytes = budget::json_len(&q.args);
+        let arg_bytes = q
+            .oversized
+            .unwrap_or_else(|| budget::json_len(&q.args));
         self.routed.insert(tool.clone());
         let trace_id = new_trace_id();
         let capability = catalog
@@ -647,6 +700,45 @@ impl Run {
             level: level.to_string(),
             message,
         });
+    }
+
+    /// Looks at a large frame's head (type, id, names) without building the rest.
+    fn screen(&self, catalog: &Catalog, payload: &[u8]) -> Result<Screened, ExecError> {
+        if payload.len() <= SCREEN_ABOVE {
+            return Ok(Screened::Decode);
+        }
+        let head: FrameHead = decode_payload(payload).map_err(|e| protocol(e.to_string()))?;
+        let len = payload.len() as u64;
+        match head.kind.as_str() {
+            "rpc_call" => {
+                let (Some(id), Some(server), Some(tool)) = (head.id, head.server, head.tool) else {
+                    return Ok(Screened::Decode); // the full decode names what is missing
+                };
+                budget::check_name("server", &server)
+                    .and_then(|()| budget::check_name("tool", &tool))
+                    .map_err(|e| protocol(format!("rpc_call {id} with {e}")))?;
+                let max_args = catalog
+                    .max_arg_bytes(&server)
+                    .unwrap_or(self.limits.max_arg_bytes);
+                if len > max_args.saturating_add(CALL_FRAME_OVERHEAD) {
+                    return Ok(Screened::OversizedCall { id, server, tool });
+                }
+                Ok(Screened::Decode)
+            }
+            "execution_complete" if head.success == Some(true) => {
+                if len > self.limits.result_bytes.saturating_add(CALL_FRAME_OVERHEAD) {
+                    return Err(ExecError::new(
+                        ErrorCode::LimitExceeded,
+                        format!(
+                            "the result is about {len} bytes; the result limit is {} bytes (checked by the host; the runner was killed). Return less data",
+                            self.limits.result_bytes
+                        ),
+                    ));
+                }
+                Ok(Screened::Decode)
+            }
+            _ => Ok(Screened::Decode),
+        }
     }
 
     /// The host's own check of the result size (the runner is not trusted to have made it).

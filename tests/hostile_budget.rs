@@ -77,7 +77,7 @@ fn a_result_over_the_limit_is_refused_by_the_host() {
     let (code, message) = error_of(&o);
     assert_eq!(code, "LIMIT_EXCEEDED", "{o}");
     assert!(
-        message.contains("the result is 12582914 bytes; the result limit is 8388608 bytes"),
+        message.contains("the result is about 12582") && message.contains("the result limit is 8388608 bytes"),
         "{message}"
     );
 }
@@ -89,6 +89,15 @@ fn a_huge_argument_is_not_forwarded() {
     assert_eq!(code, "LIMIT_EXCEEDED", "{o}");
     assert!(message.contains("max_arg_bytes"), "{message}");
     assert_eq!(o["error"]["tool"], "fixture:echo", "{o}");
+}
+
+#[test]
+fn arguments_that_would_grow_when_decoded_are_refused_undecoded() {
+    // 14 MiB of `[0,0,…]`: ~7 million JSON values had the host decoded them.
+    let (o, _) = attack("wide-args", &[]);
+    let (code, message) = error_of(&o);
+    assert_eq!(code, "LIMIT_EXCEEDED", "{o}");
+    assert!(message.contains("max_arg_bytes"), "{message}");
 }
 
 #[test]
