@@ -105,7 +105,9 @@ pub async fn check(
         layers,
         claimed,
         landlock_abi: landlock_abi(),
-        uid: seen.uid.map(|u| u.split_whitespace().collect::<Vec<_>>().join(" ")),
+        uid: seen
+            .uid
+            .map(|u| u.split_whitespace().collect::<Vec<_>>().join(" ")),
         seccomp: seen.seccomp,
         no_new_privs: seen.no_new_privs,
         cap_eff: seen.cap_eff,

@@ -376,15 +376,19 @@ fn print_outcome(outcome: &Outcome, json: bool, trace: Option<TraceFormat>) {
         return;
     }
     for line in &outcome.logs {
-        errln(&format!("[{}] {}", escape(&line.level), escape(&line.message)));
+        errln(&format!(
+            "[{}] {}",
+            escape(&line.level),
+            escape(&line.message)
+        ));
     }
     if let Some(format) = trace {
         err(&render(&outcome.traces, format));
     }
     match &outcome.error {
-        None => outln(
-            &serde_json::to_string_pretty(&outcome.result).unwrap_or_else(|_| "null".into()),
-        ),
+        None => {
+            outln(&serde_json::to_string_pretty(&outcome.result).unwrap_or_else(|_| "null".into()))
+        }
         Some(e) => {
             errln(&format!("error: {}: {}", e.code, escape(&e.message)));
             if let Some(alts) = e.alternatives.as_ref().filter(|a| !a.is_empty()) {

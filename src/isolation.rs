@@ -175,7 +175,10 @@ fn uid_layer(seen: &Observed) -> String {
     }
     match seen.cap_eff.as_deref() {
         Some(caps) if caps.trim_start_matches('0').is_empty() => {
-            format!("enforced (the kernel shows uid {}, no capabilities)", ids[1])
+            format!(
+                "enforced (the kernel shows uid {}, no capabilities)",
+                ids[1]
+            )
         }
         other => format!(
             "unavailable: the runner holds capabilities (CapEff: {})",
@@ -192,7 +195,10 @@ mod tests {
     fn this_process_is_not_isolated_and_says_so() {
         let seen = observe(std::process::id());
         let v = verify(&BTreeMap::new(), &seen);
-        assert!(v["namespaces"].contains("user, net, ipc, uts, mnt"), "{v:?}");
+        assert!(
+            v["namespaces"].contains("user, net, ipc, uts, mnt"),
+            "{v:?}"
+        );
         assert!(v["seccomp"].starts_with("unavailable"), "{v:?}");
         let claimed = BTreeMap::from([("landlock".to_string(), "enforced (abi 7)".to_string())]);
         let v = verify(&claimed, &seen);

@@ -82,7 +82,12 @@ impl Limits {
             ("log_bytes", self.log_bytes, 0, 256 * 1024 * 1024),
             ("frame_bytes", self.frame_bytes, 1024, 1024 * 1024 * 1024),
             ("max_arg_bytes", self.max_arg_bytes, 1, 1024 * 1024 * 1024),
-            ("max_tool_result_bytes", self.max_tool_result_bytes, 1, 1024 * 1024 * 1024),
+            (
+                "max_tool_result_bytes",
+                self.max_tool_result_bytes,
+                1,
+                1024 * 1024 * 1024,
+            ),
         ];
         for (name, value, min, max) in checks {
             if value < min || value > max {

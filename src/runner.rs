@@ -186,8 +186,8 @@ pub async fn start(
         },
     };
     // The runner's word is a claim: each layer is taken from what the kernel shows.
-    let isolation =
-        isolation.map(|claimed| crate::isolation::verify(&claimed, &crate::isolation::observe(pid)));
+    let isolation = isolation
+        .map(|claimed| crate::isolation::verify(&claimed, &crate::isolation::observe(pid)));
     match isolation {
         Ok(isolation) => Ok(ReadyRunner {
             child,

@@ -7,13 +7,13 @@
 
 use crate::budget;
 use crate::catalog::{CallContext, Catalog};
-use crate::provenance;
 use crate::error::{ErrorCode, ExecError};
 use crate::limits::Limits;
 use crate::outbox::Outbox;
 use crate::outcome::{LogLine, Metrics, Outcome};
 use crate::policy::Policy;
 use crate::pool::RunnerPool;
+use crate::provenance;
 use crate::runner::{
     self, crashed, describe_exit, frame_error, protocol_error, ReadyRunner, RunnerCommand,
     EXIT_GRACE,
@@ -480,9 +480,7 @@ impl Run {
         max_frame: usize,
     ) -> Option<CallFuture> {
         let tool = format!("{}:{}", q.server, q.tool);
-        let arg_bytes = q
-            .oversized
-            .unwrap_or_else(|| budget::json_len(&q.args));
+        let arg_bytes = q.oversized.unwrap_or_else(|| budget::json_len(&q.args));
         self.routed.insert(tool.clone());
         let trace_id = new_trace_id();
         let capability = catalog
@@ -799,7 +797,9 @@ impl Run {
             message: budget::clip(&w.message, budget::ERROR_MESSAGE_BYTES),
             tool: w.tool.filter(|t| t.len() <= 2 * budget::MAX_NAME_BYTES + 1),
             alternatives,
-            stack: w.stack.map(|st| budget::clip(&st, budget::ERROR_MESSAGE_BYTES)),
+            stack: w
+                .stack
+                .map(|st| budget::clip(&st, budget::ERROR_MESSAGE_BYTES)),
             signal: None,
             exit_status: None,
         });

@@ -70,7 +70,11 @@ mod tests {
 
     #[test]
     fn suggests_close_names_and_bounds_the_work() {
-        let known = [("fs", "read_file"), ("fs", "write_file"), ("mem", "read_graph")];
+        let known = [
+            ("fs", "read_file"),
+            ("fs", "write_file"),
+            ("mem", "read_graph"),
+        ];
         assert_eq!(closest("fs", "read_fil", known), vec!["fs.read_file"]);
         let huge = "r".repeat(4 * 1024 * 1024);
         let t = Instant::now();
@@ -79,7 +83,11 @@ mod tests {
             .map(|i| ("srv".to_string(), format!("{}{i}", "t".repeat(120))))
             .collect();
         let long = "t".repeat(128);
-        let _ = closest("srv", &long, many.iter().map(|(s, t)| (s.as_str(), t.as_str())));
+        let _ = closest(
+            "srv",
+            &long,
+            many.iter().map(|(s, t)| (s.as_str(), t.as_str())),
+        );
         assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
     }
 }

@@ -85,7 +85,9 @@ pub fn outln(text: &str) {
 /// Writes `text` to stderr; a closed stderr is ignored (there is nowhere left to say so).
 pub fn err(text: &str) {
     let mut stderr = std::io::stderr().lock();
-    let _ = stderr.write_all(text.as_bytes()).and_then(|()| stderr.flush());
+    let _ = stderr
+        .write_all(text.as_bytes())
+        .and_then(|()| stderr.flush());
 }
 
 /// `err` with a newline.

@@ -125,7 +125,11 @@ fn mermaid(events: &[TraceEvent]) -> String {
     let mut out =
         String::from("sequenceDiagram\n    participant S as script\n    participant H as host\n");
     for s in &servers {
-        out.push_str(&format!("    participant {} as {}\n", id(s), mermaid_text(s)));
+        out.push_str(&format!(
+            "    participant {} as {}\n",
+            id(s),
+            mermaid_text(s)
+        ));
     }
     for e in events {
         let (server, tool) = e.tool.split_once(':').unwrap_or((&e.tool, ""));

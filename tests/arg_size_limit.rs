@@ -19,7 +19,11 @@ const after = await mcp.fixture.pid({});
 return { code, message, same_server: pid === after, echo: await mcp.fixture.echo({ message: "ok" }) };
 "#;
 
-fn run_script(arg_bytes: usize, extra_config: serde_json::Value, flags: &[&str]) -> serde_json::Value {
+fn run_script(
+    arg_bytes: usize,
+    extra_config: serde_json::Value,
+    flags: &[&str],
+) -> serde_json::Value {
     let dir = tempfile::tempdir().unwrap();
     let config = fixture_config_file(dir.path(), extra_config);
     let script = dir.path().join("s.js");

@@ -35,7 +35,9 @@ fn a_closed_output_pipe_ends_every_printing_subcommand_quietly() {
     let runner = bin("sandbox-runner");
     let runner = runner.to_str().unwrap();
     let cases: Vec<Vec<&str>> = vec![
-        vec!["run", "--json", "--runner", runner, "--state", state, script],
+        vec![
+            "run", "--json", "--runner", runner, "--state", state, script,
+        ],
         vec!["run", "--runner", runner, "--state", state, script],
         vec!["tools", "--config", config],
         vec!["tools", "--json", "--config", config],

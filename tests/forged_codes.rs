@@ -6,7 +6,12 @@
 mod common;
 use common::*;
 
-fn run(dir: &std::path::Path, runner: &std::path::Path, code: &str, flags: &[&str]) -> serde_json::Value {
+fn run(
+    dir: &std::path::Path,
+    runner: &std::path::Path,
+    code: &str,
+    flags: &[&str],
+) -> serde_json::Value {
     let config = fixture_config_file(dir, serde_json::json!({}));
     let script = dir.join("s.js");
     std::fs::write(&script, code).unwrap();
@@ -55,7 +60,12 @@ fn errors_the_host_really_gave_survive_a_rethrow() {
     assert_eq!(o["error"]["code"], "TOOL_TIMEOUT", "{o}");
     assert_eq!(o["error"]["tool"], "fixture:sleep", "{o}");
     // The runner's own checks: an unknown name, and the call count.
-    let o = run(dir.path(), &runner, "const t = 'ech'; await mcp.fixture[t]({})", &[]);
+    let o = run(
+        dir.path(),
+        &runner,
+        "const t = 'ech'; await mcp.fixture[t]({})",
+        &[],
+    );
     assert_eq!(o["error"]["code"], "TOOL_NOT_FOUND", "{o}");
     let o = run(
         dir.path(),

@@ -77,7 +77,8 @@ fn a_result_over_the_limit_is_refused_by_the_host() {
     let (code, message) = error_of(&o);
     assert_eq!(code, "LIMIT_EXCEEDED", "{o}");
     assert!(
-        message.contains("the result is about 12582") && message.contains("the result limit is 8388608 bytes"),
+        message.contains("the result is about 12582")
+            && message.contains("the result limit is 8388608 bytes"),
         "{message}"
     );
 }

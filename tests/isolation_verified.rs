@@ -41,7 +41,10 @@ fn a_runner_claiming_layers_it_lacks_is_refused() {
     // Even without --require-isolation: seccomp, no_new_privs and rlimits are always required.
     let o = run(&fake, &[]);
     assert_eq!(o["error"]["code"], "SANDBOX_UNAVAILABLE", "{o}");
-    assert_eq!(o["metrics"]["isolation"]["seccomp"], "unavailable: the kernel shows Seccomp: 0 (2 is a filter)");
+    assert_eq!(
+        o["metrics"]["isolation"]["seccomp"],
+        "unavailable: the kernel shows Seccomp: 0 (2 is a filter)"
+    );
 }
 
 #[test]
@@ -49,9 +52,15 @@ fn the_real_runner_is_verified_and_the_outcome_says_so() {
     let o = run(&bin("sandbox-runner"), &["--require-isolation", "all"]);
     assert_eq!(o["success"], true, "{o}");
     let layers = &o["metrics"]["isolation"];
-    assert_eq!(layers["seccomp"], "enforced (the kernel shows Seccomp: 2)", "{o}");
+    assert_eq!(
+        layers["seccomp"], "enforced (the kernel shows Seccomp: 2)",
+        "{o}"
+    );
     assert!(
-        layers["namespaces"].as_str().unwrap().starts_with("enforced (the kernel shows"),
+        layers["namespaces"]
+            .as_str()
+            .unwrap()
+            .starts_with("enforced (the kernel shows"),
         "{o}"
     );
 }

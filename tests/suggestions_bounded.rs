@@ -32,17 +32,32 @@ fn run_script(dir: &std::path::Path, code: &str) -> CliRun {
 fn an_enormous_unknown_name_ends_within_the_wall_clock() {
     let dir = tempfile::tempdir().unwrap();
     let name = "r".repeat(1_000_000);
-    let run = run_script(dir.path(), &format!("return await mcp.fixture.{name}({{}})"));
+    let run = run_script(
+        dir.path(),
+        &format!("return await mcp.fixture.{name}({{}})"),
+    );
     let o = run.outcome();
-    assert_eq!(o["error"]["code"], "TOOL_NOT_FOUND", "{}", &o.to_string()[..300]);
+    assert_eq!(
+        o["error"]["code"],
+        "TOOL_NOT_FOUND",
+        "{}",
+        &o.to_string()[..300]
+    );
     assert_eq!(o["error"]["alternatives"], serde_json::json!([]));
     // The message names the tool cut short, not a megabyte of it.
     let message = o["error"]["message"].as_str().unwrap();
     assert!(message.len() < 1024, "{} bytes", message.len());
-    assert!(run.elapsed < Duration::from_millis(2_500), "{:?}", run.elapsed);
+    assert!(
+        run.elapsed < Duration::from_millis(2_500),
+        "{:?}",
+        run.elapsed
+    );
 
     let run = run_script(dir.path(), "return await mcp.fixture.ech({})");
     let o = run.outcome();
     assert_eq!(o["error"]["code"], "TOOL_NOT_FOUND", "{o}");
-    assert_eq!(o["error"]["alternatives"], serde_json::json!(["fixture.echo"]));
+    assert_eq!(
+        o["error"]["alternatives"],
+        serde_json::json!(["fixture.echo"])
+    );
 }

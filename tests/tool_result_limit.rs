@@ -52,7 +52,10 @@ fn a_result_over_the_default_limit_fails_its_call() {
 fn the_flag_sets_the_limit() {
     let r = run(2000, &["--max-tool-result-bytes", "1000"]);
     assert_eq!(r["code"], "LIMIT_EXCEEDED", "{r}");
-    assert!(r["message"].as_str().unwrap().contains("is 2002 bytes"), "{r}");
+    assert!(
+        r["message"].as_str().unwrap().contains("is 2002 bytes"),
+        "{r}"
+    );
     let r = run(900, &["--max-tool-result-bytes", "1000"]);
     assert_eq!(r["code"], serde_json::Value::Null, "{r}");
 }
