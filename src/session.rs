@@ -516,10 +516,12 @@ impl Run {
             .unwrap_or(self.limits.max_arg_bytes);
         if arg_bytes > max_args {
             let tool = format!("{}:{}", q.server, q.tool);
+            // Screened frames were not decoded: their size is the whole frame's.
+            let about = if q.oversized.is_some() { "about " } else { "" };
             let e = ExecError::new(
                 ErrorCode::LimitExceeded,
                 format!(
-                    "the arguments of {tool} are {arg_bytes} bytes; the limit (max_arg_bytes) is {max_args} bytes, so the call was not forwarded. Send less, or raise --max-arg-bytes or the server's maxArgBytes"
+                    "the arguments of {tool} are {about}{arg_bytes} bytes; the limit (max_arg_bytes) is {max_args} bytes, so the call was not forwarded. Send less, or raise --max-arg-bytes or the server's maxArgBytes"
                 ),
             )
             .with_tool(&tool);
