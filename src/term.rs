@@ -23,15 +23,16 @@ pub fn escape(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// Like [`escape`], but keeps line breaks: for multi-line text the host itself lays out (a
-/// stack trace, the `tools` listing), escaped line by line.
+/// Like [`escape`], but keeps line breaks and tabs: for multi-line text the host itself lays
+/// out (a stack trace, the `tools` listing, a capability's code).
 pub fn escape_lines(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(|c| c.is_control() && c != '\n') {
+    let kept = |c: char| c == '\n' || c == '\t';
+    if !s.chars().any(|c| c.is_control() && !kept(c)) {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 8);
     for c in s.chars() {
-        if c == '\n' {
+        if kept(c) {
             out.push(c);
         } else {
             push_escaped(&mut out, c);
@@ -115,7 +116,7 @@ mod tests {
             escape("\x1b]0;TITLE\x07x\n[error] y\r\u{9b}"),
             "\\e]0;TITLE\\x07x\\n[error] y\\r\\x9b"
         );
-        assert_eq!(escape_lines("a\x1b[2K\nb"), "a\\e[2K\nb");
+        assert_eq!(escape_lines("a\x1b[2K\n\tb"), "a\\e[2K\n\tb");
         assert!(matches!(escape("héllo ✓"), Cow::Borrowed(_)));
     }
 }
