@@ -61,7 +61,12 @@ pub fn check(code: ErrorCode, tool: Option<&str>, seen: &Seen<'_>) -> Result<(),
     if answered_with(tool) {
         return Ok(());
     }
-    let shown = |t: &str| crate::budget::clip(&crate::term::escape(t), 2 * 128 + 1);
+    let shown = |t: &str| {
+        crate::budget::clip(
+            &crate::term::escape(t),
+            2 * crate::budget::MAX_NAME_BYTES + 1,
+        )
+    };
     match origin(code) {
         Origin::HostOnly => Err(format!("it claimed {code}, which only the host decides")),
         Origin::CallAnswer => {
