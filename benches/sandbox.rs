@@ -65,6 +65,8 @@ fn bench_limits() -> Limits {
     Limits {
         max_calls: 100_000,
         timeout_ms: 600_000,
+        // The result-size scaling goes up to an 8 MiB string (8 MiB + 2 bytes of JSON).
+        max_tool_result_bytes: 16 * 1024 * 1024,
         ..Default::default()
     }
 }
