@@ -14,6 +14,10 @@
 //!   `Sandbox` (pool on, refills compete for the same 2 cores).
 //! - `mcp_direct_call_us` and `mcp_call_added_pct`: the same fixture `echo` called directly with an
 //!   rmcp client, and what going through the sandbox adds, in percent of the direct call.
+//! - `calls_concurrent_{1k,10k,100k}_ms`: one execution starting N calls at once
+//!   (`Promise.all`), through the in-process echo (`in_process`) and the stdio fixture server
+//!   (`stdio`), with `per_call_us` = ms / N; the cost is linear when `per_call_us` stays flat.
+//!   The stdio 100k run takes ~10 s on this machine; it is the longest step of the benchmark.
 //! - `scaling`: `[x, ms]` pairs — time of one execution vs number of sequential calls, vs the size
 //!   of a tool result the script receives, and wall time of N executions submitted at once.
 
@@ -61,6 +65,8 @@ fn bench_limits() -> Limits {
     Limits {
         max_calls: 100_000,
         timeout_ms: 600_000,
+        // The result-size scaling goes up to an 8 MiB string (8 MiB + 2 bytes of JSON).
+        max_tool_result_bytes: 16 * 1024 * 1024,
         ..Default::default()
     }
 }
@@ -189,6 +195,7 @@ async fn bench() -> Value {
         }
         v
     };
+    let concurrent = concurrent_calls(&local, &mcp, &runner).await;
     mcp.shutdown().await;
 
     // Pooled executions.
@@ -310,6 +317,7 @@ async fn bench() -> Value {
         "execs_per_sec": eps,
         "mcp_direct_call_us": percentiles(direct),
         "mcp_call_added_pct": round(added_pct),
+        "calls_concurrent": concurrent,
         "scaling": {
             "calls": by_calls,
             "result_bytes": by_size,
@@ -320,6 +328,48 @@ async fn bench() -> Value {
             "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim(),
         },
     })
+}
+
+/// One execution starting `n` calls at once: enough heap for `n` pending promises, and a wall
+/// clock that bounds the benchmark.
+async fn concurrent_once(catalog: &Catalog, runner: &RunnerCommand, call: &str, n: u64) -> f64 {
+    let code = format!(
+        "const ps = []; for (let i = 0; i < {n}; i++) ps.push({call}); return (await Promise.all(ps)).length"
+    );
+    let req = ExecRequest {
+        code,
+        limits: Limits {
+            max_calls: 1_000_000,
+            memory_mb: 1024,
+            timeout_ms: 120_000,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let t = Instant::now();
+    let o = mcp_sandbox::execute(catalog, runner, req).await;
+    assert!(o.success, "{n} concurrent calls failed: {:?}", o.error);
+    assert_eq!(o.result, json!(n));
+    ms_since(t)
+}
+
+/// `calls_concurrent_{1k,10k,100k}_ms` through the in-process echo and the stdio fixture.
+async fn concurrent_calls(local: &Catalog, mcp: &Catalog, runner: &RunnerCommand) -> Value {
+    let mut out = serde_json::Map::new();
+    for (n, name) in [(1_000u64, "1k"), (10_000, "10k"), (100_000, "100k")] {
+        let in_process = concurrent_once(local, runner, "mcp.bench.echo({ i })", n).await;
+        let stdio = concurrent_once(mcp, runner, "mcp.fixture.echo({ message: 'x' })", n).await;
+        out.insert(
+            format!("calls_concurrent_{name}_ms"),
+            json!({
+                "in_process": round(in_process),
+                "stdio": round(stdio),
+                "in_process_per_call_us": round(in_process * 1000.0 / n as f64),
+                "stdio_per_call_us": round(stdio * 1000.0 / n as f64),
+            }),
+        );
+    }
+    Value::Object(out)
 }
 
 fn main() {

@@ -288,22 +288,12 @@ fn not_found(catalog: &Catalog, store: &Store, r: &ToolReference) -> ExecError {
             names.push((ns.to_string(), action.to_string()));
         }
     }
-    let wanted = format!("{}.{}", r.server, r.tool);
-    let mut scored: Vec<(f64, String)> = names
-        .iter()
-        .map(|(s, t)| {
-            let score = if *s == r.server {
-                strsim::normalized_damerau_levenshtein(&r.tool, t)
-            } else {
-                strsim::normalized_damerau_levenshtein(&wanted, &format!("{s}.{t}")) * 0.9
-            };
-            (score, format!("{s}.{t}"))
-        })
-        .filter(|(score, _)| *score >= 0.5)
-        .collect();
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-    scored.dedup_by(|a, b| a.1 == b.1);
-    let alternatives: Vec<String> = scored.into_iter().take(3).map(|(_, c)| c).collect();
+    let wanted = crate::suggest::shown(&r.server, &r.tool);
+    let alternatives = crate::suggest::closest(
+        &r.server,
+        &r.tool,
+        names.iter().map(|(s, t)| (s.as_str(), t.as_str())),
+    );
     let hint = if alternatives.is_empty() {
         "no server or saved capability has that name; see `mcp-sandbox capability list`".to_string()
     } else {

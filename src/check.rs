@@ -15,8 +15,11 @@ use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
 pub struct CheckReport {
     pub runner: String,
     pub protocol: u32,
-    /// Layer → `enforced…` or `unavailable: reason`, as the runner reported them.
+    /// Layer → `enforced…` or `unavailable: reason`, as the kernel shows them in `/proc`
+    /// (`crate::isolation`, the same check every execution makes).
     pub layers: BTreeMap<String, String>,
+    /// The same layers as the runner itself reported them in its `ready` frame.
+    pub claimed: BTreeMap<String, String>,
     /// The kernel's Landlock ABI version (0 = not supported).
     pub landlock_abi: i64,
     /// Fields of the running runner's `/proc/<pid>/status`.
@@ -54,13 +57,6 @@ pub fn landlock_abi() -> i64 {
     v.max(0)
 }
 
-fn status_field(status: &str, name: &str) -> Option<String> {
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(name))
-        .map(|v| v.trim().to_string())
-}
-
 pub async fn check(
     runner: &RunnerCommand,
     extra_required: &[String],
@@ -90,31 +86,32 @@ pub async fn check(
         Err(e) => return Err(CheckError::NoReady(e.to_string())),
     };
     // The runner is now locked down and blocked reading its execute frame.
-    let status =
-        std::fs::read_to_string(format!("/proc/{}/status", spawned.pid)).unwrap_or_default();
+    let seen = crate::isolation::observe(spawned.pid);
     drop(frames);
     let _ = spawned.child.start_kill();
     let _ = spawned.child.wait().await;
+    let claimed = layers;
+    let layers = crate::isolation::verify(&claimed, &seen);
     let missing: Vec<String> = REQUIRED_LAYERS
         .iter()
         .map(|s| s.to_string())
         .chain(extra_required.iter().cloned())
         .filter(|l| !layers.get(l).is_some_and(|v| v.starts_with("enforced")))
         .collect();
-    let seccomp = status_field(&status, "Seccomp:");
-    let no_new_privs = status_field(&status, "NoNewPrivs:");
-    let kernel_ok = seccomp.as_deref() == Some("2") && no_new_privs.as_deref() == Some("1");
     Ok(CheckReport {
         runner: runner.program.display().to_string(),
         protocol,
-        ok: missing.is_empty() && kernel_ok && protocol == PROTOCOL_VERSION,
+        ok: missing.is_empty() && protocol == PROTOCOL_VERSION,
         layers,
+        claimed,
         landlock_abi: landlock_abi(),
-        uid: status_field(&status, "Uid:"),
-        seccomp,
-        no_new_privs,
-        cap_eff: status_field(&status, "CapEff:"),
-        cap_prm: status_field(&status, "CapPrm:"),
+        uid: seen
+            .uid
+            .map(|u| u.split_whitespace().collect::<Vec<_>>().join(" ")),
+        seccomp: seen.seccomp,
+        no_new_privs: seen.no_new_privs,
+        cap_eff: seen.cap_eff,
+        cap_prm: seen.cap_prm,
         missing,
     })
 }
@@ -128,9 +125,14 @@ pub fn render(r: &CheckReport) -> String {
         } else {
             "best effort"
         };
+        let (layer, state) = (crate::term::escape(layer), crate::term::escape(state));
         out.push_str(&format!("  {layer:<13} {state}  [{req}]\n"));
     }
-    let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "?".into());
+    let opt = |v: &Option<String>| {
+        v.as_deref()
+            .map(|s| crate::term::escape(s).into_owned())
+            .unwrap_or_else(|| "?".into())
+    };
     out.push_str(&format!("landlock ABI: {}\n", r.landlock_abi));
     out.push_str(&format!(
         "runner uid (real, effective, saved, fs): {}\n",

@@ -127,6 +127,13 @@ pub struct RunArgs {
     /// Maximum number of tool calls.
     #[arg(long, value_name = "N")]
     pub max_calls: Option<u64>,
+    /// Largest serialized arguments of one tool call (default 1 MiB); a server's `maxArgBytes`
+    /// in the config replaces it for that server.
+    #[arg(long, value_name = "N")]
+    pub max_arg_bytes: Option<u64>,
+    /// Largest serialized result of one tool call passed to the script (default 8 MiB).
+    #[arg(long, value_name = "N")]
+    pub max_tool_result_bytes: Option<u64>,
     /// On SIGINT/SIGTERM, how long the running script may still take before its runner is killed.
     #[arg(long, value_name = "N", default_value_t = 5000)]
     pub shutdown_grace_ms: u64,
@@ -242,8 +249,16 @@ pub async fn load_catalog_of(
             .map_err(|e| UsageError(e.to_string()))?;
     }
     for (name, reason) in failed {
-        eprintln!("mcp-sandbox: warning: MCP server '{name}' is unavailable: {reason}");
+        crate::term::errln(&format!(
+            "mcp-sandbox: warning: MCP server '{name}' is unavailable: {}",
+            crate::term::escape(&reason)
+        ));
         catalog.add_unavailable(name, reason);
+    }
+    for (name, server) in &config.servers {
+        if let Some(bytes) = server.max_arg_bytes {
+            catalog.set_max_arg_bytes(name.clone(), bytes);
+        }
     }
     Ok(catalog)
 }
@@ -283,6 +298,12 @@ pub async fn run(args: RunArgs) -> Result<i32, UsageError> {
     if let Some(v) = args.max_calls {
         limits.max_calls = v;
     }
+    if let Some(v) = args.max_arg_bytes {
+        limits.max_arg_bytes = v;
+    }
+    if let Some(v) = args.max_tool_result_bytes {
+        limits.max_tool_result_bytes = v;
+    }
     limits.validate().map_err(|e| UsageError(e.to_string()))?;
     let require_layers = args.runner.required_layers()?;
     let runner = args.runner.command();
@@ -305,7 +326,10 @@ pub async fn run(args: RunArgs) -> Result<i32, UsageError> {
     let store = match args.state.open(args.config.as_ref().map(|_| &config)) {
         Ok(s) => Some(s),
         Err(e) => {
-            eprintln!("mcp-sandbox: warning: running without the state store: {e}");
+            crate::term::errln(&format!(
+                "mcp-sandbox: warning: running without the state store: {}",
+                crate::term::escape(&e.to_string())
+            ));
             None
         }
     };
@@ -356,38 +380,41 @@ pub async fn run(args: RunArgs) -> Result<i32, UsageError> {
     sandbox.shutdown(grace).await;
     if let Some(sig) = signal {
         // A requested shutdown that completed cleanly is a success, whatever the script did.
-        eprintln!("mcp-sandbox: {sig}: shut down cleanly");
+        crate::term::errln(&format!("mcp-sandbox: {sig}: shut down cleanly"));
         return Ok(0);
     }
     Ok(if outcome.success { 0 } else { EXIT_FAILED })
 }
 
+/// Prints an outcome: exact JSON on stdout with `--json`; otherwise the result as JSON on stdout
+/// and everything else for a person on stderr, with the runner's strings escaped.
 fn print_outcome(outcome: &Outcome, json: bool, trace: Option<TraceFormat>) {
+    use crate::term::{err, errln, escape, escape_lines, outln};
     if json {
-        println!(
-            "{}",
-            serde_json::to_string(outcome).unwrap_or_else(|_| "{}".into())
-        );
+        outln(&serde_json::to_string(outcome).unwrap_or_else(|_| "{}".into()));
         return;
     }
     for line in &outcome.logs {
-        eprintln!("[{}] {}", line.level, line.message);
+        errln(&format!(
+            "[{}] {}",
+            escape(&line.level),
+            escape(&line.message)
+        ));
     }
     if let Some(format) = trace {
-        eprint!("{}", render(&outcome.traces, format));
+        err(&render(&outcome.traces, format));
     }
     match &outcome.error {
-        None => println!(
-            "{}",
-            serde_json::to_string_pretty(&outcome.result).unwrap_or_else(|_| "null".into())
-        ),
+        None => {
+            outln(&serde_json::to_string_pretty(&outcome.result).unwrap_or_else(|_| "null".into()))
+        }
         Some(e) => {
-            eprintln!("error: {}: {}", e.code, e.message);
+            errln(&format!("error: {}: {}", e.code, escape(&e.message)));
             if let Some(alts) = e.alternatives.as_ref().filter(|a| !a.is_empty()) {
-                eprintln!("  did you mean: {}", alts.join(", "));
+                errln(&format!("  did you mean: {}", escape(&alts.join(", "))));
             }
             if let Some(stack) = &e.stack {
-                eprintln!("{stack}");
+                errln(&escape_lines(stack));
             }
         }
     }
@@ -411,7 +438,7 @@ pub async fn tools(args: ToolsArgs) -> Result<i32, UsageError> {
         crate::discovery::to_text(&catalog, &policy)
     };
     catalog.shutdown().await;
-    print!("{text}");
+    crate::term::out(&crate::term::escape_lines(&text));
     Ok(0)
 }
 
@@ -422,12 +449,9 @@ pub async fn check(args: CheckArgs) -> Result<i32, UsageError> {
         .await
         .map_err(|e| UsageError(format!("check failed: {e}")))?;
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).unwrap_or_default()
-        );
+        crate::term::outln(&serde_json::to_string_pretty(&report).unwrap_or_default());
     } else {
-        print!("{}", crate::check::render(&report));
+        crate::term::out(&crate::check::render(&report));
     }
     Ok(if report.ok { 0 } else { EXIT_FAILED })
 }

@@ -47,6 +47,10 @@ pub struct ServerConfig {
     /// Only `"stdio"` is supported.
     #[serde(default, rename = "type")]
     pub transport: Option<String>,
+    /// Largest serialized arguments of one call to this server, replacing the execution's
+    /// `max_arg_bytes` for it.
+    #[serde(default, rename = "maxArgBytes")]
+    pub max_arg_bytes: Option<u64>,
     /// Host environment variables the server inherits besides the default set (HOME, LOGNAME,
     /// PATH, SHELL, TERM, USER): names or globs such as `"AWS_*"`.
     #[serde(default, rename = "inheritEnv")]
@@ -153,6 +157,11 @@ impl Config {
             }
             if server.command.trim().is_empty() {
                 return Err(format!("server '{name}': command is empty"));
+            }
+            if server.max_arg_bytes == Some(0) {
+                return Err(format!(
+                    "server '{name}': maxArgBytes must be at least 1 (it is a size in bytes)"
+                ));
             }
             if let Some(bad) = server
                 .inherit_env

@@ -37,7 +37,10 @@ pub fn check_call(
         };
         let mut e = ExecError::new(
             ErrorCode::ToolNotFound,
-            format!("unknown tool '{server}.{tool}'{hint}"),
+            format!(
+                "unknown tool '{}'{hint}",
+                crate::suggest::shown(server, tool)
+            ),
         )
         .with_tool(qualified);
         e.alternatives = Some(alternatives);
@@ -66,27 +69,13 @@ pub fn check_call(
     Ok(())
 }
 
-/// The known tools closest to `server.tool` by edit distance, best first, as `server.tool`.
+/// The known tools closest to `server.tool` by edit distance, best first, as `server.tool`
+/// (bounded work: see [`crate::suggest`]).
 pub fn closest(catalog: &Catalog, server: &str, tool: &str) -> Vec<String> {
-    let wanted = format!("{server}.{tool}");
-    let mut scored: Vec<(f64, String)> = catalog
-        .tools()
-        .into_iter()
-        .map(|t| {
-            let full = format!("{}.{}", t.server, t.name);
-            let score = if t.server == server {
-                strsim::normalized_damerau_levenshtein(tool, &t.name)
-            } else {
-                strsim::normalized_damerau_levenshtein(&wanted, &full) * 0.9
-            };
-            (score, full)
-        })
-        .filter(|(score, _)| *score >= 0.5)
-        .collect();
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-    scored
-        .into_iter()
-        .take(MAX_ALTERNATIVES)
-        .map(|(_, c)| c)
-        .collect()
+    let tools = catalog.tools();
+    crate::suggest::closest(
+        server,
+        tool,
+        tools.iter().map(|t| (t.server.as_str(), t.name.as_str())),
+    )
 }

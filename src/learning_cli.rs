@@ -1,6 +1,17 @@
 //! The command line of learning: `mcp-sandbox graph …` and `mcp-sandbox capability …`, and how
 //! every command finds the state file.
 
+// Human output goes through `crate::term`: untrusted strings escaped, no panic on a closed pipe.
+macro_rules! println {
+    ($($t:tt)*) => { $crate::term::outln(&$crate::term::escape_lines(&format!($($t)*))) };
+}
+macro_rules! print {
+    ($($t:tt)*) => { $crate::term::out(&$crate::term::escape_lines(&format!($($t)*))) };
+}
+macro_rules! eprintln {
+    ($($t:tt)*) => { $crate::term::errln(&$crate::term::escape_lines(&format!($($t)*))) };
+}
+
 use crate::analysis;
 use crate::cli::{UsageError, EXIT_FAILED};
 use crate::config::Config;

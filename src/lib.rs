@@ -5,6 +5,7 @@
 //! file, in-process tools), then [`session::execute`] scripts against it.
 
 pub mod analysis;
+pub mod budget;
 pub mod capability;
 pub mod catalog;
 pub mod check;
@@ -13,6 +14,7 @@ pub mod config;
 pub mod discovery;
 pub mod error;
 pub mod gate;
+pub mod isolation;
 pub mod learning_cli;
 pub mod limits;
 pub mod nesting;
@@ -20,12 +22,15 @@ pub mod outbox;
 pub mod outcome;
 pub mod policy;
 pub mod pool;
+pub mod provenance;
 pub mod runner;
 pub mod sandbox;
 pub mod server;
 pub mod session;
 pub mod shutdown;
 pub mod store;
+pub mod suggest;
+pub mod term;
 pub mod trace;
 pub mod transpile;
 pub mod typescript;

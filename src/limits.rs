@@ -29,6 +29,12 @@ pub struct Limits {
     pub log_bytes: u64,
     /// One frame on the socket (`PROTOCOL_ERROR` when a runner sends more).
     pub frame_bytes: u64,
+    /// Serialized arguments of one tool call, checked by the host before forwarding
+    /// (`LIMIT_EXCEEDED`); a server's `maxArgBytes` in the config replaces it for that server.
+    pub max_arg_bytes: u64,
+    /// Serialized result of one tool call, checked by the host before it reaches the runner
+    /// (`LIMIT_EXCEEDED`).
+    pub max_tool_result_bytes: u64,
 }
 
 impl Default for Limits {
@@ -45,6 +51,8 @@ impl Default for Limits {
             result_bytes: 8 * 1024 * 1024,
             log_bytes: 1024 * 1024,
             frame_bytes: 16 * 1024 * 1024,
+            max_arg_bytes: 1024 * 1024,
+            max_tool_result_bytes: 8 * 1024 * 1024,
         }
     }
 }
@@ -62,7 +70,7 @@ pub struct LimitError {
 impl Limits {
     /// Checks every limit against its accepted range.
     pub fn validate(&self) -> Result<(), LimitError> {
-        let checks: [(&'static str, u64, u64, u64); 11] = [
+        let checks: [(&'static str, u64, u64, u64); 13] = [
             ("timeout_ms", self.timeout_ms, 1, 3_600_000),
             ("cpu_ms", self.cpu_ms, 1, 3_600_000),
             ("memory_mb", self.memory_mb, 1, 16 * 1024),
@@ -74,6 +82,13 @@ impl Limits {
             ("result_bytes", self.result_bytes, 1, 256 * 1024 * 1024),
             ("log_bytes", self.log_bytes, 0, 256 * 1024 * 1024),
             ("frame_bytes", self.frame_bytes, 1024, 1024 * 1024 * 1024),
+            ("max_arg_bytes", self.max_arg_bytes, 1, 1024 * 1024 * 1024),
+            (
+                "max_tool_result_bytes",
+                self.max_tool_result_bytes,
+                1,
+                1024 * 1024 * 1024,
+            ),
         ];
         for (name, value, min, max) in checks {
             if value < min || value > max {

@@ -31,10 +31,13 @@ fn main() {
         }
     });
     match status {
-        Ok(code) => std::process::exit(code),
+        Ok(code) => std::process::exit(mcp_sandbox::term::exit_status(code)),
         Err(e) => {
-            eprintln!("mcp-sandbox: {e}");
-            std::process::exit(EXIT_USAGE);
+            mcp_sandbox::term::errln(&format!(
+                "mcp-sandbox: {}",
+                mcp_sandbox::term::escape_lines(&e.to_string())
+            ));
+            std::process::exit(mcp_sandbox::term::exit_status(EXIT_USAGE));
         }
     }
 }

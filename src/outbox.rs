@@ -12,6 +12,8 @@ use tokio::net::unix::OwnedWriteHalf;
 pub struct Outbox {
     half: OwnedWriteHalf,
     queue: VecDeque<Bytes>,
+    /// Bytes in `queue`, for the session's back-pressure.
+    queued: u64,
     broken: bool,
 }
 
@@ -20,6 +22,7 @@ impl Outbox {
         Outbox {
             half,
             queue: VecDeque::new(),
+            queued: 0,
             broken: false,
         }
     }
@@ -32,15 +35,25 @@ impl Outbox {
         }
         let frame = Bytes::from(frame);
         if !self.queue.is_empty() {
-            self.queue.push_back(frame);
+            self.push(frame);
             return;
         }
         match self.half.try_write(&frame) {
             Ok(n) if n == frame.len() => {}
-            Ok(n) => self.queue.push_back(frame.slice(n..)),
-            Err(e) if e.kind() == ErrorKind::WouldBlock => self.queue.push_back(frame),
+            Ok(n) => self.push(frame.slice(n..)),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => self.push(frame),
             Err(_) => self.broken = true,
         }
+    }
+
+    fn push(&mut self, frame: Bytes) {
+        self.queued += frame.len() as u64;
+        self.queue.push_back(frame);
+    }
+
+    /// Bytes waiting for the runner to read them.
+    pub fn queued_bytes(&self) -> u64 {
+        self.queued
     }
 
     /// Whether frames wait to be written.
@@ -57,9 +70,11 @@ impl Outbox {
         while let Some(front) = self.queue.front_mut() {
             match self.half.try_write(front) {
                 Ok(n) if n == front.len() => {
+                    self.queued -= n as u64;
                     self.queue.pop_front();
                 }
                 Ok(n) => {
+                    self.queued -= n as u64;
                     let rest = front.slice(n..);
                     *front = rest;
                 }
@@ -67,6 +82,7 @@ impl Outbox {
                 Err(_) => {
                     self.broken = true;
                     self.queue.clear();
+                    self.queued = 0;
                     return;
                 }
             }

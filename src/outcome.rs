@@ -16,6 +16,10 @@ pub struct LogLine {
 pub struct Metrics {
     pub duration_ms: f64,
     pub tool_calls: u64,
+    /// The runner's isolation layers as the host verified them in `/proc` (empty when no runner
+    /// became ready).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub isolation: BTreeMap<String, String>,
     /// The limits a request asked for (serve's `execute_code`), each with the value that applied:
     /// a request may only lower the operator's limits, so a larger ask is capped.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

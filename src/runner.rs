@@ -122,7 +122,8 @@ pub struct ReadyRunner {
     pub frames: Frames,
     /// Taken by the session that uses the runner.
     pub writer: Option<OwnedWriteHalf>,
-    /// Layer → `enforced…` or `unavailable: reason`, from its `ready` frame.
+    /// Layer → `enforced…` or `unavailable: reason`, as the kernel shows it in `/proc` (see
+    /// [`crate::isolation`]); layers `/proc` cannot show are the runner's word, marked so.
     pub isolation: BTreeMap<String, String>,
     pub pid: u32,
     pub backstops: Backstops,
@@ -184,6 +185,9 @@ pub async fn start(
             Err(e) => Err(protocol_error(e.to_string())),
         },
     };
+    // The runner's word is a claim: each layer is taken from what the kernel shows.
+    let isolation = isolation
+        .map(|claimed| crate::isolation::verify(&claimed, &crate::isolation::observe(pid)));
     match isolation {
         Ok(isolation) => Ok(ReadyRunner {
             child,

@@ -5,6 +5,7 @@
 //! kills it with `PROTOCOL_ERROR`. Whatever happens, the runner is reaped and every call that
 //! started gets its `tool_end` receipt.
 
+use crate::budget;
 use crate::catalog::{CallContext, Catalog};
 use crate::error::{ErrorCode, ExecError};
 use crate::limits::Limits;
@@ -12,6 +13,7 @@ use crate::outbox::Outbox;
 use crate::outcome::{LogLine, Metrics, Outcome};
 use crate::policy::Policy;
 use crate::pool::RunnerPool;
+use crate::provenance;
 use crate::runner::{
     self, crashed, describe_exit, frame_error, protocol_error, ReadyRunner, RunnerCommand,
     EXIT_GRACE,
@@ -21,7 +23,7 @@ use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use futures::StreamExt;
 use sandbox_runner::protocol::{
-    encode_frame, raw, FrameError, HostMessage, RunnerMessage, WireError,
+    decode_payload, encode_frame, raw, FrameError, HostMessage, RunnerMessage, WireError,
 };
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -139,6 +141,8 @@ struct Call {
     capability: bool,
     trace_id: String,
     started: Instant,
+    /// Serialized size of its arguments, counted in `Run::args_in_flight` while it is open.
+    arg_bytes: u64,
 }
 
 /// The wall-clock deadline as a std `Instant`, for providers.
@@ -151,7 +155,43 @@ struct Queued {
     server: String,
     tool: String,
     args: Value,
+    /// The frame's size when the arguments were too large to decode.
+    oversized: Option<u64>,
 }
+
+/// What to do with a frame before decoding it.
+enum Screened {
+    Decode,
+    /// An `rpc_call` whose frame alone is over its server's argument limit: refused without
+    /// building its arguments.
+    OversizedCall {
+        id: u64,
+        server: String,
+        tool: String,
+    },
+}
+
+/// Frames up to this size are decoded at once; larger ones are screened first.
+const SCREEN_ABOVE: usize = 64 * 1024;
+
+/// The fields of a frame that decide whether to decode the rest; everything else is skipped
+/// without being built.
+#[derive(serde::Deserialize)]
+struct FrameHead {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    id: Option<u64>,
+    #[serde(default)]
+    server: Option<String>,
+    #[serde(default)]
+    tool: Option<String>,
+    #[serde(default)]
+    success: Option<bool>,
+}
+
+/// Room for everything in an `rpc_call` frame but its arguments.
+const CALL_FRAME_OVERHEAD: u64 = 1024;
 
 /// The state of one execution.
 struct Run {
@@ -173,6 +213,14 @@ struct Run {
     parent: Option<String>,
     /// Events of nested work handed back by providers.
     children: crate::catalog::TraceSink,
+    /// Argument bytes of the open calls (running or queued).
+    args_in_flight: u64,
+    /// `server:tool` of every call the host routed in this execution.
+    routed: HashSet<String>,
+    /// `(code, server:tool)` of every error the host answered a call with.
+    answered: HashSet<(ErrorCode, String)>,
+    /// The runner's layers as verified in `/proc`.
+    isolation: BTreeMap<String, String>,
 }
 
 impl Run {
@@ -193,6 +241,10 @@ impl Run {
             policy: Policy::default(),
             parent: None,
             children: Default::default(),
+            args_in_flight: 0,
+            routed: HashSet::new(),
+            answered: HashSet::new(),
+            isolation: BTreeMap::new(),
         }
     }
 
@@ -242,6 +294,7 @@ impl Run {
             }
             None => runner::start(runner, &self.limits, self.deadline, hook).await?,
         };
+        self.isolation = ready.isolation.clone();
         let result = match missing_layers(&ready.isolation, &req.require_layers) {
             Some(e) => Err(e),
             None => {
@@ -335,12 +388,23 @@ impl Run {
                 _ = tx.flush(), if tx.pending() => {}
                 Some((id, result)) = running.next(), if !running.is_empty() => {
                     self.finish_call(id, result, tx, max_frame);
+                    if tx.queued_bytes() > budget::OUTBOX_BYTES {
+                        return Err(ExecError::new(
+                            ErrorCode::LimitExceeded,
+                            format!(
+                                "{} bytes of tool results wait for the script to read them; the limit is {} bytes of unread results, so the runner was killed. Await large calls a few at a time",
+                                tx.queued_bytes(),
+                                budget::OUTBOX_BYTES
+                            ),
+                        ));
+                    }
                     while running.len() < self.limits.max_concurrent_calls as usize {
                         let Some(q) = self.queue.pop_front() else { break };
                         running.push(self.start_call(catalog, q));
                     }
                 }
-                frame = frames.next() => {
+                // Back-pressure: no new frames while the open calls hold their argument budget.
+                frame = frames.next(), if self.args_in_flight < budget::ARGS_IN_FLIGHT_BYTES => {
                     let payload = match frame {
                         None => {
                             if completed {
@@ -348,19 +412,35 @@ impl Run {
                             }
                             return Err(crashed(child, "while running the script").await);
                         }
+                        // After its result, a runner that exits with our answers unread (calls
+                        // the script abandoned) resets the socket: its exit status decides.
+                        Some(Err(_)) if completed => return self.check_clean_exit(child).await,
                         Some(Err(e)) => {
                             return Err(frame_error(child, e, "while running the script").await)
                         }
                         Some(Ok(p)) => p,
                     };
-                    let msg = sandbox_runner::protocol::decode_from_runner(&payload)
-                        .map_err(|e| protocol(e.to_string()))?;
+                    // A large frame is screened before it is decoded: decoded JSON can take many
+                    // times its size (`[0,0,…]`), so what is over a budget is never built.
+                    let mut oversized = None;
+                    let msg = match self.screen(catalog, &payload)? {
+                        Screened::Decode => sandbox_runner::protocol::decode_from_runner(&payload)
+                            .map_err(|e| protocol(e.to_string()))?,
+                        Screened::OversizedCall { id, server, tool } => {
+                            oversized = Some(payload.len() as u64);
+                            RunnerMessage::RpcCall { id, server, tool, args: Value::Null }
+                        }
+                    };
                     if completed {
                         return Err(protocol(format!("{} after execution_complete", kind(&msg))));
                     }
                     match msg {
                         RunnerMessage::Log { level, message } => self.log(level.as_str(), message),
                         RunnerMessage::RpcCall { id, server, tool, args } => {
+                            // Before the names are copied anywhere (traces, suggestions).
+                            budget::check_name("server", &server)
+                                .and_then(|()| budget::check_name("tool", &tool))
+                                .map_err(|e| protocol(format!("rpc_call {id} with {e}")))?;
                             if !self.seen_ids.insert(id) {
                                 return Err(protocol(format!("call id {id} was used twice")));
                             }
@@ -371,13 +451,22 @@ impl Run {
                                     self.limits.max_calls
                                 )));
                             }
-                            let q = Queued { id, server, tool, args };
+                            let q = Queued {
+                                id,
+                                server,
+                                tool,
+                                args,
+                                oversized,
+                            };
                             if let Some(fut) = self.admit(catalog, q, tx, max_frame) {
                                 running.push(fut);
                             }
                         }
                         RunnerMessage::ExecutionComplete { success, result, error } => {
-                            self.complete(success, result, error)?;
+                            if payload.len() as u64 > self.limits.result_bytes {
+                                self.check_result_size(result.as_ref())?;
+                            }
+                            self.complete(catalog, success, result, error)?;
                             completed = true;
                             grace = Some(TokioInstant::now() + EXIT_GRACE);
                             // Calls the script did not wait for are abandoned (their MCP
@@ -408,6 +497,8 @@ impl Run {
         max_frame: usize,
     ) -> Option<CallFuture> {
         let tool = format!("{}:{}", q.server, q.tool);
+        let arg_bytes = q.oversized.unwrap_or_else(|| budget::json_len(&q.args));
+        self.routed.insert(tool.clone());
         let trace_id = new_trace_id();
         let capability = catalog
             .provider(&q.server)
@@ -433,8 +524,27 @@ impl Run {
                 capability,
                 trace_id,
                 started: Instant::now(),
+                arg_bytes,
             },
         );
+        self.args_in_flight += arg_bytes;
+        let max_args = catalog
+            .max_arg_bytes(&q.server)
+            .unwrap_or(self.limits.max_arg_bytes);
+        if arg_bytes > max_args {
+            let tool = format!("{}:{}", q.server, q.tool);
+            // Screened frames were not decoded: their size is the whole frame's.
+            let about = if q.oversized.is_some() { "about " } else { "" };
+            let e = ExecError::new(
+                ErrorCode::LimitExceeded,
+                format!(
+                    "the arguments of {tool} are {about}{arg_bytes} bytes; the limit (max_arg_bytes) is {max_args} bytes, so the call was not forwarded. Send less, or raise --max-arg-bytes or the server's maxArgBytes"
+                ),
+            )
+            .with_tool(&tool);
+            self.finish_call(q.id, Err(e), tx, max_frame);
+            return None;
+        }
         if let Err(e) = crate::gate::check_call(catalog, &self.policy, &q.server, &q.tool, &q.args)
         {
             self.finish_call(q.id, Err(e), tx, max_frame);
@@ -498,12 +608,26 @@ impl Run {
         let Some(call) = self.inflight.remove(&id) else {
             return;
         };
+        self.args_in_flight = self.args_in_flight.saturating_sub(call.arg_bytes);
         let mut result = result.map_err(|mut e| {
             if e.tool.is_none() {
                 e.tool = Some(call.tool.clone());
             }
             e
         });
+        if let Ok(v) = &result {
+            let n = budget::json_len(v);
+            if n > self.limits.max_tool_result_bytes {
+                result = Err(ExecError::new(
+                    ErrorCode::LimitExceeded,
+                    format!(
+                        "the result of {} is {n} bytes; the tool-result limit (max_tool_result_bytes) is {} bytes. Ask the tool for less",
+                        call.tool, self.limits.max_tool_result_bytes
+                    ),
+                )
+                .with_tool(&call.tool));
+            }
+        }
         let mut buf = Vec::new();
         let frame = |result: &Result<Value, ExecError>, buf: &mut Vec<u8>| match result {
             Ok(v) => raw::encode_rpc_result_ok(id, v, max_frame, buf),
@@ -547,6 +671,11 @@ impl Run {
             .with_tool(&call.tool));
             let _ = frame(&result, &mut buf);
         }
+        if let Err(e) = &result {
+            if let Some(tool) = &e.tool {
+                self.answered.insert((e.code, tool.clone()));
+            }
+        }
         tx.send(buf);
         self.end_trace(call, result.err().as_ref());
     }
@@ -567,12 +696,16 @@ impl Run {
             ts: now_ms(),
             success: Some(error.is_none()),
             duration_ms: Some(call.started.elapsed().as_secs_f64() * 1000.0),
-            error: error.map(TraceError::from),
+            error: error.map(|e| TraceError {
+                code: e.code,
+                message: budget::clip(&e.message, budget::TRACE_MESSAGE_BYTES),
+            }),
         });
     }
 
     /// A `tool_end` receipt with `error` for every call still open.
     fn receipts(&mut self, error: &ExecError) {
+        self.args_in_flight = 0;
         let mut open: Vec<(u64, Call)> = self.inflight.drain().collect();
         open.sort_by_key(|(id, _)| *id);
         for (_, call) in open {
@@ -600,8 +733,63 @@ impl Run {
         });
     }
 
+    /// Looks at a large frame's head (type, id, names) without building the rest.
+    fn screen(&self, catalog: &Catalog, payload: &[u8]) -> Result<Screened, ExecError> {
+        if payload.len() <= SCREEN_ABOVE {
+            return Ok(Screened::Decode);
+        }
+        let head: FrameHead = decode_payload(payload).map_err(|e| protocol(e.to_string()))?;
+        let len = payload.len() as u64;
+        match head.kind.as_str() {
+            "rpc_call" => {
+                let (Some(id), Some(server), Some(tool)) = (head.id, head.server, head.tool) else {
+                    return Ok(Screened::Decode); // the full decode names what is missing
+                };
+                budget::check_name("server", &server)
+                    .and_then(|()| budget::check_name("tool", &tool))
+                    .map_err(|e| protocol(format!("rpc_call {id} with {e}")))?;
+                let max_args = catalog
+                    .max_arg_bytes(&server)
+                    .unwrap_or(self.limits.max_arg_bytes);
+                if len > max_args.saturating_add(CALL_FRAME_OVERHEAD) {
+                    return Ok(Screened::OversizedCall { id, server, tool });
+                }
+                Ok(Screened::Decode)
+            }
+            "execution_complete" if head.success == Some(true) => {
+                if len > self.limits.result_bytes.saturating_add(CALL_FRAME_OVERHEAD) {
+                    return Err(ExecError::new(
+                        ErrorCode::LimitExceeded,
+                        format!(
+                            "the result is about {len} bytes; the result limit is {} bytes (checked by the host; the runner was killed). Return less data",
+                            self.limits.result_bytes
+                        ),
+                    ));
+                }
+                Ok(Screened::Decode)
+            }
+            _ => Ok(Screened::Decode),
+        }
+    }
+
+    /// The host's own check of the result size (the runner is not trusted to have made it).
+    fn check_result_size(&self, result: Option<&Value>) -> Result<(), ExecError> {
+        let n = result.map(budget::json_len).unwrap_or(0);
+        if n > self.limits.result_bytes {
+            return Err(ExecError::new(
+                ErrorCode::LimitExceeded,
+                format!(
+                    "the result is {n} bytes; the result limit is {} bytes (checked by the host; the runner was killed). Return less data",
+                    self.limits.result_bytes
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     fn complete(
         &mut self,
+        catalog: &Catalog,
         success: bool,
         result: Option<Value>,
         error: Option<WireError>,
@@ -618,13 +806,33 @@ impl Run {
         let code = ErrorCode::parse(&w.code)
             .filter(|c| c.runner_may_report())
             .ok_or_else(|| protocol(format!("the runner reported error code '{}'", w.code)))?;
-        // A script error is the execution's outcome, not a protocol failure.
+        if let Err(why) = provenance::check(
+            code,
+            w.tool.as_deref(),
+            &provenance::Seen {
+                catalog,
+                routed: &self.routed,
+                answered: &self.answered,
+            },
+        ) {
+            return Err(protocol(why));
+        }
+        // A script error is the execution's outcome, not a protocol failure. Its strings are the
+        // runner's: bounded here before they are kept.
+        let alternatives = w.alternatives.map(|alts| {
+            alts.into_iter()
+                .take(crate::gate::MAX_ALTERNATIVES)
+                .map(|a| budget::clip(&a, 2 * budget::MAX_NAME_BYTES + 1))
+                .collect()
+        });
         self.script_error = Some(ExecError {
             code,
-            message: w.message,
-            tool: w.tool,
-            alternatives: w.alternatives,
-            stack: w.stack,
+            message: budget::clip(&w.message, budget::ERROR_MESSAGE_BYTES),
+            tool: w.tool.filter(|t| t.len() <= 2 * budget::MAX_NAME_BYTES + 1),
+            alternatives,
+            stack: w
+                .stack
+                .map(|st| budget::clip(&st, budget::ERROR_MESSAGE_BYTES)),
             signal: None,
             exit_status: None,
         });
@@ -691,6 +899,7 @@ impl Run {
             metrics: Metrics {
                 duration_ms: started.elapsed().as_secs_f64() * 1000.0,
                 tool_calls: self.calls,
+                isolation: self.isolation,
                 ..Default::default()
             },
         }

@@ -2,6 +2,7 @@
 //! lines, Mermaid sequence diagram).
 
 use crate::error::{ErrorCode, ExecError};
+use crate::term::escape;
 use serde::{Deserialize, Serialize};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -82,19 +83,25 @@ pub fn render(events: &[TraceEvent], format: TraceFormat) -> String {
 }
 
 /// One row per finished call: tool, duration, status.
+/// Names and messages are escaped (`crate::term::escape`): one line per call, whatever they hold.
 fn table(events: &[TraceEvent]) -> String {
     let ends: Vec<&TraceEvent> = events.iter().filter(|e| is_end(e)).collect();
-    let width = ends.iter().map(|e| e.tool.len()).max().unwrap_or(4).max(4);
+    let width = ends
+        .iter()
+        .map(|e| escape(&e.tool).len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
     let mut out = format!("{:<width$}  {:>10}  {}\n", "TOOL", "MS", "STATUS");
     for e in ends {
         let status = match (&e.success, &e.error) {
             (Some(true), _) => "ok".to_string(),
-            (_, Some(err)) => format!("{}: {}", err.code, err.message),
+            (_, Some(err)) => format!("{}: {}", err.code, escape(&err.message)),
             _ => "failed".to_string(),
         };
         out.push_str(&format!(
             "{:<width$}  {:>10.2}  {}\n",
-            e.tool,
+            escape(&e.tool),
             e.duration_ms.unwrap_or(0.0),
             status
         ));
@@ -118,10 +125,15 @@ fn mermaid(events: &[TraceEvent]) -> String {
     let mut out =
         String::from("sequenceDiagram\n    participant S as script\n    participant H as host\n");
     for s in &servers {
-        out.push_str(&format!("    participant {} as {}\n", id(s), s));
+        out.push_str(&format!(
+            "    participant {} as {}\n",
+            id(s),
+            mermaid_text(s)
+        ));
     }
     for e in events {
         let (server, tool) = e.tool.split_once(':').unwrap_or((&e.tool, ""));
+        let tool = mermaid_text(tool);
         match e.kind {
             TraceKind::ToolStart | TraceKind::CapabilityStart => {
                 out.push_str(&format!(
@@ -143,6 +155,15 @@ fn mermaid(events: &[TraceEvent]) -> String {
         }
     }
     out
+}
+
+/// Text for a Mermaid line: control characters escaped, and the characters that end or start
+/// Mermaid syntax (`;`, `#`, `%`) replaced, so a name cannot add statements to the diagram.
+fn mermaid_text(s: &str) -> String {
+    escape(s)
+        .chars()
+        .map(|c| if matches!(c, ';' | '#' | '%') { '_' } else { c })
+        .collect()
 }
 
 /// A Mermaid-safe participant id.

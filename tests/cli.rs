@@ -21,7 +21,10 @@ fn cli(args: &[&str], stdin: Option<&str>) -> Output {
     let mut child = cmd.spawn().unwrap();
     let mut input = child.stdin.take().unwrap();
     if let Some(s) = stdin {
-        input.write_all(s.as_bytes()).unwrap();
+        // A usage error may end the process before it reads its input.
+        if let Err(e) = input.write_all(s.as_bytes()) {
+            assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "{e}");
+        }
     }
     drop(input);
     child.wait_with_output().unwrap()

@@ -100,6 +100,8 @@ pub struct Catalog {
     unavailable: BTreeMap<String, String>,
     /// Compiled `inputSchema` validators, shared by every execution on this catalog.
     validators: Arc<crate::validate::ValidatorCache>,
+    /// Per-server `maxArgBytes` from the config.
+    arg_limits: BTreeMap<String, u64>,
 }
 
 /// A server name that cannot be used.
@@ -141,6 +143,17 @@ impl Catalog {
     /// Records a configured server that could not be started.
     pub fn add_unavailable(&mut self, name: impl Into<String>, reason: impl Into<String>) {
         self.unavailable.insert(name.into(), reason.into());
+    }
+
+    /// Sets the largest serialized arguments of one call to `server` (the config's
+    /// `maxArgBytes`), replacing the execution's `max_arg_bytes` for it.
+    pub fn set_max_arg_bytes(&mut self, server: impl Into<String>, bytes: u64) {
+        self.arg_limits.insert(server.into(), bytes);
+    }
+
+    /// The per-server argument limit, when the config sets one.
+    pub fn max_arg_bytes(&self, server: &str) -> Option<u64> {
+        self.arg_limits.get(server).copied()
     }
 
     pub fn provider(&self, server: &str) -> Option<&Arc<dyn ToolProvider>> {

@@ -1,0 +1,122 @@
+//! Human-facing output: untrusted strings escaped before they reach a terminal, and writes to
+//! stdout/stderr that never panic when the reader has gone (`… | head`).
+//!
+//! Escaping follows OpenSSH's rule for strings a server sends: every control character (C0,
+//! DEL, C1) is shown as a visible escape (`\n`, `\t`, `\r`, `\e`, `\xHH`, `\u{HHHH}`), so a tool
+//! name, a log line or an error message can neither move the cursor, set the terminal's title,
+//! nor forge a line of the host's own output. JSON output is never escaped this way.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// `s` with every control character replaced by a visible escape; borrowed when clean.
+pub fn escape(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        push_escaped(&mut out, c);
+    }
+    Cow::Owned(out)
+}
+
+/// Like [`escape`], but keeps line breaks and tabs: for multi-line text the host itself lays
+/// out (a stack trace, the `tools` listing, a capability's code).
+pub fn escape_lines(s: &str) -> Cow<'_, str> {
+    let kept = |c: char| c == '\n' || c == '\t';
+    if !s.chars().any(|c| c.is_control() && !kept(c)) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if kept(c) {
+            out.push(c);
+        } else {
+            push_escaped(&mut out, c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+fn push_escaped(out: &mut String, c: char) {
+    match c {
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        '\x1b' => out.push_str("\\e"),
+        c if c.is_control() && (c as u32) < 0x100 => {
+            let _ = write!(out, "\\x{:02x}", c as u32);
+        }
+        c if c.is_control() => {
+            let _ = write!(out, "\\u{{{:04x}}}", c as u32);
+        }
+        c => out.push(c),
+    }
+}
+
+static STDOUT_GONE: AtomicBool = AtomicBool::new(false);
+
+/// Exit status of a command whose output pipe closed (128 + SIGPIPE, as a shell reports).
+pub const EXIT_BROKEN_PIPE: i32 = 141;
+
+/// Writes `text` to stdout. When the reader has gone the text is dropped and [`exit_status`]
+/// later reports it; nothing panics.
+pub fn out(text: &str) {
+    if STDOUT_GONE.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut stdout = std::io::stdout().lock();
+    if stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+        .is_err()
+    {
+        STDOUT_GONE.store(true, Ordering::Relaxed);
+    }
+}
+
+/// `out` with a newline.
+pub fn outln(text: &str) {
+    out(&format!("{text}\n"));
+}
+
+/// Writes `text` to stderr; a closed stderr is ignored (there is nowhere left to say so).
+pub fn err(text: &str) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = stderr
+        .write_all(text.as_bytes())
+        .and_then(|()| stderr.flush());
+}
+
+/// `err` with a newline.
+pub fn errln(text: &str) {
+    err(&format!("{text}\n"));
+}
+
+/// The status to exit with: [`EXIT_BROKEN_PIPE`] when stdout's reader went away, else `status`.
+pub fn exit_status(status: i32) -> i32 {
+    if STDOUT_GONE.load(Ordering::Relaxed) {
+        EXIT_BROKEN_PIPE
+    } else {
+        status
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_become_visible() {
+        assert_eq!(escape("plain: ok"), "plain: ok");
+        assert_eq!(
+            escape("\x1b]0;TITLE\x07x\n[error] y\r\u{9b}"),
+            "\\e]0;TITLE\\x07x\\n[error] y\\r\\x9b"
+        );
+        assert_eq!(escape_lines("a\x1b[2K\n\tb"), "a\\e[2K\n\tb");
+        assert!(matches!(escape("héllo ✓"), Cow::Borrowed(_)));
+    }
+}
