@@ -28,7 +28,9 @@ pub const OUTBOX_BYTES: u64 = 32 * 1024 * 1024;
 pub const TRACE_MESSAGE_BYTES: usize = 1024;
 
 /// Longest message or stack of a script error kept from the runner's `execution_complete`.
-pub const ERROR_MESSAGE_BYTES: usize = 64 * 1024;
+/// The runner already cuts its messages and stacks to 64 KiB plus its own "… [truncated: N bytes
+/// in all]" marker, so such a message passes whole; only a longer one (a broken runner) is cut.
+pub const ERROR_MESSAGE_BYTES: usize = sandbox_runner::protocol::MAX_ERROR_MESSAGE_BYTES + 64;
 
 /// Why a name from the runner was refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

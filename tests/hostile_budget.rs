@@ -15,7 +15,9 @@ fn attack(mode: &str, extra: &[&str]) -> (serde_json::Value, CliRun) {
     let config = fixture_config_file(dir.path(), serde_json::json!({}));
     let (_keep, runner) = fake_runner_program(mode);
     let script = dir.path().join("s.js");
-    std::fs::write(&script, "1").unwrap();
+    // The fake runner calls `fixture` whatever the script says; naming it here makes `run`
+    // start the server (it starts only the servers a script names).
+    std::fs::write(&script, "if (false) await mcp.fixture.echo({}); 1").unwrap();
     let mut args = vec![
         "run",
         "--json",

@@ -86,6 +86,7 @@ impl<'js> Bridge<'js> {
                 format!("MCP server '{server}' is unavailable: {reason}"),
             );
             e.tool = Some(format!("{server}:{tool}"));
+            super::convert::note_call_error(&e);
             return Err(e);
         }
         let known = !is_reserved_name(server)
@@ -258,6 +259,7 @@ impl<'js> Bridge<'js> {
             let err = r
                 .error
                 .unwrap_or_else(|| WireError::new("TOOL_ERROR", "the tool call failed"));
+            super::convert::note_call_error(&err);
             reject.call::<_, ()>((error_object(ctx, &err)?,))
         }
     }

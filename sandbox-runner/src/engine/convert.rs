@@ -97,14 +97,54 @@ pub fn memory_limit() -> WireError {
     )
 }
 
+/// Codes the host decides when it answers a call: the host believes them in an outcome only
+/// for a call it answered so (see the host's `provenance`), so the runner passes them on only
+/// then, and a script's own `throw {code: "TOOL_TIMEOUT"}` stays a plain script error.
+const ANSWER_CODES: &[&str] = &[
+    "TOOL_TIMEOUT",
+    "PERMISSION_DENIED",
+    "TOOL_ERROR",
+    "CAPABILITY_CYCLE",
+    "CAPABILITY_DEPTH",
+    "SERVER_UNAVAILABLE",
+];
+
+thread_local! {
+    /// `(code, tool)` of every call error this runner saw (one script per process).
+    static ANSWERED: std::cell::RefCell<std::collections::HashSet<(String, String)>> =
+        std::cell::RefCell::new(std::collections::HashSet::new());
+}
+
+/// Notes a call error the host sent (or the runner's own refusal of an unavailable server).
+pub fn note_call_error(err: &WireError) {
+    if let Some(tool) = &err.tool {
+        ANSWERED.with(|a| a.borrow_mut().insert((err.code.clone(), tool.clone())));
+    }
+}
+
+fn was_answered(code: &str, tool: Option<&str>) -> bool {
+    ANSWERED.with(|a| {
+        let a = a.borrow();
+        match tool {
+            Some(t) => a.contains(&(code.to_string(), t.to_string())),
+            None => a.iter().any(|(c, _)| c == code),
+        }
+    })
+}
+
 /// A thrown or rejected value as a structured error.
 pub fn thrown_to_error<'js>(ctx: &Ctx<'js>, thrown: Value<'js>) -> WireError {
     if let Some(obj) = thrown.as_object() {
         let code: Option<String> = obj.get("code").ok().flatten();
-        if let Some(code) = code.filter(|c| SCRIPT_VISIBLE_CODES.contains(&c.as_str())) {
+        let tool: Option<String> = obj.get("tool").ok().flatten();
+        let believable = |c: &String| {
+            SCRIPT_VISIBLE_CODES.contains(&c.as_str())
+                && (!ANSWER_CODES.contains(&c.as_str()) || was_answered(c, tool.as_deref()))
+        };
+        if let Some(code) = code.filter(believable) {
             let message = prop_text(ctx, obj, "message").unwrap_or_default();
             let mut err = WireError::new(code, message);
-            err.tool = obj.get("tool").ok().flatten();
+            err.tool = tool;
             err.alternatives = obj.get("alternatives").ok().flatten();
             return err;
         }
