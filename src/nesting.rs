@@ -282,8 +282,8 @@ fn ends_with_keyword(src: &[u8], at: usize) -> bool {
     )
 }
 
-/// 1-based line and column (in characters) of a byte offset.
-fn line_col(source: &str, offset: usize) -> (usize, usize) {
+/// 1-based line and column (in characters) of a byte offset (also for the parser's errors).
+pub(crate) fn line_col(source: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(source.len());
     let before = source.get(..offset).unwrap_or(source);
     let line = before.matches('\n').count() + 1;

@@ -167,18 +167,9 @@ fn syntax_error(source: &str, diagnostics: &[OxcDiagnostic]) -> ExecError {
     ExecError::new(ErrorCode::SyntaxError, parts.join("; "))
 }
 
-/// 1-based line and column (in characters) of a byte offset.
+/// 1-based line and column (in characters) of an oxc span offset.
 fn line_col(source: &str, offset: u32) -> (usize, usize) {
-    let offset = (offset as usize).min(source.len());
-    let before = source.get(..offset).unwrap_or(source);
-    let line = before.matches('\n').count() + 1;
-    let col = before
-        .rsplit('\n')
-        .next()
-        .map(|l| l.chars().count())
-        .unwrap_or(0)
-        + 1;
-    (line, col)
+    crate::nesting::line_col(source, offset as usize)
 }
 
 #[cfg(test)]

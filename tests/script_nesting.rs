@@ -7,11 +7,9 @@
 use crate::common;
 use crate::serve_support;
 
-use common::bin;
+use common::run_stdin;
 use serde_json::{json, Value};
 use serve_support::{is_error, start, structured, text};
-use std::io::Write;
-use std::process::{Command, Stdio};
 
 const DEPTHS: [usize; 3] = [1_500, 3_000, 100_000];
 
@@ -28,22 +26,16 @@ fn brackets(n: usize) -> String {
 }
 
 fn run_cli(code: &str, language: &str, state: &std::path::Path) -> (Option<i32>, Value) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-sandbox"))
-        .args(["run", "-", "--json", "--language", language, "--state"])
-        .arg(state)
-        .env("MCP_SANDBOX_RUNNER", bin("sandbox-runner"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(code.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = run_stdin(
+        &[
+            "--json".as_ref(),
+            "--language".as_ref(),
+            language.as_ref(),
+            "--state".as_ref(),
+            state.as_ref(),
+        ],
+        code,
+    );
     let outcome = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
         panic!(
             "no JSON outcome (status {:?}); stderr: {}",

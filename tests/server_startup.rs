@@ -5,10 +5,8 @@
 
 use crate::common;
 
-use common::bin;
+use common::{bin, run_stdin};
 use serde_json::{json, Value};
-use std::io::Write;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn run(config: Value, script: &str) -> (Value, Duration) {
@@ -16,24 +14,17 @@ fn run(config: Value, script: &str) -> (Value, Duration) {
     let path = dir.path().join("mcp.json");
     std::fs::write(&path, config.to_string()).unwrap();
     let started = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-sandbox"))
-        .args(["run", "-", "--json", "--config"])
-        .arg(&path)
-        .arg("--state")
-        .arg(dir.path().join("state.db"))
-        .env("MCP_SANDBOX_RUNNER", bin("sandbox-runner"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(script.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let state = dir.path().join("state.db");
+    let out = run_stdin(
+        &[
+            "--json".as_ref(),
+            "--config".as_ref(),
+            path.as_ref(),
+            "--state".as_ref(),
+            state.as_ref(),
+        ],
+        script,
+    );
     let outcome = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
     (outcome, started.elapsed())

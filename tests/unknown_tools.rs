@@ -6,10 +6,8 @@
 
 use crate::common;
 
-use common::bin;
+use common::{bin, run_stdin};
 use serde_json::{json, Value};
-use std::io::Write;
-use std::process::{Command, Stdio};
 
 fn run(script: &str) -> Value {
     let dir = tempfile::tempdir().unwrap();
@@ -19,24 +17,17 @@ fn run(script: &str) -> Value {
         json!({"mcpServers": {"fixture": {"command": bin("fixture-mcp-server")}}}).to_string(),
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-sandbox"))
-        .args(["run", "-", "--json", "--config"])
-        .arg(&config)
-        .arg("--state")
-        .arg(dir.path().join("state.db"))
-        .env("MCP_SANDBOX_RUNNER", bin("sandbox-runner"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(script.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let state = dir.path().join("state.db");
+    let out = run_stdin(
+        &[
+            "--json".as_ref(),
+            "--config".as_ref(),
+            config.as_ref(),
+            "--state".as_ref(),
+            state.as_ref(),
+        ],
+        script,
+    );
     serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)))
 }

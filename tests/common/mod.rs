@@ -467,3 +467,26 @@ pub fn fixture_config_file(dir: &Path, extra: Value) -> PathBuf {
         .expect("write config");
     path
 }
+
+/// The real `mcp-sandbox run - <args>` with `script` on stdin (the real runner), as finished
+/// process output.
+pub fn run_stdin(args: &[&std::ffi::OsStr], script: &str) -> std::process::Output {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-sandbox"))
+        .args(["run", "-"])
+        .args(args)
+        .env("MCP_SANDBOX_RUNNER", bin("sandbox-runner"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn mcp-sandbox");
+    // A usage error may end the process before it reads stdin: a broken pipe is fine then.
+    let _ = child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(script.as_bytes());
+    child.wait_with_output().expect("mcp-sandbox output")
+}
