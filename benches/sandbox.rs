@@ -21,8 +21,8 @@
 //! - `scaling`: `[x, ms]` pairs — time of one execution vs number of sequential calls, vs the size
 //!   of a tool result the script receives, and wall time of N executions submitted at once.
 
-use mcp_sandbox::catalog::start_mcp_servers;
 use mcp_sandbox::config::Config;
+use mcp_sandbox::tools::catalog::start_mcp_servers;
 use mcp_sandbox::trace::TraceKind;
 use mcp_sandbox::{
     Catalog, ExecError, ExecRequest, InProcessServer, Limits, Outcome, QueueOptions, RunnerCommand,

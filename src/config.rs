@@ -6,9 +6,9 @@
 //!  "sandbox": {"limits": {"timeout_ms": 10000}}}
 //! ```
 
-use crate::catalog::valid_server_name;
-use crate::limits::Limits;
-use crate::policy::{Policy, PolicyError, Rules};
+use crate::context::limits::Limits;
+use crate::context::policy::{Policy, PolicyError, Rules};
+use sandbox_runner::protocol::valid_server_name;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -188,7 +188,7 @@ impl Config {
             }
         }
         if let Some(state) = &raw.sandbox.state {
-            crate::learning_cli::state_location(&state.to_string_lossy())
+            crate::store::location::state_location(&state.to_string_lossy())
                 .map_err(|e| format!("sandbox.state: {e}"))?;
         }
         if let Some(limits) = &raw.sandbox.limits {

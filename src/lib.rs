@@ -1,45 +1,40 @@
 //! `mcp-sandbox`: run untrusted JavaScript written by AI agents in an OS-isolated runner process
 //! whose only way out is MCP tool calls that this host checks, routes and traces.
 //!
-//! Library entry point: build a [`catalog::Catalog`] of tool providers (MCP servers from a config
-//! file, in-process tools), then [`session::execute`] scripts against it.
+//! Library entry point: build a [`Catalog`] of tool providers (MCP servers from a config file,
+//! in-process tools), then [`execute`] scripts against it, or keep a [`Sandbox`] (runner pool,
+//! queue) for many executions. The host is layered by concern; imports run one way, top to
+//! bottom (docs/architecture.md):
+//!
+//! | layer | job |
+//! |---|---|
+//! | [`front`] | the ways in: the CLI, the MCP server (`serve`), signals |
+//! | [`sandbox`] | the library's front door: a catalog, a runner pool and a queue |
+//! | [`exec`] | one execution from queue to outcome |
+//! | [`gate`] | the door every tool call passes |
+//! | [`tools`] | what a script can reach: MCP servers, in-process tools, their schemas |
+//! | [`config`] | the config file, read into the types of the layers above |
+//! | [`script`], [`store`] | reading a script before it runs; the state store |
+//! | [`context`] | who is asking, under which limits and policy |
+//! | [`error`], [`trace`], [`term`] | codes, trace events, terminal-safe text |
 
-pub mod analysis;
-pub mod budget;
-pub mod capability;
-pub mod catalog;
-pub mod check;
-pub mod cli;
 pub mod config;
-pub mod discovery;
+pub mod context;
 pub mod error;
+pub mod exec;
+pub mod front;
 pub mod gate;
-pub mod isolation;
-pub mod learning_cli;
-pub mod limits;
-pub mod nesting;
-pub mod outbox;
-pub mod outcome;
-pub mod policy;
-pub mod pool;
-pub mod provenance;
-pub mod runner;
 pub mod sandbox;
-pub mod server;
-pub mod session;
-pub mod shutdown;
+pub mod script;
 pub mod store;
-pub mod suggest;
 pub mod term;
+pub mod tools;
 pub mod trace;
-pub mod transpile;
-pub mod typescript;
-pub mod validate;
 
-pub use catalog::{CallContext, Catalog, InProcessServer, ToolInfo, ToolProvider};
+pub use context::limits::Limits;
 pub use error::{ErrorCode, ExecError};
-pub use limits::Limits;
-pub use outcome::Outcome;
-pub use runner::RunnerCommand;
+pub use exec::outcome::Outcome;
+pub use exec::runner::RunnerCommand;
+pub use exec::session::{execute, ExecRequest, SpawnHook};
 pub use sandbox::{QueueOptions, Sandbox};
-pub use session::{execute, ExecRequest, SpawnHook};
+pub use tools::catalog::{CallContext, Catalog, InProcessServer, ToolInfo, ToolProvider};

@@ -1,5 +1,6 @@
 use clap::Parser;
-use mcp_sandbox::cli::{self, Cli, Command, EXIT_USAGE};
+use mcp_sandbox::front::cli::command::{Cli, Command};
+use mcp_sandbox::front::cli::{self, EXIT_USAGE};
 use tracing_subscriber::EnvFilter;
 
 fn main() {
@@ -22,12 +23,12 @@ fn main() {
     };
     let status = runtime.block_on(async {
         match cli.command {
-            Command::Run(args) => cli::run(args).await,
-            Command::Check(args) => cli::check(args).await,
-            Command::Tools(args) => cli::tools(args).await,
-            Command::Serve(args) => mcp_sandbox::server::serve(args).await,
-            Command::Graph(args) => mcp_sandbox::learning_cli::graph(args),
-            Command::Capability(args) => mcp_sandbox::learning_cli::capability(args),
+            Command::Run(args) => cli::run::command(args).await,
+            Command::Check(args) => cli::check::command(args).await,
+            Command::Tools(args) => cli::tools::command(args).await,
+            Command::Serve(args) => mcp_sandbox::front::mcp::serve(args).await,
+            Command::Graph(args) => mcp_sandbox::front::cli::learning::graph(args),
+            Command::Capability(args) => mcp_sandbox::front::cli::learning::capability(args),
         }
     });
     match status {

@@ -2,13 +2,13 @@
 //! many runners run at once and how many executions may wait (over it: `LIMIT_EXCEEDED` at once,
 //! never a growing queue).
 
-use crate::catalog::Catalog;
+use crate::context::limits::Limits;
 use crate::error::{ErrorCode, ExecError};
-use crate::limits::Limits;
-use crate::outcome::Outcome;
-use crate::pool::RunnerPool;
-use crate::runner::RunnerCommand;
-use crate::session::{execute_pooled, ExecRequest};
+use crate::exec::outcome::Outcome;
+use crate::exec::pool::RunnerPool;
+use crate::exec::runner::RunnerCommand;
+use crate::exec::session::{execute_pooled, ExecRequest};
+use crate::tools::catalog::Catalog;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -53,7 +53,7 @@ pub struct Sandbox {
     /// Set when shutdown begins: no new work is taken.
     closing: CancellationToken,
     /// Capabilities and learning (docs/learning.md), when a state store is attached.
-    learning: Option<crate::capability::Capabilities>,
+    learning: Option<crate::exec::capability::Capabilities>,
     /// See [`Sandbox::remember_last_code`].
     remember_last: bool,
 }
@@ -84,7 +84,7 @@ impl Sandbox {
     }
 
     /// Resolves `mcp.X.Y` capabilities before each execution and learns from each outcome.
-    pub fn with_learning(mut self, capabilities: crate::capability::Capabilities) -> Self {
+    pub fn with_learning(mut self, capabilities: crate::exec::capability::Capabilities) -> Self {
         self.learning = Some(capabilities);
         self
     }
@@ -128,7 +128,7 @@ impl Sandbox {
                 Ok(slot) => slot,
                 Err(_) => return Outcome::failed(shutting_down()),
             },
-            () = client.cancelled() => return Outcome::failed(crate::session::cancelled()),
+            () = client.cancelled() => return Outcome::failed(crate::exec::session::cancelled()),
         };
         // The execution is killed when either the caller's token or the shutdown fires.
         let token = self.kill.child_token();
@@ -152,7 +152,7 @@ impl Sandbox {
             Ok(full) => self.run_on_worker(Arc::new(full), req).await,
             Err(e) => Outcome::failed(e),
         };
-        crate::capability::record(&caps.store, &outcome, code.as_deref()).await;
+        crate::exec::capability::record(&caps.store, &outcome, code.as_deref()).await;
         outcome
     }
 

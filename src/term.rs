@@ -105,6 +105,22 @@ pub fn exit_status(status: i32) -> i32 {
     }
 }
 
+/// `message` cut to at most `max` bytes (at a character boundary), noting the full size.
+pub fn clip(message: &str, max: usize) -> String {
+    if message.len() <= max {
+        return message.to_string();
+    }
+    let mut end = max;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}… [cut: {} bytes in all]",
+        message.get(..end).unwrap_or(""),
+        message.len()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use mcp_sandbox::capability::Capabilities;
+use mcp_sandbox::exec::capability::Capabilities;
 use mcp_sandbox::store::{NewCapability, Store};
 use mcp_sandbox::trace::{TraceEvent, TraceKind};
 use mcp_sandbox::{Catalog, ExecRequest, Limits, Outcome, RunnerCommand};

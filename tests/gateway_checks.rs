@@ -4,7 +4,7 @@
 
 use crate::common;
 use common::*;
-use mcp_sandbox::policy::{Policy, Rules};
+use mcp_sandbox::context::policy::{Policy, Rules};
 use mcp_sandbox::trace::TraceKind;
 use mcp_sandbox::{ExecRequest, Outcome};
 use serde_json::{json, Value};

@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use mcp_sandbox::capability::{record, Capabilities};
+use mcp_sandbox::exec::capability::{record, Capabilities};
 use mcp_sandbox::store::{NewCapability, Store};
 use mcp_sandbox::{Catalog, ErrorCode, ExecError, ExecRequest, InProcessServer, Limits};
 use serde_json::{json, Value};

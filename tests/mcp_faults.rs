@@ -5,8 +5,8 @@
 
 use crate::common;
 use common::*;
-use mcp_sandbox::catalog::start_mcp_servers;
 use mcp_sandbox::config::Config;
+use mcp_sandbox::tools::catalog::start_mcp_servers;
 use mcp_sandbox::Catalog;
 use serde_json::json;
 use std::sync::Arc;

@@ -9,7 +9,7 @@
 
 use crate::common;
 
-use mcp_sandbox::outcome::{Metrics, Outcome};
+use mcp_sandbox::exec::outcome::{Metrics, Outcome};
 use mcp_sandbox::store::Store;
 use mcp_sandbox::trace::{TraceEvent, TraceKind};
 use serde_json::{json, Value};

@@ -78,7 +78,7 @@ fn declarations_for_every_reference_tool_type_check_with_tsc() {
     }
     for t in all {
         let name = t["name"].as_str().unwrap();
-        let declared = mcp_sandbox::typescript::prop_name(name);
+        let declared = mcp_sandbox::tools::typescript::prop_name(name);
         assert!(
             decls.contains(&format!("    {declared}(args")),
             "{name} is not declared:\n{decls}"

@@ -25,7 +25,7 @@ fn as_uid_1000() -> Option<RunnerCommand> {
 #[tokio::test]
 async fn a_non_root_runner_reports_the_uid_layer_unavailable() {
     let Some(cmd) = as_uid_1000() else { return };
-    let report = mcp_sandbox::check::check(&cmd, &["uid".to_string()])
+    let report = mcp_sandbox::front::cli::check::check(&cmd, &["uid".to_string()])
         .await
         .expect("check");
     let uid = &report.layers["uid"];

@@ -4,13 +4,13 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mcp_sandbox::transpile::{to_javascript, Language};
+use mcp_sandbox::script::transpile::{to_javascript, Language};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(code) = std::str::from_utf8(data) else {
         return;
     };
-    let _ = mcp_sandbox::analysis::tool_references(code);
+    let _ = mcp_sandbox::script::analysis::tool_references(code);
     let _ = to_javascript(code, Language::Typescript);
     let _ = to_javascript(code, Language::Javascript);
 });

@@ -243,6 +243,16 @@ pub fn is_reserved_name(name: &str) -> bool {
     RESERVED_NAMES.contains(&name)
 }
 
+/// Whether `name` can name a server: non-empty, no ':' (used in `server:tool`), not reserved.
+pub fn valid_server_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        && !is_reserved_name(name)
+}
+
 /// Every global the runner's scripts see: the engine's own (QuickJS-ng through rquickjs with
 /// `Context::full`) plus `mcp` and `console`. A context key may not shadow any of them (nor an
 /// `Object.prototype` name, see [`RESERVED_NAMES`]); the host refuses such keys before it

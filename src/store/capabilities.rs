@@ -7,9 +7,9 @@
 //! of an older version makes that version the latest again (same id, new version number).
 
 use super::{Store, StoreError};
-use crate::catalog::valid_server_name;
 use crate::trace::now_ms;
 use rusqlite::{params, OptionalExtension, Row};
+use sandbox_runner::protocol::valid_server_name;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};

@@ -14,6 +14,7 @@
 
 mod capabilities;
 mod graph;
+pub mod location;
 
 pub use capabilities::{
     capability_id, split_name, CapabilityQuota, CapabilityRecord, LastExecution, NewCapability,
@@ -220,21 +221,26 @@ impl Store {
     }
 }
 
+/// What the store learns from a finished execution (the execution layer's outcome implements
+/// it; the store does not depend on that layer).
+pub trait FinishedExecution {
+    fn success(&self) -> bool;
+    fn error_code(&self) -> Option<crate::error::ErrorCode>;
+    fn traces(&self) -> &[crate::trace::TraceEvent];
+}
+
 impl Store {
     /// Learns from one finished execution, in one transaction: the tool graph (see
     /// [`graph`](self) for exactly what is recorded) and, when `code` is given, the last
     /// execution (for `capability save --from-last`).
     pub fn record_execution(
         &self,
-        outcome: &crate::outcome::Outcome,
+        outcome: &impl FinishedExecution,
         code: Option<&str>,
     ) -> Result<(), StoreError> {
-        let aborted = outcome
-            .error
-            .as_ref()
-            .is_some_and(|e| graph::is_aborted(e.code));
+        let aborted = outcome.error_code().is_some_and(graph::is_aborted);
         let last = code.map(|code| {
-            let ends = outcome.traces.iter().filter(|e| {
+            let ends = outcome.traces().iter().filter(|e| {
                 e.parent_trace_id.is_none()
                     && matches!(
                         e.kind,
@@ -250,7 +256,7 @@ impl Store {
             }
             LastExecution {
                 code: code.to_string(),
-                success: outcome.success,
+                success: outcome.success(),
                 tool_calls: calls,
                 failed_calls: failed,
                 ts: crate::trace::now_ms(),
@@ -263,7 +269,7 @@ impl Store {
             None => None,
         };
         self.write(|tx| {
-            graph::record(tx, &outcome.traces, aborted)?;
+            graph::record(tx, outcome.traces(), aborted)?;
             if let Some(text) = &last {
                 capabilities::set_kv(tx, capabilities::LAST_EXECUTION_KEY, text)?;
             }

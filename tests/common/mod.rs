@@ -2,8 +2,8 @@
 //! `cargo build --workspace`, and building catalogs with real MCP servers.
 #![allow(dead_code)]
 
-use mcp_sandbox::catalog::start_mcp_servers;
 use mcp_sandbox::config::Config;
+use mcp_sandbox::tools::catalog::start_mcp_servers;
 use mcp_sandbox::{
     Catalog, ExecError, ExecRequest, InProcessServer, Limits, Outcome, RunnerCommand,
 };

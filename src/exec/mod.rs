@@ -1,0 +1,15 @@
+//! One execution from queue to outcome: spawn (or take from the pool) a runner, verify its
+//! isolation, send it the script, serve its tool calls through the gate, and turn what came back
+//! into an [`outcome::Outcome`]. A capability call is a nested execution ([`capability`]).
+//!
+//! May import `gate`, `tools`, `config`, `script`, `store`, `context`, `error`, `trace`, `term`.
+
+pub mod budget;
+pub mod capability;
+pub mod isolation;
+pub mod outbox;
+pub mod outcome;
+pub mod pool;
+pub mod provenance;
+pub mod runner;
+pub mod session;

@@ -1,0 +1,384 @@
+//! Spawning runner processes: empty environment, cwd `/`, stdio on /dev/null, its end of a
+//! socketpair at fd 3 and no other fd, its own process group, killed when dropped.
+
+use crate::context::limits::Limits;
+use crate::error::{ErrorCode, ExecError};
+use futures::StreamExt;
+use sandbox_runner::protocol::{RunnerMessage, PROTOCOL_VERSION, RUNNER_SOCKET_FD};
+use std::collections::BTreeMap;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::time::Instant as TokioInstant;
+use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
+
+/// How to start a runner.
+#[derive(Debug, Clone)]
+pub struct RunnerCommand {
+    pub program: PathBuf,
+    /// Arguments placed before the lockdown flags (test fixtures use this for their mode).
+    pub prefix_args: Vec<String>,
+    /// uid/gid the runner drops to when started as root.
+    pub uid: u32,
+    pub gid: u32,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    #[error("runner program {0} does not exist or is not a file (a relative --runner or MCP_SANDBOX_RUNNER is taken from the current directory); build it with `cargo build --release -p sandbox-runner` or pass --runner PATH")]
+    Missing(PathBuf),
+    #[error("cannot create the runner's socket: {0}")]
+    Socket(std::io::Error),
+    #[error("cannot start the runner {path}: {source}")]
+    Spawn {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl RunnerCommand {
+    /// The `sandbox-runner` installed next to the current executable (how `cargo build` and
+    /// `cargo install` lay them out), or `MCP_SANDBOX_RUNNER` when set.
+    pub fn default_program() -> PathBuf {
+        if let Some(p) = std::env::var_os("MCP_SANDBOX_RUNNER") {
+            return PathBuf::from(p);
+        }
+        let exe = std::env::current_exe().unwrap_or_default();
+        let dir = exe.parent().map(PathBuf::from).unwrap_or_default();
+        // Test and bench binaries live one level down, in target/<profile>/deps.
+        let beside = dir.join("sandbox-runner");
+        if beside.exists() {
+            return beside;
+        }
+        dir.parent()
+            .map(|p| p.join("sandbox-runner"))
+            .unwrap_or(beside)
+    }
+
+    /// A relative `program` is taken from the host's current directory (the runner itself starts
+    /// in `/`, where a relative path would name another file).
+    pub fn new(program: PathBuf) -> Self {
+        RunnerCommand {
+            program: absolute(program),
+            prefix_args: Vec::new(),
+            uid: 65534,
+            gid: 65534,
+        }
+    }
+}
+
+/// `path` made absolute against the current directory (unchanged if that cannot be read).
+fn absolute(path: PathBuf) -> PathBuf {
+    if path.is_absolute() {
+        return path;
+    }
+    std::path::absolute(&path).unwrap_or(path)
+}
+
+/// A started runner: the process and the host's end of the socket.
+pub struct SpawnedRunner {
+    pub child: tokio::process::Child,
+    pub socket: tokio::net::UnixStream,
+    pub pid: u32,
+}
+
+/// Frames arriving from a runner, each at most the frame limit long.
+pub type Frames = FramedRead<OwnedReadHalf, LengthDelimitedCodec>;
+
+/// How long a runner may take to exit once it should.
+pub const EXIT_GRACE: Duration = Duration::from_millis(1000);
+
+/// The rlimits a runner was started with: a runner can serve an execution only if its backstops
+/// are at least what that execution's limits need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backstops {
+    pub address_space_mb: u64,
+    pub cpu_seconds: u64,
+    pub frame_bytes: u64,
+}
+
+impl Backstops {
+    pub fn for_limits(limits: &Limits) -> Self {
+        Backstops {
+            address_space_mb: address_space_mb(limits),
+            cpu_seconds: limits.cpu_ms.div_ceil(1000) + 1,
+            frame_bytes: limits.frame_bytes,
+        }
+    }
+
+    /// Whether a runner started with `self` can run an execution that needs `need`.
+    pub fn covers(&self, need: &Backstops) -> bool {
+        self.address_space_mb >= need.address_space_mb
+            && self.cpu_seconds >= need.cpu_seconds
+            && self.frame_bytes == need.frame_bytes
+    }
+}
+
+/// A runner that is locked down, said `ready`, and waits for its `execute` frame.
+pub struct ReadyRunner {
+    pub child: tokio::process::Child,
+    pub frames: Frames,
+    /// Taken by the session that uses the runner.
+    pub writer: Option<OwnedWriteHalf>,
+    /// Layer → `enforced…` or `unavailable: reason`, as the kernel shows it in `/proc` (see
+    /// [`crate::exec::isolation`]); layers `/proc` cannot show are the runner's word, marked so.
+    pub isolation: BTreeMap<String, String>,
+    pub pid: u32,
+    pub backstops: Backstops,
+}
+
+impl ReadyRunner {
+    /// Kills and reaps the runner.
+    pub async fn discard(mut self) {
+        let _ = self.child.start_kill();
+        let _ = self.child.wait().await;
+    }
+}
+
+/// Spawns a runner and waits (until `deadline`) for its `ready`, checking the protocol version.
+/// `on_spawn` is called with the pid right after the process starts, before it is ready.
+pub async fn start(
+    cmd: &RunnerCommand,
+    limits: &Limits,
+    deadline: TokioInstant,
+    on_spawn: Option<&(dyn Fn(u32) + Send + Sync)>,
+) -> Result<ReadyRunner, ExecError> {
+    let SpawnedRunner {
+        mut child,
+        socket,
+        pid,
+    } = spawn(cmd, limits)
+        .map_err(|e| ExecError::new(ErrorCode::SandboxUnavailable, e.to_string()))?;
+    if let Some(hook) = on_spawn {
+        hook(pid);
+    }
+    let max_frame = usize::try_from(limits.frame_bytes).unwrap_or(usize::MAX);
+    let (read_half, writer) = socket.into_split();
+    let codec = LengthDelimitedCodec::builder()
+        .big_endian()
+        .length_field_length(4)
+        .max_frame_length(max_frame)
+        .new_codec();
+    let mut frames = FramedRead::new(read_half, codec);
+    let isolation = match tokio::time::timeout_at(deadline, frames.next()).await {
+        Err(_) => Err(ExecError::new(
+            ErrorCode::ExecutionTimeout,
+            format!(
+                "the runner did not become ready within the {} ms time limit; it was killed",
+                limits.timeout_ms
+            ),
+        )),
+        Ok(None) => Err(crashed(&mut child, "before it was ready").await),
+        Ok(Some(Err(e))) => Err(frame_error(&mut child, e, "before it was ready").await),
+        Ok(Some(Ok(payload))) => match sandbox_runner::protocol::decode_from_runner(&payload) {
+            Ok(RunnerMessage::Ready {
+                protocol,
+                isolation,
+                ..
+            }) if protocol == PROTOCOL_VERSION => Ok(isolation),
+            Ok(RunnerMessage::Ready { protocol, .. }) => Err(protocol_error(format!(
+                "runner speaks protocol {protocol}, this host speaks {PROTOCOL_VERSION}; install matching mcp-sandbox and sandbox-runner binaries"
+            ))),
+            Ok(_) => Err(protocol_error("its first frame was not ready".into())),
+            Err(e) => Err(protocol_error(e.to_string())),
+        },
+    };
+    // The runner's word is a claim: each layer is taken from what the kernel shows.
+    let isolation = isolation.map(|claimed| {
+        crate::exec::isolation::verify(&claimed, &crate::exec::isolation::observe(pid))
+    });
+    match isolation {
+        Ok(isolation) => Ok(ReadyRunner {
+            child,
+            frames,
+            writer: Some(writer),
+            isolation,
+            pid,
+            backstops: Backstops::for_limits(limits),
+        }),
+        Err(e) => {
+            let _ = child.start_kill();
+            let _ = child.wait().await;
+            Err(e)
+        }
+    }
+}
+
+/// `PROTOCOL_ERROR` with a message saying the runner was killed.
+pub fn protocol_error(message: String) -> ExecError {
+    ExecError::new(
+        ErrorCode::ProtocolError,
+        format!("the runner broke the protocol ({message}); it was killed"),
+    )
+}
+
+/// A frame could not be read. An oversized length is a protocol error at once; a stream that
+/// ends inside a frame is a crash when the runner died abnormally (killed while writing), and a
+/// protocol error when it exited 0 after writing half a frame.
+pub async fn frame_error(
+    child: &mut tokio::process::Child,
+    e: std::io::Error,
+    when: &str,
+) -> ExecError {
+    if e.kind() == std::io::ErrorKind::InvalidData {
+        return protocol_error(format!("bad frame: {e}"));
+    }
+    let crash = crashed(child, when).await;
+    if crash.signal.is_some() || crash.exit_status.is_some_and(|s| s != 0) {
+        return crash;
+    }
+    protocol_error(format!("bad frame: {e}"))
+}
+
+/// The runner's socket closed early: how did it end? Waits briefly, then kills.
+pub async fn crashed(child: &mut tokio::process::Child, when: &str) -> ExecError {
+    let status = match tokio::time::timeout(EXIT_GRACE, child.wait()).await {
+        Ok(Ok(s)) => s,
+        _ => {
+            let _ = child.start_kill();
+            match child.wait().await {
+                Ok(s) => s,
+                Err(e) => {
+                    return ExecError::new(
+                        ErrorCode::RunnerCrashed,
+                        format!("the runner stopped {when} and cannot be waited for: {e}"),
+                    )
+                }
+            }
+        }
+    };
+    let (message, signal, exit_status) = describe_exit(&status);
+    if signal == Some(libc::SIGXCPU) {
+        // The kernel's CPU-time rlimit (the backstop under the runner's own CPU budget) fired:
+        // the script used too much CPU in one step the engine could not interrupt.
+        let mut e = ExecError::new(
+            ErrorCode::CpuLimit,
+            format!(
+                "the script used more CPU time than allowed: the kernel's CPU-time limit stopped                  the runner ({when}); look for one very long operation (a huge sort or copy) or                  raise --cpu-ms"
+            ),
+        );
+        e.signal = signal;
+        return e;
+    }
+    let mut e = ExecError::new(ErrorCode::RunnerCrashed, format!("{message} ({when})"));
+    e.signal = signal;
+    e.exit_status = exit_status;
+    e
+}
+
+/// Address space for the runner: the QuickJS heap plus room for the binary, stack and allocator.
+fn address_space_mb(limits: &Limits) -> u64 {
+    limits
+        .memory_mb
+        .saturating_mul(2)
+        .max(limits.memory_mb + 256)
+        + limits.frame_bytes.div_ceil(1024 * 1024) * 2
+}
+
+pub fn spawn(cmd: &RunnerCommand, limits: &Limits) -> Result<SpawnedRunner, SpawnError> {
+    // `program` may have been set directly: resolve it here too, before the cwd becomes `/`.
+    let program = absolute(cmd.program.clone());
+    if !program.is_file() {
+        return Err(SpawnError::Missing(program));
+    }
+    let (host_end, runner_end) =
+        std::os::unix::net::UnixStream::pair().map_err(SpawnError::Socket)?;
+    let runner_fd: OwnedFd = runner_end.into();
+    let raw = runner_fd.as_raw_fd();
+    let mut command = tokio::process::Command::new(&program);
+    command
+        .args(&cmd.prefix_args)
+        .arg("--uid")
+        .arg(cmd.uid.to_string())
+        .arg("--gid")
+        .arg(cmd.gid.to_string())
+        .arg("--address-space-mb")
+        .arg(address_space_mb(limits).to_string())
+        .arg("--cpu-seconds")
+        .arg((limits.cpu_ms.div_ceil(1000) + 1).to_string())
+        .arg("--max-frame")
+        .arg(limits.frame_bytes.to_string())
+        .env_clear()
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .kill_on_drop(true);
+    // SAFETY: the closure runs in the forked child before exec and only makes async-signal-safe
+    // system calls (dup2, fcntl, close_range) on integers; it allocates nothing and touches no
+    // locks.
+    unsafe {
+        command.pre_exec(move || {
+            if raw == RUNNER_SOCKET_FD {
+                // Already at fd 3: only clear close-on-exec.
+                if libc::fcntl(raw, libc::F_SETFD, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            } else if libc::dup2(raw, RUNNER_SOCKET_FD) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // Every other inherited fd above 3 goes; errors are harmless (they are close-on-exec).
+            libc::syscall(
+                libc::SYS_close_range,
+                (RUNNER_SOCKET_FD + 1) as libc::c_uint,
+                libc::c_uint::MAX,
+                0 as libc::c_uint,
+            );
+            Ok(())
+        });
+    }
+    let child = command.spawn().map_err(|source| SpawnError::Spawn {
+        path: program.clone(),
+        source,
+    })?;
+    drop(runner_fd);
+    let pid = child.id().unwrap_or(0);
+    host_end.set_nonblocking(true).map_err(SpawnError::Socket)?;
+    let socket = tokio::net::UnixStream::from_std(host_end).map_err(SpawnError::Socket)?;
+    Ok(SpawnedRunner { child, socket, pid })
+}
+
+/// Describes how a runner ended, for `RUNNER_CRASHED`.
+pub fn describe_exit(status: &std::process::ExitStatus) -> (String, Option<i32>, Option<i32>) {
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(sig) = status.signal() {
+        let name = signal_name(sig);
+        let why = match sig {
+            libc::SIGSYS => ": it made a system call the seccomp filter forbids",
+            libc::SIGKILL => " (killed from outside, or by the kernel's out-of-memory killer)",
+            libc::SIGXCPU => ": it hit the CPU-time rlimit",
+            libc::SIGSEGV | libc::SIGBUS | libc::SIGABRT => ": the JavaScript engine crashed",
+            _ => "",
+        };
+        (
+            format!("the runner was killed by signal {sig} ({name}){why}"),
+            Some(sig),
+            None,
+        )
+    } else {
+        let code = status.code().unwrap_or(-1);
+        (
+            format!("the runner exited with status {code} before finishing"),
+            None,
+            Some(code),
+        )
+    }
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSYS => "SIGSYS",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGINT => "SIGINT",
+        libc::SIGSTOP => "SIGSTOP",
+        _ => "signal",
+    }
+}

@@ -1,0 +1,179 @@
+//! `mcp-sandbox check`: start a runner, read the isolation it reports and what the kernel says
+//! about it in `/proc/<pid>/status`, then let it go.
+
+use super::{RunnerArgs, UsageError, EXIT_FAILED};
+use crate::context::limits::Limits;
+use crate::exec::runner::{spawn, RunnerCommand};
+use crate::exec::session::REQUIRED_LAYERS;
+use clap::Args;
+use futures::StreamExt;
+use sandbox_runner::protocol::{decode_payload, RunnerMessage, PROTOCOL_VERSION};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::time::Duration;
+use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
+
+#[derive(Debug, Serialize)]
+pub struct CheckReport {
+    pub runner: String,
+    pub protocol: u32,
+    /// Layer → `enforced…` or `unavailable: reason`, as the kernel shows them in `/proc`
+    /// (`crate::exec::isolation`, the same check every execution makes).
+    pub layers: BTreeMap<String, String>,
+    /// The same layers as the runner itself reported them in its `ready` frame.
+    pub claimed: BTreeMap<String, String>,
+    /// The kernel's Landlock ABI version (0 = not supported).
+    pub landlock_abi: i64,
+    /// Fields of the running runner's `/proc/<pid>/status`.
+    pub uid: Option<String>,
+    pub seccomp: Option<String>,
+    pub no_new_privs: Option<String>,
+    pub cap_eff: Option<String>,
+    pub cap_prm: Option<String>,
+    /// Layers required but not enforced (empty when the machine is fit to run code).
+    pub missing: Vec<String>,
+    pub ok: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    #[error("{0}")]
+    Spawn(#[from] crate::exec::runner::SpawnError),
+    #[error("the runner did not report ready: {0}")]
+    NoReady(String),
+}
+
+/// The kernel's Landlock ABI version, or 0.
+pub fn landlock_abi() -> i64 {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: with a null attr, size 0 and the VERSION flag, landlock_create_ruleset only returns
+    // the ABI version (or an error); it reads and writes no memory.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    v.max(0)
+}
+
+pub async fn check(
+    runner: &RunnerCommand,
+    extra_required: &[String],
+) -> Result<CheckReport, CheckError> {
+    let limits = Limits::default();
+    let mut spawned = spawn(runner, &limits)?;
+    let codec = LengthDelimitedCodec::builder()
+        .big_endian()
+        .length_field_length(4)
+        .max_frame_length(1024 * 1024)
+        .new_codec();
+    let mut frames = FramedRead::new(&mut spawned.socket, codec);
+    let first = tokio::time::timeout(Duration::from_secs(5), frames.next()).await;
+    let payload = match first {
+        Ok(Some(Ok(p))) => p,
+        Ok(Some(Err(e))) => return Err(CheckError::NoReady(e.to_string())),
+        Ok(None) => return Err(CheckError::NoReady("the runner exited".into())),
+        Err(_) => return Err(CheckError::NoReady("no answer within 5 s".into())),
+    };
+    let (protocol, layers) = match decode_payload::<RunnerMessage>(&payload) {
+        Ok(RunnerMessage::Ready {
+            protocol,
+            isolation,
+            ..
+        }) => (protocol, isolation),
+        Ok(_) => return Err(CheckError::NoReady("its first frame was not ready".into())),
+        Err(e) => return Err(CheckError::NoReady(e.to_string())),
+    };
+    // The runner is now locked down and blocked reading its execute frame.
+    let seen = crate::exec::isolation::observe(spawned.pid);
+    drop(frames);
+    let _ = spawned.child.start_kill();
+    let _ = spawned.child.wait().await;
+    let claimed = layers;
+    let layers = crate::exec::isolation::verify(&claimed, &seen);
+    let missing: Vec<String> = REQUIRED_LAYERS
+        .iter()
+        .map(|s| s.to_string())
+        .chain(extra_required.iter().cloned())
+        .filter(|l| !layers.get(l).is_some_and(|v| v.starts_with("enforced")))
+        .collect();
+    Ok(CheckReport {
+        runner: runner.program.display().to_string(),
+        protocol,
+        ok: missing.is_empty() && protocol == PROTOCOL_VERSION,
+        layers,
+        claimed,
+        landlock_abi: landlock_abi(),
+        uid: seen
+            .uid
+            .map(|u| u.split_whitespace().collect::<Vec<_>>().join(" ")),
+        seccomp: seen.seccomp,
+        no_new_privs: seen.no_new_privs,
+        cap_eff: seen.cap_eff,
+        cap_prm: seen.cap_prm,
+        missing,
+    })
+}
+
+/// The report for a person.
+pub fn render(r: &CheckReport) -> String {
+    let mut out = format!("runner: {} (protocol {})\n", r.runner, r.protocol);
+    for (layer, state) in &r.layers {
+        let req = if REQUIRED_LAYERS.contains(&layer.as_str()) {
+            "required"
+        } else {
+            "best effort"
+        };
+        let (layer, state) = (crate::term::escape(layer), crate::term::escape(state));
+        out.push_str(&format!("  {layer:<13} {state}  [{req}]\n"));
+    }
+    let opt = |v: &Option<String>| {
+        v.as_deref()
+            .map(|s| crate::term::escape(s).into_owned())
+            .unwrap_or_else(|| "?".into())
+    };
+    out.push_str(&format!("landlock ABI: {}\n", r.landlock_abi));
+    out.push_str(&format!(
+        "runner uid (real, effective, saved, fs): {}\n",
+        opt(&r.uid)
+    ));
+    out.push_str(&format!(
+        "/proc status: Seccomp: {}  NoNewPrivs: {}  CapEff: {}  CapPrm: {}\n",
+        opt(&r.seccomp),
+        opt(&r.no_new_privs),
+        opt(&r.cap_eff),
+        opt(&r.cap_prm)
+    ));
+    if r.ok {
+        out.push_str("ok: the required layers are enforced\n");
+    } else {
+        out.push_str(&format!("NOT OK: missing {}\n", r.missing.join(", ")));
+    }
+    out
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub runner: RunnerArgs,
+}
+
+/// `mcp-sandbox check`. Exit 0 when the required layers hold.
+pub async fn command(args: CheckArgs) -> Result<i32, UsageError> {
+    let required = args.runner.required_layers()?;
+    let report = check(&args.runner.command(), &required)
+        .await
+        .map_err(|e| UsageError(format!("check failed: {e}")))?;
+    if args.json {
+        crate::term::outln(&serde_json::to_string_pretty(&report).unwrap_or_default());
+    } else {
+        crate::term::out(&render(&report));
+    }
+    Ok(if report.ok { 0 } else { EXIT_FAILED })
+}

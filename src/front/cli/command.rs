@@ -1,0 +1,36 @@
+//! The whole command line as clap sees it: one variant per subcommand, each parsed into the
+//! arguments its own file defines.
+
+use super::check::CheckArgs;
+use super::learning::{CapabilityArgs, GraphArgs};
+use super::run::RunArgs;
+use super::tools::ToolsArgs;
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "mcp-sandbox",
+    version,
+    about = "Run untrusted JavaScript in an OS-isolated runner whose only way out is traced MCP tool calls"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a script (a file, or - for standard input) and print its result.
+    Run(RunArgs),
+    /// Show which isolation layers this machine enforces on the runner.
+    Check(CheckArgs),
+    /// List the tools of the configured MCP servers (plain, --json or --typescript).
+    Tools(ToolsArgs),
+    /// Be an MCP server (stdio, or streamable HTTP with --http) offering execute_code and
+    /// search_tools over the configured MCP servers.
+    Serve(crate::front::mcp::ServeArgs),
+    /// Show the tool graph learned from executions (or `graph next TOOL`).
+    Graph(GraphArgs),
+    /// Save, list, show and remove capabilities (code callable as `mcp.namespace.action()`).
+    Capability(CapabilityArgs),
+}

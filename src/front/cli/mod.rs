@@ -1,0 +1,128 @@
+//! The command line: `mcp-sandbox run`, `check`, `tools`, `serve`, `graph`, `capability`.
+//! This file holds what every subcommand shares (the usage error and exit statuses, the runner
+//! and policy flags, loading the catalog); each subcommand has its own file, and [`command`]
+//! puts them together for clap. Children import this file; it imports none of them.
+
+pub mod check;
+pub mod command;
+pub mod learning;
+pub mod run;
+pub mod tools;
+
+use crate::config::Config;
+use crate::context::policy::{Policy, Rules};
+use crate::exec::runner::RunnerCommand;
+use crate::tools::catalog::{start_some_mcp_servers, Catalog};
+use clap::Args;
+use std::path::PathBuf;
+use std::sync::Arc;
+/// Exit status for a usage or configuration error.
+pub const EXIT_USAGE: i32 = 2;
+/// Exit status when the execution failed (the outcome has an error).
+pub const EXIT_FAILED: i32 = 1;
+
+#[derive(Debug, Args)]
+pub struct RunnerArgs {
+    /// The sandbox-runner binary (default: next to this executable, or $MCP_SANDBOX_RUNNER).
+    #[arg(long, value_name = "PATH")]
+    pub runner: Option<PathBuf>,
+    /// Isolation layers that must be enforced besides seccomp, rlimits and no_new_privs:
+    /// `all`, or a comma-separated list of uid,namespaces,empty_root,landlock.
+    #[arg(long, value_name = "LAYERS")]
+    pub require_isolation: Option<String>,
+}
+
+/// Per-execution tool policy on top of the config's `sandbox.allow`/`sandbox.deny`.
+#[derive(Debug, Args, Default)]
+pub struct PolicyArgs {
+    /// Only tools matching one of these `server:tool` globs may be called (repeatable;
+    /// `*` and `?` wildcards; `memory` means `memory:*`). Narrows the config, never widens it.
+    #[arg(long, value_name = "GLOB")]
+    pub allow: Vec<String>,
+    /// Tools matching this `server:tool` glob may not be called (repeatable; deny wins).
+    #[arg(long, value_name = "GLOB")]
+    pub deny: Vec<String>,
+}
+
+impl PolicyArgs {
+    /// The config's policy, narrowed by these flags.
+    pub fn policy(&self, config: &Config) -> Result<Policy, UsageError> {
+        let mut policy = config.policy();
+        if !self.allow.is_empty() || !self.deny.is_empty() {
+            let allow = (!self.allow.is_empty()).then_some(self.allow.as_slice());
+            let rules = Rules::new("--allow/--deny", allow, &self.deny)
+                .map_err(|e| UsageError(e.to_string()))?;
+            policy = policy.with(rules);
+        }
+        Ok(policy)
+    }
+}
+
+/// A usage or configuration error: printed as one line, exit status 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+impl RunnerArgs {
+    pub fn command(&self) -> RunnerCommand {
+        RunnerCommand::new(
+            self.runner
+                .clone()
+                .unwrap_or_else(RunnerCommand::default_program),
+        )
+    }
+
+    pub fn required_layers(&self) -> Result<Vec<String>, UsageError> {
+        const OPTIONAL: [&str; 4] = ["uid", "namespaces", "empty_root", "landlock"];
+        match self.require_isolation.as_deref() {
+            None | Some("") => Ok(Vec::new()),
+            Some("all") => Ok(OPTIONAL.iter().map(|s| s.to_string()).collect()),
+            Some(list) => list
+                .split(',')
+                .map(|l| {
+                    let l = l.trim();
+                    if OPTIONAL.contains(&l) {
+                        Ok(l.to_string())
+                    } else {
+                        Err(UsageError(format!(
+                            "--require-isolation: unknown layer '{l}'; use all, or a list of uid,namespaces,empty_root,landlock"
+                        )))
+                    }
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Builds the catalog from the config's MCP servers; reports unavailable ones on stderr.
+pub async fn load_catalog(config: &Config) -> Result<Catalog, UsageError> {
+    load_catalog_of(config, None).await
+}
+
+/// Like [`load_catalog`], starting only the servers in `only` (all when `None`), in parallel,
+/// each within its `startupTimeoutMs`.
+pub async fn load_catalog_of(
+    config: &Config,
+    only: Option<&std::collections::BTreeSet<String>>,
+) -> Result<Catalog, UsageError> {
+    let mut catalog = Catalog::new();
+    let (servers, failed) = start_some_mcp_servers(config, only, None).await;
+    for s in servers {
+        catalog
+            .add(Arc::new(s))
+            .map_err(|e| UsageError(e.to_string()))?;
+    }
+    for (name, reason) in failed {
+        crate::term::errln(&format!(
+            "mcp-sandbox: warning: MCP server '{name}' is unavailable: {}",
+            crate::term::escape(&reason)
+        ));
+        catalog.add_unavailable(name, reason);
+    }
+    for (name, server) in &config.servers {
+        if let Some(bytes) = server.max_arg_bytes {
+            catalog.set_max_arg_bytes(name.clone(), bytes);
+        }
+    }
+    Ok(catalog)
+}

@@ -1,0 +1,258 @@
+//! `mcp-sandbox run FILE|-`: one script, its outcome on stdout, traces on stderr (or inside the
+//! JSON), an exit status that says whether it succeeded.
+
+use super::learning::StateArgs;
+use super::{load_catalog_of, PolicyArgs, RunnerArgs, UsageError, EXIT_FAILED};
+use crate::config::Config;
+use crate::context::limits::Limits;
+use crate::exec::outcome::Outcome;
+use crate::exec::session::ExecRequest;
+use crate::front::shutdown::{execute_until_signal, SignalListener};
+use crate::sandbox::{QueueOptions, Sandbox};
+use crate::script::transpile::{to_javascript, Language};
+use crate::trace::{render, TraceFormat};
+use clap::Args;
+use std::io::Read;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Script file, or - to read standard input.
+    pub file: String,
+    /// MCP servers configuration (`{"mcpServers": {...}}`).
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// JSON object whose keys become variables in the script.
+    #[arg(long, value_name = "JSON")]
+    pub context: Option<String>,
+    /// Wall-clock limit for the whole execution.
+    #[arg(long, value_name = "N")]
+    pub timeout_ms: Option<u64>,
+    /// CPU time the JavaScript may use (waiting on tools does not count).
+    #[arg(long, value_name = "N")]
+    pub cpu_ms: Option<u64>,
+    /// QuickJS heap limit.
+    #[arg(long, value_name = "N")]
+    pub memory_mb: Option<u64>,
+    /// Limit for one tool call.
+    #[arg(long, value_name = "N")]
+    pub call_timeout_ms: Option<u64>,
+    /// Maximum number of tool calls.
+    #[arg(long, value_name = "N")]
+    pub max_calls: Option<u64>,
+    /// Largest serialized arguments of one tool call (default 1 MiB); a server's `maxArgBytes`
+    /// in the config replaces it for that server.
+    #[arg(long, value_name = "N")]
+    pub max_arg_bytes: Option<u64>,
+    /// Largest serialized result of one tool call passed to the script (default 8 MiB).
+    #[arg(long, value_name = "N")]
+    pub max_tool_result_bytes: Option<u64>,
+    /// On SIGINT/SIGTERM, how long the running script may still take before its runner is killed.
+    #[arg(long, value_name = "N", default_value_t = 5000)]
+    pub shutdown_grace_ms: u64,
+    /// Print the whole outcome as one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// The script's language (default: typescript for .ts files, else javascript). TypeScript is
+    /// stripped to JavaScript before it runs.
+    #[arg(long, value_enum, value_name = "LANG")]
+    pub language: Option<LanguageArg>,
+    /// Print the tool-call traces (to stderr; inside the JSON with --json).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub trace: Option<TraceFormat>,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    #[command(flatten)]
+    pub runner: RunnerArgs,
+    #[command(flatten)]
+    pub state: StateArgs,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum LanguageArg {
+    Javascript,
+    Typescript,
+}
+
+impl From<LanguageArg> for Language {
+    fn from(l: LanguageArg) -> Language {
+        match l {
+            LanguageArg::Javascript => Language::Javascript,
+            LanguageArg::Typescript => Language::Typescript,
+        }
+    }
+}
+
+fn read_script(file: &str) -> Result<String, UsageError> {
+    let mut bytes = Vec::new();
+    let read = if file == "-" {
+        std::io::stdin()
+            .take(64 * 1024 * 1024)
+            .read_to_end(&mut bytes)
+            .map(|_| ())
+    } else {
+        std::fs::File::open(file)
+            .and_then(|f| f.take(64 * 1024 * 1024).read_to_end(&mut bytes).map(|_| ()))
+    };
+    read.map_err(|e| UsageError(format!("cannot read script {file}: {e}")))?;
+    String::from_utf8(bytes).map_err(|_| UsageError(format!("script {file} is not valid UTF-8")))
+}
+
+/// `mcp-sandbox run`. Returns the process exit status.
+pub async fn command(args: RunArgs) -> Result<i32, UsageError> {
+    let code = read_script(&args.file)?;
+    let config = match &args.config {
+        Some(p) => Config::load(p).map_err(|e| UsageError(e.to_string()))?,
+        None => Config::default(),
+    };
+    let context = match &args.context {
+        None => serde_json::Map::new(),
+        Some(text) => match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(serde_json::Value::Object(m)) => m,
+            Ok(_) => {
+                return Err(UsageError(
+                    "--context must be a JSON object, like '{\"name\": 1}'".into(),
+                ))
+            }
+            Err(e) => return Err(UsageError(format!("--context is not valid JSON: {e}"))),
+        },
+    };
+    let mut limits: Limits = config.sandbox.limits.unwrap_or_default();
+    if let Some(v) = args.timeout_ms {
+        limits.timeout_ms = v;
+    }
+    if let Some(v) = args.cpu_ms {
+        limits.cpu_ms = v;
+    }
+    if let Some(v) = args.memory_mb {
+        limits.memory_mb = v;
+    }
+    if let Some(v) = args.call_timeout_ms {
+        limits.call_timeout_ms = v;
+    }
+    if let Some(v) = args.max_calls {
+        limits.max_calls = v;
+    }
+    if let Some(v) = args.max_arg_bytes {
+        limits.max_arg_bytes = v;
+    }
+    if let Some(v) = args.max_tool_result_bytes {
+        limits.max_tool_result_bytes = v;
+    }
+    limits.validate().map_err(|e| UsageError(e.to_string()))?;
+    let require_layers = args.runner.required_layers()?;
+    let runner = args.runner.command();
+    let policy = args.policy.policy(&config)?;
+
+    let language = args
+        .language
+        .map(Language::from)
+        .unwrap_or_else(|| Language::from_path(std::path::Path::new(&args.file)));
+    let code = match to_javascript(&code, language) {
+        Ok(js) => js,
+        Err(e) => {
+            print_outcome(&Outcome::failed(e), args.json, args.trace);
+            return Ok(EXIT_FAILED);
+        }
+    };
+
+    // Learning is best effort: without a usable state file the script still runs (without
+    // capabilities), and the reason is printed.
+    let store = match args.state.open(args.config.as_ref().map(|_| &config)) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            crate::term::errln(&format!(
+                "mcp-sandbox: warning: running without the state store: {}",
+                crate::term::escape(&e.to_string())
+            ));
+            None
+        }
+    };
+    // Listen before starting servers so an early signal still shuts them down cleanly.
+    let mut signals = SignalListener::install();
+    // Only the servers the script can reach are started: a broken server it never calls does
+    // not delay it. A name that is not a configured server may be a capability, whose code can
+    // reach any server.
+    let reach = match crate::script::analysis::servers_reached(&code) {
+        crate::script::analysis::Reach::Servers(names)
+            if names.iter().all(|n| config.servers.contains_key(n)) =>
+        {
+            Some(names)
+        }
+        _ => None,
+    };
+    let catalog = load_catalog_of(&config, reach.as_ref()).await?;
+    let mut sandbox = Sandbox::new(
+        Arc::new(catalog),
+        runner.clone(),
+        QueueOptions {
+            max_running: 1,
+            max_queued: 0,
+            // One script: a pre-started runner would only be wasted.
+            pool_size: 0,
+        },
+    );
+    if let Some(store) = store {
+        let caps = crate::exec::capability::Capabilities {
+            require_layers: require_layers.clone(),
+            ..crate::exec::capability::Capabilities::new(store, runner.clone())
+        };
+        // `capability save --from-last` saves the code of the CLI's last execution.
+        sandbox = sandbox.with_learning(caps).remember_last_code();
+    }
+    let request = ExecRequest {
+        code,
+        context,
+        limits,
+        require_layers,
+        policy,
+        ..Default::default()
+    };
+    let grace = Duration::from_millis(args.shutdown_grace_ms);
+    let (outcome, signal) = execute_until_signal(&sandbox, request, &mut signals, grace).await;
+    // The outcome goes out first; the MCP servers (and their process trees) are shut down after.
+    print_outcome(&outcome, args.json, args.trace);
+    sandbox.shutdown(grace).await;
+    if let Some(sig) = signal {
+        // A requested shutdown that completed cleanly is a success, whatever the script did.
+        crate::term::errln(&format!("mcp-sandbox: {sig}: shut down cleanly"));
+        return Ok(0);
+    }
+    Ok(if outcome.success { 0 } else { EXIT_FAILED })
+}
+
+/// Prints an outcome: exact JSON on stdout with `--json`; otherwise the result as JSON on stdout
+/// and everything else for a person on stderr, with the runner's strings escaped.
+fn print_outcome(outcome: &Outcome, json: bool, trace: Option<TraceFormat>) {
+    use crate::term::{err, errln, escape, escape_lines, outln};
+    if json {
+        outln(&serde_json::to_string(outcome).unwrap_or_else(|_| "{}".into()));
+        return;
+    }
+    for line in &outcome.logs {
+        errln(&format!(
+            "[{}] {}",
+            escape(&line.level),
+            escape(&line.message)
+        ));
+    }
+    if let Some(format) = trace {
+        err(&render(&outcome.traces, format));
+    }
+    match &outcome.error {
+        None => {
+            outln(&serde_json::to_string_pretty(&outcome.result).unwrap_or_else(|_| "null".into()))
+        }
+        Some(e) => {
+            errln(&format!("error: {}: {}", e.code, escape(&e.message)));
+            if let Some(alts) = e.alternatives.as_ref().filter(|a| !a.is_empty()) {
+                errln(&format!("  did you mean: {}", escape(&alts.join(", "))));
+            }
+            if let Some(stack) = &e.stack {
+                errln(&escape_lines(stack));
+            }
+        }
+    }
+}

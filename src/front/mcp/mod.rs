@@ -1,0 +1,178 @@
+//! `mcp-sandbox serve`: this sandbox as an MCP server (rmcp), over stdio or streamable HTTP.
+//!
+//! Four tools: `execute_code` runs a script against the configured MCP servers and answers with
+//! the outcome (`structuredContent`) and a readable summary (text); `search_tools` answers with
+//! TypeScript declarations of the matching tools (tools that past executions used together with
+//! the matches rank higher); `save_capability` / `list_capabilities` manage capabilities in the
+//! state store (code callable as `mcp.namespace.action(args)` from execute_code). A failing script is a tool result with
+//! `isError: true`, never a protocol error. Servers that failed to start are reported by both.
+
+pub mod admission;
+mod capabilities;
+pub(crate) mod execute_code;
+pub mod http;
+pub mod jsonrpc;
+pub mod responses;
+mod search_tools;
+pub mod sessions;
+pub mod stdio;
+
+use crate::context::limits::Limits;
+use crate::context::policy::Policy;
+use crate::sandbox::Sandbox;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// What every session of the server shares.
+pub struct Gateway {
+    pub sandbox: Sandbox,
+    pub policy: Policy,
+    /// The config's limits; `execute_code {timeout_ms, limits}` may only lower them.
+    pub limits: Limits,
+    /// Sizes checked when an `execute_code` request arrives, and the bytes admitted requests hold.
+    pub admission: admission::Admission,
+    /// Room for answers not yet written to their clients.
+    pub responses: responses::ResponseBudget,
+    /// HTTP sessions' cancellation tokens (a DELETE cancels the session's executions).
+    pub sessions: sessions::SessionCancels,
+    pub require_layers: Vec<String>,
+    /// The state store (`--state`): capabilities and the tool graph. `None` when it could not be
+    /// opened; `save_capability`/`list_capabilities` then say so.
+    pub store: Option<crate::store::Store>,
+    /// Bounds of save_capability: code size, versions kept per name, total size.
+    pub capability_quota: crate::store::CapabilityQuota,
+}
+
+/// One MCP session's handler (cheap to clone; HTTP makes one per session).
+#[derive(Clone)]
+pub struct GatewayServer {
+    gateway: Arc<Gateway>,
+}
+
+impl GatewayServer {
+    pub fn new(gateway: Arc<Gateway>) -> Self {
+        GatewayServer { gateway }
+    }
+}
+
+pub(crate) fn schema(value: Value) -> Arc<JsonObject> {
+    match value {
+        Value::Object(map) => Arc::new(map),
+        _ => Arc::new(JsonObject::new()),
+    }
+}
+
+const INSTRUCTIONS: &str = "Run JavaScript or TypeScript that calls MCP tools, with execute_code; \
+find the tools and their TypeScript signatures with search_tools first. Prefer one execute_code \
+call that does a whole task (loops, filtering, several tool calls) over many single tool calls. \
+Code that worked can be saved with save_capability and called later as mcp.<namespace>.<action>(args); \
+list_capabilities shows what is saved.";
+
+impl ServerHandler for GatewayServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                "mcp-sandbox",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(tools(&self.gateway)))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.unwrap_or_default();
+        let result: CallToolResult = match request.name.as_ref() {
+            // rmcp cancels `context.ct` on `notifications/cancelled` for this request and when
+            // the session ends.
+            "execute_code" => {
+                // Over HTTP, a DELETE of the session also cancels (see `sessions`).
+                let parts = context.extensions.get::<axum::http::request::Parts>();
+                let session = parts
+                    .and_then(|p| p.headers.get(sessions::SESSION_HEADER))
+                    .and_then(|v| v.to_str().ok());
+                // The answer's key in the response budget: released once it is written.
+                let answer = (
+                    session.unwrap_or(if parts.is_some() { "http" } else { "stdio" }).to_string(),
+                    serde_json::to_string(&context.id).unwrap_or_default(),
+                );
+                match session {
+                    None => {
+                        execute_code::call(&self.gateway, args, context.ct.clone(), answer).await?
+                    }
+                    Some(id) => {
+                        let (cancel, _forward) =
+                            sessions::either(&context.ct, &self.gateway.sessions.token(id));
+                        execute_code::call(&self.gateway, args, cancel, answer).await?
+                    }
+                }
+            }
+            "search_tools" => search_tools::call(&self.gateway, args).await?,
+            "save_capability" => capabilities::save(&self.gateway, args).await?,
+            "list_capabilities" => capabilities::list(&self.gateway, args).await?,
+            other => {
+                return Err(ErrorData::invalid_params(
+                    format!(
+                        "unknown tool {other:?}; this server has execute_code, search_tools, save_capability and list_capabilities"
+                    ),
+                    None,
+                ))
+            }
+        };
+        Ok(result.into())
+    }
+}
+
+fn tools(gateway: &Gateway) -> Vec<Tool> {
+    vec![
+        Tool::new(
+            "execute_code",
+            execute_code::description(gateway),
+            schema(execute_code::input_schema()),
+        ),
+        Tool::new(
+            "search_tools",
+            search_tools::DESCRIPTION,
+            schema(search_tools::input_schema()),
+        ),
+        Tool::new(
+            "save_capability",
+            capabilities::SAVE_DESCRIPTION,
+            schema(capabilities::save_schema()),
+        ),
+        Tool::new(
+            "list_capabilities",
+            capabilities::LIST_DESCRIPTION,
+            schema(capabilities::list_schema()),
+        ),
+    ]
+}
+
+/// An `invalid_params` protocol error for malformed tool arguments (a wrong call, not a failed
+/// script).
+pub(crate) fn bad_args(message: impl Into<String>) -> ErrorData {
+    ErrorData::invalid_params(message.into(), None)
+}
+
+pub(crate) fn text(s: impl Into<String>) -> ContentBlock {
+    ContentBlock::text(s.into())
+}
+
+pub mod run;
+pub use run::{serve, ServeArgs};

@@ -1,0 +1,262 @@
+//! Starting the server: the catalog (and the state store), then stdio or streamable HTTP until
+//! the client leaves (stdio) or SIGINT/SIGTERM arrives. On a signal the server stops taking
+//! executions, keeps its transport open while running ones finish (up to `--shutdown-grace-ms`,
+//! then their runners are killed and their callers get `SANDBOX_UNAVAILABLE`), shuts the MCP
+//! servers down and exits 0. A second signal kills the running executions at once.
+
+use super::{Gateway, GatewayServer};
+use crate::config::Config;
+use crate::front::cli::learning::StateArgs;
+use crate::front::cli::{load_catalog, PolicyArgs, RunnerArgs, UsageError};
+use crate::front::shutdown::SignalListener;
+use crate::sandbox::{QueueOptions, Sandbox};
+use clap::Args;
+use rmcp::ServiceExt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// MCP servers configuration (`{"mcpServers": {...}}`).
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Serve streamable HTTP at this address (path /mcp) instead of stdio, e.g. 127.0.0.1:8080.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<SocketAddr>,
+    /// Allow --http on a non-loopback address. Anyone who can reach it can run code against
+    /// your MCP servers: put authentication in front of it.
+    #[arg(long, requires = "http")]
+    pub http_allow_remote: bool,
+    /// On SIGINT/SIGTERM, how long running executions may still take before their runners are
+    /// killed.
+    #[arg(long, value_name = "N", default_value_t = 5000)]
+    pub shutdown_grace_ms: u64,
+    /// Largest `context` of one execute_code request, in bytes of JSON (refused on arrival with
+    /// LIMIT_EXCEEDED).
+    #[arg(long, value_name = "BYTES", default_value_t = super::admission::DEFAULT_MAX_CONTEXT_BYTES)]
+    pub max_context_bytes: u64,
+    /// Bytes of code and context that admitted, unfinished executions may hold in total (running
+    /// and queued); a request past it is refused at once with LIMIT_EXCEEDED.
+    #[arg(long, value_name = "BYTES", default_value_t = super::admission::DEFAULT_MAX_QUEUED_BYTES)]
+    pub max_queued_bytes: u64,
+    /// A browser origin allowed to call the HTTP server (repeatable; e.g. https://app.example:443).
+    /// Requests carrying any other `Origin` get 403; requests without one are allowed. On a
+    /// loopback address, http://localhost, 127.0.0.1 and [::1] (any port) are allowed too.
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+    pub allow_origins: Vec<String>,
+    /// HTTP: a request's header must arrive within this, and an idle keep-alive connection is
+    /// closed after it.
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    pub header_timeout_ms: u64,
+    /// HTTP: connections open at once; more are answered 503 and closed.
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    pub max_connections: usize,
+    /// A client that does not read an answer within this loses its connection (HTTP) or its
+    /// session (stdio); the execution's outcome is still recorded.
+    #[arg(long, value_name = "MS", default_value_t = 30_000)]
+    pub write_timeout_ms: u64,
+    /// Bytes of execute_code answers not yet written to their clients, in total; an answer
+    /// that does not fit is replaced by LIMIT_EXCEEDED (the execution was still recorded).
+    #[arg(long, value_name = "BYTES", default_value_t = super::responses::DEFAULT_MAX_BUFFERED_RESPONSE_BYTES)]
+    pub max_buffered_response_bytes: u64,
+    /// HTTP: sessions at once (503 with Retry-After past it).
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub max_sessions: usize,
+    /// HTTP: sessions per client address (429 with Retry-After past it).
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub max_sessions_per_client: usize,
+    /// HTTP: a session whose handshake (notifications/initialized) does not arrive within this
+    /// is closed.
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    pub handshake_timeout_ms: u64,
+    /// HTTP: a session without requests for this long is closed.
+    #[arg(long, value_name = "MS", default_value_t = 300_000)]
+    pub session_idle_ms: u64,
+    /// save_capability: largest code of one capability (LIMIT_EXCEEDED past it).
+    #[arg(long, value_name = "BYTES", default_value_t = 256 * 1024)]
+    pub capability_max_code_bytes: u64,
+    /// save_capability: versions kept per name (older ones are deleted).
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub capability_max_versions: u64,
+    /// save_capability: bytes all stored capabilities may hold together (LIMIT_EXCEEDED past it).
+    #[arg(long, value_name = "BYTES", default_value_t = 64 * 1024 * 1024)]
+    pub capability_store_bytes: u64,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    #[command(flatten)]
+    pub runner: RunnerArgs,
+    #[command(flatten)]
+    pub state: StateArgs,
+}
+
+/// `mcp-sandbox serve`. Returns the exit status.
+pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
+    if let Some(addr) = args.http {
+        if !addr.ip().is_loopback() && !args.http_allow_remote {
+            return Err(UsageError(format!(
+                "--http {addr} is not a loopback address; anyone who can reach it could run code against your MCP servers. Use 127.0.0.1, or add --http-allow-remote"
+            )));
+        }
+    }
+    let config = match &args.config {
+        Some(p) => Config::load(p).map_err(|e| UsageError(e.to_string()))?,
+        None => Config::default(),
+    };
+    let policy = args.policy.policy(&config)?;
+    let require_layers = args.runner.required_layers()?;
+    let limits = config.sandbox.limits.unwrap_or_default();
+    let runner = args.runner.command();
+    // Learning is best effort, as for `run`: without a usable state file the server still
+    // serves (without capabilities), and the reason is printed.
+    let store = match args.state.open(args.config.as_ref().map(|_| &config)) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            eprintln!("mcp-sandbox: warning: serving without the state store: {e}");
+            None
+        }
+    };
+    // Listen before starting servers so an early signal still shuts them down cleanly.
+    let mut signals = SignalListener::install();
+    let catalog = Arc::new(load_catalog(&config).await?);
+    let mut sandbox = Sandbox::new(catalog, runner.clone(), QueueOptions::default());
+    if let Some(store) = &store {
+        sandbox = sandbox.with_learning(crate::exec::capability::Capabilities {
+            require_layers: require_layers.clone(),
+            ..crate::exec::capability::Capabilities::new(store.clone(), runner)
+        });
+    }
+    let gateway = Arc::new(Gateway {
+        sandbox: sandbox.clone(),
+        policy,
+        limits,
+        admission: super::admission::Admission::new(args.max_queued_bytes, args.max_context_bytes),
+        sessions: Default::default(),
+        responses: super::responses::ResponseBudget::new(args.max_buffered_response_bytes),
+        require_layers,
+        store,
+        capability_quota: crate::store::CapabilityQuota {
+            max_code_bytes: args.capability_max_code_bytes,
+            max_versions: args.capability_max_versions.max(1),
+            max_total_bytes: args.capability_store_bytes,
+        },
+    });
+    let grace = Duration::from_millis(args.shutdown_grace_ms);
+    let stop = CancellationToken::new();
+    let write_timeout = Duration::from_millis(args.write_timeout_ms);
+    let http_options = super::http::HttpOptions {
+        allowed_origins: args.allow_origins.clone(),
+        header_timeout: Duration::from_millis(args.header_timeout_ms),
+        max_connections: args.max_connections.max(1),
+        write_timeout,
+        max_sessions: args.max_sessions.max(1),
+        max_sessions_per_client: args.max_sessions_per_client.max(1),
+        handshake_timeout: Duration::from_millis(args.handshake_timeout_ms),
+        session_idle: Duration::from_millis(args.session_idle_ms),
+    };
+    let transport = async {
+        match args.http {
+            None => serve_stdio(gateway, write_timeout, stop.clone()).await,
+            Some(addr) => {
+                super::http::serve_http(
+                    gateway,
+                    addr,
+                    args.http_allow_remote,
+                    http_options,
+                    stop.clone(),
+                )
+                .await
+            }
+        }
+    };
+    tokio::pin!(transport);
+    let result = tokio::select! {
+        result = &mut transport => {
+            // The client left (stdio) or the listener failed: nothing more will arrive.
+            sandbox.shutdown(grace).await;
+            result
+        }
+        sig = signals.recv() => {
+            tracing::warn!(
+                "{sig}: shutting down; running executions have {} ms to finish",
+                grace.as_millis()
+            );
+            // The transport stays open while running executions finish, so their callers
+            // get their answers; it closes once the sandbox is down.
+            let drain = async {
+                tokio::select! {
+                    () = sandbox.shutdown(grace) => {}
+                    again = signals.recv() => {
+                        tracing::warn!("{again} again: killing the running executions now");
+                        sandbox.shutdown(Duration::ZERO).await;
+                    }
+                }
+                stop.cancel();
+            };
+            let ((), result) = tokio::join!(drain, &mut transport);
+            eprintln!("mcp-sandbox: {sig}: shut down cleanly");
+            result
+        }
+    };
+    result.map(|_| 0)
+}
+
+/// How long a closing transport may take to send the last answers.
+const TRANSPORT_CLOSE: Duration = Duration::from_secs(3);
+
+async fn serve_stdio(
+    gateway: Arc<Gateway>,
+    write_timeout: Duration,
+    stop: CancellationToken,
+) -> Result<(), UsageError> {
+    // The client stopped reading its answers: the session ends as if it had left.
+    let gone = CancellationToken::new();
+    let budget = gateway.clone();
+    let written = super::stdio::Written(Arc::new(move |id: &serde_json::Value| {
+        budget
+            .responses
+            .delivered(&("stdio".to_string(), id.to_string()));
+    }));
+    let transport = super::stdio::front(
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        write_timeout,
+        gone.clone(),
+        written,
+    );
+    let running = tokio::select! {
+        running = GatewayServer::new(gateway).serve(transport) => running
+            .map_err(|e| UsageError(format!("the MCP session did not start: {e}")))?,
+        () = stop.cancelled() => return Ok(()),
+    };
+    let cancel = running.cancellation_token();
+    let waiting = running.waiting();
+    tokio::pin!(waiting);
+    let ended = tokio::select! {
+        ended = &mut waiting => ended,
+        () = gone.cancelled() => {
+            cancel.cancel();
+            match tokio::time::timeout(TRANSPORT_CLOSE, &mut waiting).await {
+                Ok(ended) => ended,
+                Err(_) => return Ok(()),
+            }
+        }
+        () = stop.cancelled() => {
+            // rmcp sends the answers of finished handlers before it closes the transport.
+            cancel.cancel();
+            match tokio::time::timeout(TRANSPORT_CLOSE, &mut waiting).await {
+                Ok(ended) => ended,
+                Err(_) => {
+                    tracing::warn!("the MCP session did not close within {TRANSPORT_CLOSE:?}");
+                    return Ok(());
+                }
+            }
+        }
+    };
+    if let Err(e) = ended {
+        tracing::warn!("MCP session ended with an error: {e}");
+    }
+    Ok(())
+}

@@ -1,0 +1,81 @@
+//! The host's check of every call the runner asks for, before anything is forwarded: the server
+//! is available, the tool exists (else `TOOL_NOT_FOUND` with the closest names), the policy allows
+//! it (else `PERMISSION_DENIED`) and the arguments match the tool's `inputSchema` (else
+//! `INVALID_ARGUMENTS` listing each violation with its JSON path). The runner checks names too,
+//! but it is not trusted to have done so.
+
+use crate::context::policy::Policy;
+use crate::error::{ErrorCode, ExecError};
+use crate::tools::catalog::Catalog;
+use serde_json::Value;
+
+/// How many alternatives a `TOOL_NOT_FOUND` names at most.
+pub const MAX_ALTERNATIVES: usize = 3;
+
+/// Whether `server.tool(args)` may go to its server.
+pub fn check_call(
+    catalog: &Catalog,
+    policy: &Policy,
+    server: &str,
+    tool: &str,
+    args: &Value,
+) -> Result<(), ExecError> {
+    let qualified = format!("{server}:{tool}");
+    if let Some(reason) = catalog.unavailable().get(server) {
+        return Err(ExecError::new(
+            ErrorCode::ServerUnavailable,
+            format!("MCP server '{server}' is unavailable: {reason}"),
+        )
+        .with_tool(qualified));
+    }
+    let Some(info) = catalog.tool(server, tool) else {
+        let alternatives = closest(catalog, server, tool);
+        let hint = if alternatives.is_empty() {
+            "; list the tools with Object.keys(mcp) and Object.keys(mcp.<server>)".to_string()
+        } else {
+            format!("; did you mean {}?", alternatives.join(", "))
+        };
+        let mut e = ExecError::new(
+            ErrorCode::ToolNotFound,
+            format!(
+                "unknown tool '{}'{hint}",
+                crate::gate::suggest::shown(server, tool)
+            ),
+        )
+        .with_tool(qualified);
+        e.alternatives = Some(alternatives);
+        return Err(e);
+    };
+    if let Err(reason) = policy.check(server, tool) {
+        return Err(ExecError::new(
+            ErrorCode::PermissionDenied,
+            format!("{reason}; the call was not forwarded"),
+        )
+        .with_tool(qualified));
+    }
+    if let Err(violations) = catalog
+        .validators()
+        .check(&qualified, &info.input_schema, args)
+    {
+        return Err(ExecError::new(
+            ErrorCode::InvalidArguments,
+            format!(
+                "arguments of {server}.{tool} do not match its inputSchema: {}",
+                violations.join("; ")
+            ),
+        )
+        .with_tool(qualified));
+    }
+    Ok(())
+}
+
+/// The known tools closest to `server.tool` by edit distance, best first, as `server.tool`
+/// (bounded work: see [`crate::gate::suggest`]).
+pub fn closest(catalog: &Catalog, server: &str, tool: &str) -> Vec<String> {
+    let tools = catalog.tools();
+    crate::gate::suggest::closest(
+        server,
+        tool,
+        tools.iter().map(|t| (t.server.as_str(), t.name.as_str())),
+    )
+}

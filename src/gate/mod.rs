@@ -1,0 +1,9 @@
+//! The door every tool call passes on its way from a runner to a tool: the name is known, the
+//! request's policy allows it, the arguments fit the limits and the tool's schema
+//! ([`check_call`]); unknown names get bounded "did you mean" suggestions ([`suggest`]).
+//! Approvals will land here.
+//!
+//! May import `tools`, `context`, `error`, `trace`, `term`.
+
+pub mod check_call;
+pub mod suggest;
