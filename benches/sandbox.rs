@@ -73,8 +73,8 @@ fn bench_limits() -> Limits {
 
 fn request(code: &str) -> ExecRequest {
     ExecRequest {
+        request: mcp_sandbox::context::RequestContext::default().with_limits(bench_limits()),
         code: code.into(),
-        limits: bench_limits(),
         ..Default::default()
     }
 }
@@ -337,13 +337,13 @@ async fn concurrent_once(catalog: &Catalog, runner: &RunnerCommand, call: &str, 
         "const ps = []; for (let i = 0; i < {n}; i++) ps.push({call}); return (await Promise.all(ps)).length"
     );
     let req = ExecRequest {
-        code,
-        limits: Limits {
+        request: mcp_sandbox::context::RequestContext::default().with_limits(Limits {
             max_calls: 1_000_000,
             memory_mb: 1024,
             timeout_ms: 120_000,
             ..Default::default()
-        },
+        }),
+        code,
         ..Default::default()
     };
     let t = Instant::now();

@@ -30,12 +30,12 @@ async fn run() {
         &catalog,
         &runner,
         ExecRequest {
-            code: format!("for (let i = 0; i < {n}; i++) await mcp.bench.echo({{ i }}); return 1"),
-            limits: Limits {
+            request: mcp_sandbox::context::RequestContext::default().with_limits(Limits {
                 max_calls: n + 1,
                 timeout_ms: 600_000,
                 ..Default::default()
-            },
+            }),
+            code: format!("for (let i = 0; i < {n}; i++) await mcp.bench.echo({{ i }}); return 1"),
             ..Default::default()
         },
     )

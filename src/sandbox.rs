@@ -148,7 +148,10 @@ impl Sandbox {
             return self.run_on_worker(self.catalog.clone(), req).await;
         };
         let code = self.remember_last.then(|| req.code.clone());
-        let outcome = match caps.prepare(&self.catalog, &req.code, &req.limits).await {
+        let outcome = match caps
+            .prepare(&self.catalog, &req.code, &req.request.limits)
+            .await
+        {
             Ok(full) => self.run_on_worker(Arc::new(full), req).await,
             Err(e) => Outcome::failed(e),
         };

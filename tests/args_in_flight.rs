@@ -18,11 +18,11 @@ async fn arguments_in_flight_are_bounded_by_back_pressure() {
         &catalog,
         &fake_runner("slow-big-args"),
         ExecRequest {
-            code: "1".into(),
-            limits: Limits {
+            request: mcp_sandbox::context::RequestContext::default().with_limits(Limits {
                 max_concurrent_calls: 100,
                 ..Default::default()
-            },
+            }),
+            code: "1".into(),
             ..Default::default()
         },
     )

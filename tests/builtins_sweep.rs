@@ -14,8 +14,8 @@ async fn locked_down(code: &str) -> Outcome {
         &local_catalog(),
         &runner(),
         ExecRequest {
+            request: mcp_sandbox::context::RequestContext::default().with_limits(Limits::default()),
             code: code.to_string(),
-            limits: Limits::default(),
             require_layers: ["fds", "uid", "namespaces", "empty_root", "landlock"]
                 .map(String::from)
                 .to_vec(),

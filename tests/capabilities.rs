@@ -265,13 +265,13 @@ async fn a_capability_is_bounded_by_its_callers_time_and_failures_propagate() {
         .execute(
             &catalog,
             ExecRequest {
-                code: "try { await mcp.slow.loop() } catch (e) { return e.code }".into(),
-                limits: Limits {
+                request: mcp_sandbox::context::RequestContext::default().with_limits(Limits {
                     timeout_ms: 8000,
                     call_timeout_ms: 1000,
                     cpu_ms: 60_000,
                     ..Limits::default()
-                },
+                }),
+                code: "try { await mcp.slow.loop() } catch (e) { return e.code }".into(),
                 ..Default::default()
             },
         )

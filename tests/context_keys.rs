@@ -18,9 +18,9 @@ async fn run_ctx(key: &str, value: Value) -> (mcp_sandbox::Outcome, u32) {
         &local_catalog(),
         &runner(),
         ExecRequest {
+            request: mcp_sandbox::context::RequestContext::default().with_limits(Limits::default()),
             code: format!("return typeof {key} === 'undefined' ? null : {key}"),
             context,
-            limits: Limits::default(),
             on_spawn: Some(mcp_sandbox::SpawnHook::new(move |_| {
                 s.fetch_add(1, Ordering::SeqCst);
             })),

@@ -15,8 +15,8 @@ async fn run_policy(catalog: &mcp_sandbox::Catalog, code: &str, policy: Policy) 
         catalog,
         &runner(),
         ExecRequest {
+            request: mcp_sandbox::context::RequestContext::default().with_policy(policy),
             code: code.to_string(),
-            policy,
             ..Default::default()
         },
     )

@@ -19,11 +19,11 @@ async fn hostile_runners_keep_host_memory_bounded() {
                 &catalog,
                 &fake_runner(mode),
                 ExecRequest {
-                    code: "1".into(),
-                    limits: Limits {
+                    request: mcp_sandbox::context::RequestContext::default().with_limits(Limits {
                         timeout_ms,
                         ..Default::default()
-                    },
+                    }),
+                    code: "1".into(),
                     ..Default::default()
                 },
             )

@@ -13,8 +13,8 @@ async fn with_fake(mode: &str, limits: Limits) -> mcp_sandbox::Outcome {
         &catalog,
         &fake_runner(mode),
         ExecRequest {
+            request: mcp_sandbox::context::RequestContext::default().with_limits(limits),
             code: "1".into(),
-            limits,
             ..Default::default()
         },
     )

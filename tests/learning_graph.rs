@@ -48,8 +48,8 @@ async fn exec(caps: &Capabilities, catalog: &Catalog, code: &str, limits: Limits
         .execute(
             catalog,
             ExecRequest {
+                request: mcp_sandbox::context::RequestContext::default().with_limits(limits),
                 code: code.into(),
-                limits,
                 ..Default::default()
             },
         )

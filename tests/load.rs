@@ -53,8 +53,8 @@ fn request(i: u64, runners: &Runners) -> ExecRequest {
     let handle = Arc::new(RunnerHandle::default());
     runners.lock().unwrap().insert(i, handle.clone());
     ExecRequest {
+        request: mcp_sandbox::context::RequestContext::default().with_limits(limits),
         code,
-        limits,
         on_spawn: Some(SpawnHook::new(move |pid| handle.attach(pid))),
         ..Default::default()
     }

@@ -77,11 +77,11 @@ async fn three_hundred_runners_killed_at_random_moments() {
                 });
             });
             let req = ExecRequest {
-                code: SCRIPT.into(),
-                limits: Limits {
+                request: mcp_sandbox::context::RequestContext::default().with_limits(Limits {
                     timeout_ms: 10_000,
                     ..Default::default()
-                },
+                }),
+                code: SCRIPT.into(),
                 on_spawn: Some(hook),
                 ..Default::default()
             };

@@ -84,7 +84,7 @@ async fn executions_needing_bigger_backstops_get_a_fresh_runner() {
     wait_for_idle(&s, 1).await;
     let pooled = s.pool().unwrap().idle_pids();
     let mut r = req("return 'big'");
-    r.limits.memory_mb = 1024;
+    r.request.limits.memory_mb = 1024;
     let o = s.execute(r).await;
     assert!(o.success, "{o:?}");
     assert_eq!(

@@ -171,11 +171,11 @@ async fn shutdown_refuses_new_and_queued_work_and_kills_late_runners() {
         },
     );
     let req = |code: &str| ExecRequest {
-        code: code.into(),
-        limits: Limits {
+        request: mcp_sandbox::context::RequestContext::default().with_limits(Limits {
             timeout_ms: 20_000,
             ..Default::default()
-        },
+        }),
+        code: code.into(),
         ..Default::default()
     };
     let running = tokio::spawn({

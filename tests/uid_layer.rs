@@ -50,8 +50,9 @@ async fn a_non_root_runner_reports_the_uid_layer_unavailable() {
                 &local_catalog(),
                 &cmd,
                 ExecRequest {
+                    request: mcp_sandbox::context::RequestContext::default()
+                        .with_limits(Limits::default()),
                     code: "return 1 + 1".into(),
-                    limits: Limits::default(),
                     require_layers: require,
                     ..Default::default()
                 },

@@ -62,12 +62,12 @@ fuzz_target!(|data: &[u8]| {
         &w.catalog,
         &runner,
         ExecRequest {
-            code: "1".into(),
-            limits: Limits {
+            request: mcp_sandbox::context::RequestContext::default().with_limits(Limits {
                 timeout_ms: 2_000,
                 frame_bytes: 64 * 1024,
                 ..Default::default()
-            },
+            }),
+            code: "1".into(),
             ..Default::default()
         },
     ));

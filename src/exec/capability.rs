@@ -113,7 +113,7 @@ impl Capabilities {
     /// Resolves, runs and returns the outcome (failures before spawning included).
     pub async fn execute(&self, catalog: &Catalog, req: ExecRequest) -> Outcome {
         let started = Instant::now();
-        match self.prepare(catalog, &req.code, &req.limits).await {
+        match self.prepare(catalog, &req.code, &req.request.limits).await {
             Ok(full) => execute(&full, &self.runner, req).await,
             Err(e) => {
                 let mut o = Outcome::failed(e);
@@ -429,11 +429,9 @@ impl ToolProvider for CapabilityServer {
         let req = ExecRequest {
             code: node.record.code.clone(),
             context,
-            limits,
+            // The capability's own calls obey the caller's policy and belong to its trace.
+            request: ctx.request.nested(&ctx.trace_id, limits),
             require_layers: self.env.require_layers.clone(),
-            parent_trace_id: Some(ctx.trace_id.clone()),
-            // The capability's own calls obey the caller's policy.
-            policy: ctx.policy.clone(),
             ..Default::default()
         };
         let runner = self.env.runner.clone();

@@ -4,7 +4,7 @@
 //! `INVALID_ARGUMENTS` listing each violation with its JSON path). The runner checks names too,
 //! but it is not trusted to have done so.
 
-use crate::context::policy::Policy;
+use crate::context::RequestContext;
 use crate::error::{ErrorCode, ExecError};
 use crate::tools::catalog::Catalog;
 use serde_json::Value;
@@ -12,10 +12,10 @@ use serde_json::Value;
 /// How many alternatives a `TOOL_NOT_FOUND` names at most.
 pub const MAX_ALTERNATIVES: usize = 3;
 
-/// Whether `server.tool(args)` may go to its server.
+/// Whether `server.tool(args)` may go to its server, for this request (its policy decides).
 pub fn check_call(
     catalog: &Catalog,
-    policy: &Policy,
+    request: &RequestContext,
     server: &str,
     tool: &str,
     args: &Value,
@@ -46,7 +46,7 @@ pub fn check_call(
         e.alternatives = Some(alternatives);
         return Err(e);
     };
-    if let Err(reason) = policy.check(server, tool) {
+    if let Err(reason) = request.policy.check(server, tool) {
         return Err(ExecError::new(
             ErrorCode::PermissionDenied,
             format!("{reason}; the call was not forwarded"),

@@ -94,8 +94,8 @@ pub async fn run_with(catalog: &Catalog, code: &str, limits: Limits) -> Outcome 
         catalog,
         &runner(),
         ExecRequest {
+            request: mcp_sandbox::context::RequestContext::default().with_limits(limits),
             code: code.to_string(),
-            limits,
             ..Default::default()
         },
     )
@@ -251,8 +251,8 @@ pub async fn run_hooked(
         catalog,
         &runner(),
         ExecRequest {
+            request: mcp_sandbox::context::RequestContext::default().with_limits(limits),
             code: code.to_string(),
-            limits,
             on_spawn: Some(hook),
             ..Default::default()
         },

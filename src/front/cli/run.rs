@@ -5,6 +5,7 @@ use super::learning::StateArgs;
 use super::{load_catalog_of, PolicyArgs, RunnerArgs, UsageError, EXIT_FAILED};
 use crate::config::Config;
 use crate::context::limits::Limits;
+use crate::context::{Client, RequestContext};
 use crate::exec::outcome::Outcome;
 use crate::exec::session::ExecRequest;
 use crate::front::shutdown::{execute_until_signal, SignalListener};
@@ -205,9 +206,8 @@ pub async fn command(args: RunArgs) -> Result<i32, UsageError> {
     let request = ExecRequest {
         code,
         context,
-        limits,
+        request: RequestContext::new(Client::Cli, limits, policy),
         require_layers,
-        policy,
         ..Default::default()
     };
     let grace = Duration::from_millis(args.shutdown_grace_ms);

@@ -5,6 +5,7 @@
 use super::search_tools::WithText;
 use super::{bad_args, Gateway};
 use crate::context::limits::RequestedLimits;
+use crate::context::RequestContext;
 use crate::error::ErrorCode;
 use crate::exec::outcome::Outcome;
 use crate::exec::session::ExecRequest;
@@ -78,6 +79,7 @@ pub fn input_schema() -> Value {
 
 pub async fn call(
     gateway: &Gateway,
+    request: RequestContext,
     args: JsonObject,
     cancel: CancellationToken,
     answer: super::responses::AnswerKey,
@@ -123,7 +125,8 @@ pub async fn call(
         },
     }
     // What the client asks for may only lower the operator's limits.
-    let (limits, applied) = gateway.limits.narrow(&requested);
+    let request = request.narrowed(&requested);
+    let limits = request.limits;
     // Admission on arrival, before the request waits for a runner.
     let context_bytes = context.map_or(0, json_len);
     let held = gateway
@@ -139,9 +142,8 @@ pub async fn call(
                     .execute(ExecRequest {
                         code: js,
                         context: context.cloned().unwrap_or_default(),
-                        limits,
+                        request: request.clone(),
                         require_layers: gateway.require_layers.clone(),
-                        policy: gateway.policy.clone(),
                         client_cancel: Some(cancel),
                         ..Default::default()
                     })
@@ -160,7 +162,8 @@ pub async fn call(
             }
         }
     }
-    outcome.metrics.limits = applied;
+    // Also on outcomes refused before they ran (admission, TypeScript).
+    outcome.metrics.limits = request.applied_limits.clone();
     if let Some(e) = outcome
         .error
         .as_ref()

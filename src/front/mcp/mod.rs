@@ -19,6 +19,7 @@ pub mod stdio;
 
 use crate::context::limits::Limits;
 use crate::context::policy::Policy;
+use crate::context::{Client, McpTransport};
 use crate::sandbox::Sandbox;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -58,6 +59,34 @@ pub struct GatewayServer {
 impl GatewayServer {
     pub fn new(gateway: Arc<Gateway>) -> Self {
         GatewayServer { gateway }
+    }
+
+    /// The context of one request from this session's client: the operator's limits and policy
+    /// (the request may narrow the limits later), and the client as it named itself.
+    fn request_context(
+        &self,
+        context: &RequestContext<RoleServer>,
+        over_http: bool,
+    ) -> crate::context::RequestContext {
+        let (name, version) = context
+            .peer
+            .peer_info()
+            .map(|i| (i.client_info.name.clone(), i.client_info.version.clone()))
+            .unwrap_or_default();
+        let client = Client::Mcp {
+            transport: if over_http {
+                McpTransport::Http
+            } else {
+                McpTransport::Stdio
+            },
+            name,
+            version,
+        };
+        crate::context::RequestContext::new(
+            client,
+            self.gateway.limits,
+            self.gateway.policy.clone(),
+        )
     }
 }
 
@@ -112,14 +141,16 @@ impl ServerHandler for GatewayServer {
                     session.unwrap_or(if parts.is_some() { "http" } else { "stdio" }).to_string(),
                     serde_json::to_string(&context.id).unwrap_or_default(),
                 );
+                let request = self.request_context(&context, parts.is_some());
                 match session {
                     None => {
-                        execute_code::call(&self.gateway, args, context.ct.clone(), answer).await?
+                        let cancel = context.ct.clone();
+                        execute_code::call(&self.gateway, request, args, cancel, answer).await?
                     }
                     Some(id) => {
                         let (cancel, _forward) =
                             sessions::either(&context.ct, &self.gateway.sessions.token(id));
-                        execute_code::call(&self.gateway, args, cancel, answer).await?
+                        execute_code::call(&self.gateway, request, args, cancel, answer).await?
                     }
                 }
             }

@@ -47,18 +47,19 @@ pub struct CallContext {
     /// Trace events of nested work (a capability's own calls), pushed by the provider before
     /// its call returns; the session merges them into the execution's traces.
     pub children: TraceSink,
-    /// The caller's policy: nested work (a capability's own calls) obeys it too.
-    pub policy: crate::context::policy::Policy,
+    /// The request the call serves: nested work (a capability's own calls) obeys its policy
+    /// and limits, and belongs to its trace.
+    pub request: std::sync::Arc<crate::context::RequestContext>,
 }
 
 impl CallContext {
-    /// A context with an empty sink for nested events and an allow-all policy.
+    /// A context with an empty sink for nested events and a default request (allow-all policy).
     pub fn new(trace_id: impl Into<String>, deadline: std::time::Instant) -> Self {
         CallContext {
             trace_id: trace_id.into(),
             deadline,
             children: TraceSink::default(),
-            policy: crate::context::policy::Policy::default(),
+            request: Default::default(),
         }
     }
 }

@@ -1,0 +1,259 @@
+//! Step 4: one tool call from `rpc_call` to `rpc_result`: admitted through the gate (or
+//! answered at once with why not), started within the concurrency limit, timed out, bounded,
+//! and traced with `tool_start`/`tool_end` at the socket boundary.
+
+use super::*;
+
+pub(super) type CallFuture = BoxFuture<'static, (u64, Result<Value, ExecError>)>;
+
+pub(super) struct Call {
+    pub(super) tool: String,
+    pub(super) capability: bool,
+    pub(super) trace_id: String,
+    pub(super) started: Instant,
+    /// Serialized size of its arguments, counted in `Run::args_in_flight` while it is open.
+    pub(super) arg_bytes: u64,
+}
+
+/// The wall-clock deadline as a std `Instant`, for providers.
+fn std_deadline(deadline: TokioInstant) -> Instant {
+    deadline.into_std()
+}
+
+pub(super) struct Queued {
+    pub(super) id: u64,
+    pub(super) server: String,
+    pub(super) tool: String,
+    pub(super) args: Value,
+    /// The frame's size when the arguments were too large to decode.
+    pub(super) oversized: Option<u64>,
+}
+
+impl Run {
+    /// Records `tool_start` and either starts the call, queues it, or answers at once with the
+    /// reason it cannot be made.
+    pub(super) fn admit(
+        &mut self,
+        catalog: &Catalog,
+        q: Queued,
+        tx: &mut Outbox,
+        max_frame: usize,
+    ) -> Option<CallFuture> {
+        let tool = format!("{}:{}", q.server, q.tool);
+        let arg_bytes = q.oversized.unwrap_or_else(|| budget::json_len(&q.args));
+        self.routed.insert(tool.clone());
+        let trace_id = new_trace_id();
+        let capability = catalog
+            .provider(&q.server)
+            .is_some_and(|p| p.is_capability());
+        self.traces.push(TraceEvent {
+            kind: if capability {
+                TraceKind::CapabilityStart
+            } else {
+                TraceKind::ToolStart
+            },
+            tool: tool.clone(),
+            trace_id: trace_id.clone(),
+            parent_trace_id: self.request.parent_trace_id.clone(),
+            ts: now_ms(),
+            success: None,
+            duration_ms: None,
+            error: None,
+        });
+        self.inflight.insert(
+            q.id,
+            Call {
+                tool,
+                capability,
+                trace_id,
+                started: Instant::now(),
+                arg_bytes,
+            },
+        );
+        self.args_in_flight += arg_bytes;
+        let max_args = catalog
+            .max_arg_bytes(&q.server)
+            .unwrap_or(self.limits.max_arg_bytes);
+        if arg_bytes > max_args {
+            let tool = format!("{}:{}", q.server, q.tool);
+            // Screened frames were not decoded: their size is the whole frame's.
+            let about = if q.oversized.is_some() { "about " } else { "" };
+            let e = ExecError::new(
+                ErrorCode::LimitExceeded,
+                format!(
+                    "the arguments of {tool} are {about}{arg_bytes} bytes; the limit (max_arg_bytes) is {max_args} bytes, so the call was not forwarded. Send less, or raise --max-arg-bytes or the server's maxArgBytes"
+                ),
+            )
+            .with_tool(&tool);
+            self.finish_call(q.id, Err(e), tx, max_frame);
+            return None;
+        }
+        if let Err(e) =
+            crate::gate::check_call::check_call(catalog, &self.request, &q.server, &q.tool, &q.args)
+        {
+            self.finish_call(q.id, Err(e), tx, max_frame);
+            return None;
+        }
+        let active = self.inflight.len() - self.queue.len();
+        if active > self.limits.max_concurrent_calls as usize {
+            self.queue.push_back(q);
+            return None;
+        }
+        Some(self.start_call(catalog, q))
+    }
+
+    pub(super) fn start_call(&self, catalog: &Catalog, q: Queued) -> CallFuture {
+        let timeout = Duration::from_millis(self.limits.call_timeout_ms);
+        let qualified = format!("{}:{}", q.server, q.tool);
+        let ctx = CallContext {
+            trace_id: self
+                .inflight
+                .get(&q.id)
+                .map(|c| c.trace_id.clone())
+                .unwrap_or_default(),
+            deadline: std_deadline(self.deadline),
+            children: self.children.clone(),
+            request: self.request.clone(),
+        };
+        let fut =
+            match catalog.provider(&q.server) {
+                Some(p) => p.call(&q.tool, q.args, &ctx),
+                None => Box::pin(async move {
+                    Err(ExecError::new(ErrorCode::ToolNotFound, "no such server"))
+                }),
+            };
+        let id = q.id;
+        Box::pin(async move {
+            match tokio::time::timeout(timeout, fut).await {
+                Ok(r) => (id, r),
+                Err(_) => (
+                    id,
+                    Err(ExecError::new(
+                        ErrorCode::ToolTimeout,
+                        format!(
+                            "{qualified} did not answer within {} ms (the per-call timeout); the request was cancelled",
+                            timeout.as_millis()
+                        ),
+                    )
+                    .with_tool(&qualified)),
+                ),
+            }
+        })
+    }
+
+    /// Sends the `rpc_result` and records `tool_end`.
+    pub(super) fn finish_call(
+        &mut self,
+        id: u64,
+        result: Result<Value, ExecError>,
+        tx: &mut Outbox,
+        max_frame: usize,
+    ) {
+        let Some(call) = self.inflight.remove(&id) else {
+            return;
+        };
+        self.args_in_flight = self.args_in_flight.saturating_sub(call.arg_bytes);
+        let mut result = result.map_err(|mut e| {
+            if e.tool.is_none() {
+                e.tool = Some(call.tool.clone());
+            }
+            e
+        });
+        if let Ok(v) = &result {
+            let n = budget::json_len(v);
+            if n > self.limits.max_tool_result_bytes {
+                result = Err(ExecError::new(
+                    ErrorCode::LimitExceeded,
+                    format!(
+                        "the result of {} is {n} bytes; the tool-result limit (max_tool_result_bytes) is {} bytes. Ask the tool for less",
+                        call.tool, self.limits.max_tool_result_bytes
+                    ),
+                )
+                .with_tool(&call.tool));
+            }
+        }
+        let mut buf = Vec::new();
+        let frame = |result: &Result<Value, ExecError>, buf: &mut Vec<u8>| match result {
+            Ok(v) => raw::encode_rpc_result_ok(id, v, max_frame, buf),
+            Err(e) => encode_frame(
+                &HostMessage::RpcResult {
+                    id,
+                    success: false,
+                    result: None,
+                    error: Some(to_wire(e)),
+                },
+                max_frame,
+                buf,
+            ),
+        };
+        let too_big = match frame(&result, &mut buf) {
+            Err(FrameError::TooLarge { len, max }) => Some((len, max)),
+            Err(FrameError::TooDeep { depth, max }) => {
+                // Nested deeper than the runner may receive: the call fails, the script goes on.
+                result = Err(ExecError::new(
+                    ErrorCode::LimitExceeded,
+                    format!(
+                        "the result of {} is nested {depth} levels deep; values sent to or from \
+                         tools may nest at most {max} levels",
+                        call.tool
+                    ),
+                )
+                .with_tool(&call.tool));
+                let _ = frame(&result, &mut buf);
+                None
+            }
+            _ => None,
+        };
+        if let Some((len, max)) = too_big {
+            result = Err(ExecError::new(
+                ErrorCode::LimitExceeded,
+                format!(
+                    "the result of {} is {len} bytes; the frame limit is {max} bytes",
+                    call.tool
+                ),
+            )
+            .with_tool(&call.tool));
+            let _ = frame(&result, &mut buf);
+        }
+        if let Err(e) = &result {
+            if let Some(tool) = &e.tool {
+                self.answered.insert((e.code, tool.clone()));
+            }
+        }
+        tx.send(buf);
+        self.end_trace(call, result.err().as_ref());
+    }
+
+    pub(super) fn end_trace(&mut self, call: Call, error: Option<&ExecError>) {
+        if let Ok(mut nested) = self.children.lock() {
+            self.traces.append(&mut nested);
+        }
+        self.traces.push(TraceEvent {
+            kind: if call.capability {
+                TraceKind::CapabilityEnd
+            } else {
+                TraceKind::ToolEnd
+            },
+            tool: call.tool,
+            trace_id: call.trace_id,
+            parent_trace_id: self.request.parent_trace_id.clone(),
+            ts: now_ms(),
+            success: Some(error.is_none()),
+            duration_ms: Some(call.started.elapsed().as_secs_f64() * 1000.0),
+            error: error.map(|e| TraceError {
+                code: e.code,
+                message: budget::clip(&e.message, budget::TRACE_MESSAGE_BYTES),
+            }),
+        });
+    }
+
+    /// A `tool_end` receipt with `error` for every call still open.
+    pub(super) fn receipts(&mut self, error: &ExecError) {
+        self.args_in_flight = 0;
+        let mut open: Vec<(u64, Call)> = self.inflight.drain().collect();
+        open.sort_by_key(|(id, _)| *id);
+        for (_, call) in open {
+            self.end_trace(call, Some(error));
+        }
+    }
+}

@@ -1,0 +1,231 @@
+//! One execution, as a state machine over named steps, each in its own file:
+//!
+//! 1. [`preflight`]: what can be refused before a runner exists (limits, source size, context
+//!    keys, a request already cancelled);
+//! 2. [`spawn`]: take a pre-started runner from the pool or spawn one, verify its isolation in
+//!    `/proc`, and — whatever happens next — kill and reap it before returning;
+//! 3. [`converse`]: send `execute`, then read the runner's frames (logs, calls, the result) under
+//!    the wall clock, screening large frames before they are decoded;
+//! 4. [`calls`]: each call through the gate to its provider, its `tool_start`/`tool_end` traces,
+//!    and its answer back to the runner;
+//! 5. [`finish`]: check the runner's `execution_complete` (codes it may report, provenance, sizes)
+//!    and turn everything into the [`Outcome`].
+//!
+//! The runner is hostile from here: every frame is bounded and checked, and anything unexpected
+//! kills it with `PROTOCOL_ERROR`. Whatever happens, the runner is reaped and every call that
+//! started gets its `tool_end` receipt. The request's [`RequestContext`] is the only source of
+//! the limits and the policy that apply.
+
+mod calls;
+mod converse;
+mod finish;
+mod preflight;
+mod spawn;
+
+pub use spawn::{missing_layers, REQUIRED_LAYERS};
+
+use calls::{Call, CallFuture, Queued};
+
+use crate::context::limits::Limits;
+use crate::context::RequestContext;
+use crate::error::{ErrorCode, ExecError};
+use crate::exec::budget;
+use crate::exec::outbox::Outbox;
+use crate::exec::outcome::{LogLine, Metrics, Outcome};
+use crate::exec::pool::RunnerPool;
+use crate::exec::provenance;
+use crate::exec::runner::{
+    self, crashed, describe_exit, frame_error, protocol_error, ReadyRunner, RunnerCommand,
+    EXIT_GRACE,
+};
+use crate::tools::catalog::{CallContext, Catalog};
+use crate::trace::{new_trace_id, now_ms, TraceError, TraceEvent, TraceKind};
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
+use futures::StreamExt;
+use sandbox_runner::protocol::{
+    decode_payload, encode_frame, raw, FrameError, HostMessage, RunnerMessage, WireError,
+};
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::time::Instant as TokioInstant;
+use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+/// Per-line overhead counted against the log budget, so empty lines cannot grow memory forever.
+pub const LOG_LINE_OVERHEAD: u64 = 32;
+
+/// What to run.
+#[derive(Debug, Clone, Default)]
+pub struct ExecRequest {
+    pub code: String,
+    /// Variables of the script (`--context`, `execute_code {context}`).
+    pub context: Map<String, Value>,
+    /// Who asks, under which limits and policy, in which trace: the only source of the limits
+    /// and the policy this execution obeys.
+    pub request: RequestContext,
+    /// Isolation layers that must be enforced besides the always-required ones.
+    pub require_layers: Vec<String>,
+    /// Called with the runner's pid right after it is spawned, before the host reads from it
+    /// (supervisors and fault-injection tests; see [`SpawnHook`]).
+    pub on_spawn: Option<SpawnHook>,
+    /// Cancelling it kills the runner and ends the execution with `SANDBOX_UNAVAILABLE`
+    /// (the host is shutting down); logs and traces so far are kept, open calls get receipts.
+    pub cancel: Option<CancellationToken>,
+    /// Cancelling it kills the runner and ends the execution with `CANCELLED`: the client
+    /// withdrew the request (MCP `notifications/cancelled`, or its session ended). Open calls
+    /// are dropped, which sends `notifications/cancelled` to their servers.
+    pub client_cancel: Option<CancellationToken>,
+}
+
+/// A callback given the runner's pid once it is spawned. It runs synchronously on the session's
+/// task while the child is known not to be reaped yet, so a `pidfd_open` inside it is race-free.
+#[derive(Clone)]
+pub struct SpawnHook(pub std::sync::Arc<dyn Fn(u32) + Send + Sync>);
+
+impl SpawnHook {
+    pub fn new(f: impl Fn(u32) + Send + Sync + 'static) -> Self {
+        SpawnHook(std::sync::Arc::new(f))
+    }
+}
+
+impl std::fmt::Debug for SpawnHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SpawnHook")
+    }
+}
+
+/// Runs one script to its outcome. Never panics on anything the runner sends.
+pub async fn execute(catalog: &Catalog, runner: &RunnerCommand, req: ExecRequest) -> Outcome {
+    execute_pooled(catalog, runner, None, req).await
+}
+
+/// Like [`execute`], taking a pre-started runner from `pool` when it has one that fits.
+pub async fn execute_pooled(
+    catalog: &Catalog,
+    runner: &RunnerCommand,
+    pool: Option<&RunnerPool>,
+    req: ExecRequest,
+) -> Outcome {
+    let started = Instant::now();
+    let mut run = Run::new(Arc::new(req.request.clone()));
+    let span = tracing::debug_span!(
+        "execution",
+        id = %run.request.execution_id,
+        client = %run.request.client
+    );
+    let error = run
+        .drive(catalog, runner, pool, &req)
+        .instrument(span)
+        .await
+        .err();
+    if let Some(pool) = pool {
+        pool.refill();
+    }
+    run.finish(error, started)
+}
+
+/// The state of one execution.
+struct Run {
+    /// The request this execution serves (shared with its calls' providers).
+    request: Arc<RequestContext>,
+    /// `request.limits`, copied for the many checks that read them.
+    limits: Limits,
+    deadline: TokioInstant,
+    logs: Vec<LogLine>,
+    log_bytes: u64,
+    logs_truncated: bool,
+    traces: Vec<TraceEvent>,
+    calls: u64,
+    seen_ids: HashSet<u64>,
+    inflight: HashMap<u64, Call>,
+    queue: VecDeque<Queued>,
+    result: Option<Value>,
+    /// The script's own error, reported by the runner.
+    script_error: Option<ExecError>,
+    /// Events of nested work handed back by providers.
+    children: crate::tools::catalog::TraceSink,
+    /// Argument bytes of the open calls (running or queued).
+    args_in_flight: u64,
+    /// `server:tool` of every call the host routed in this execution.
+    routed: HashSet<String>,
+    /// `(code, server:tool)` of every error the host answered a call with.
+    answered: HashSet<(ErrorCode, String)>,
+    /// The runner's layers as verified in `/proc`.
+    isolation: BTreeMap<String, String>,
+}
+
+impl Run {
+    fn new(request: Arc<RequestContext>) -> Self {
+        let limits = request.limits;
+        Run {
+            request,
+            limits,
+            deadline: TokioInstant::now() + Duration::from_millis(limits.timeout_ms),
+            logs: Vec::new(),
+            log_bytes: 0,
+            logs_truncated: false,
+            traces: Vec::new(),
+            calls: 0,
+            seen_ids: HashSet::new(),
+            inflight: HashMap::new(),
+            queue: VecDeque::new(),
+            result: None,
+            script_error: None,
+            children: Default::default(),
+            args_in_flight: 0,
+            routed: HashSet::new(),
+            answered: HashSet::new(),
+            isolation: BTreeMap::new(),
+        }
+    }
+}
+
+fn to_wire(e: &ExecError) -> WireError {
+    WireError {
+        code: e.code.as_str().to_string(),
+        message: e.message.clone(),
+        tool: e.tool.clone(),
+        alternatives: e.alternatives.clone(),
+        stack: None,
+    }
+}
+
+fn shutting_down() -> ExecError {
+    ExecError::new(
+        ErrorCode::SandboxUnavailable,
+        "the host is shutting down; the runner was killed. Retry on a running host",
+    )
+}
+
+/// `CANCELLED`: the client withdrew the request while it ran.
+pub fn cancelled() -> ExecError {
+    ExecError::new(
+        ErrorCode::Cancelled,
+        "the client cancelled the request (or ended its session); the runner was killed and open tool calls were cancelled",
+    )
+}
+
+/// Resolves when `token` is cancelled; never without one.
+async fn fired(token: Option<CancellationToken>) {
+    match token {
+        Some(t) => t.cancelled_owned().await,
+        None => std::future::pending().await,
+    }
+}
+
+fn protocol(message: String) -> ExecError {
+    protocol_error(message)
+}
+
+fn kind(m: &RunnerMessage) -> &'static str {
+    match m {
+        RunnerMessage::Ready { .. } => "ready",
+        RunnerMessage::RpcCall { .. } => "rpc_call",
+        RunnerMessage::Log { .. } => "log",
+        RunnerMessage::ExecutionComplete { .. } => "execution_complete",
+    }
+}
