@@ -52,8 +52,24 @@ pub fn check(source: &str) -> Result<(), ExecError> {
 /// At most as many parses run at once as the machine has cores: parsing is CPU-bound, and a
 /// legal but deep chain such as `1+1+…` filling a 1 MiB script (~500,000 levels at the ~1.2 KB
 /// per level measured in a debug build) uses hundreds of MB of its stack while it is parsed. A
-/// caller waits for a slot.
+/// caller waits for a slot. Called from a worker of tokio's multi-threaded runtime (every
+/// front is), the wait for a slot and for the parse is announced with `block_in_place`, so the
+/// worker's other tasks (other executions' runner I/O) move to another thread instead of
+/// stalling behind the parse.
 pub fn on_parser_stack<T: Send>(
+    source_len: usize,
+    f: impl FnOnce() -> T + Send,
+) -> Result<T, ExecError> {
+    let on_worker = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if on_worker {
+        tokio::task::block_in_place(|| parse_on_own_stack(source_len, f))
+    } else {
+        parse_on_own_stack(source_len, f)
+    }
+}
+
+fn parse_on_own_stack<T: Send>(
     source_len: usize,
     f: impl FnOnce() -> T + Send,
 ) -> Result<T, ExecError> {
