@@ -703,6 +703,72 @@ pub mod blocking {
         w.write_all(frame)?;
         Ok(())
     }
+
+    /// How much a [`FrameReader`] asks the socket for at once (more when a frame needs it).
+    pub const READ_AHEAD: usize = 64 * 1024;
+
+    /// Frames from a blocking reader with read-ahead: frames the peer wrote together (results
+    /// that were ready at the same time) are read with one `read` call instead of two per
+    /// frame. Holds at most one frame (bounded by `max`) plus [`READ_AHEAD`] bytes.
+    #[derive(Debug, Default)]
+    pub struct FrameReader {
+        /// Read buffer; `buf[start..end]` holds bytes read but not yet handed out.
+        buf: Vec<u8>,
+        start: usize,
+        end: usize,
+    }
+
+    impl FrameReader {
+        /// The next frame's payload. `Err(Closed)` on a clean EOF between frames; an EOF inside
+        /// a frame is an I/O error; a length prefix over `max` is `TooLarge` before any of the
+        /// payload is read.
+        pub fn next<R: Read>(&mut self, r: &mut R, max: usize) -> Result<&[u8], FrameError> {
+            loop {
+                let avail = &self.buf[self.start..self.end];
+                let mut needed = LENGTH_PREFIX;
+                if let Some(prefix) = avail.get(..LENGTH_PREFIX) {
+                    let mut bytes = [0u8; LENGTH_PREFIX];
+                    bytes.copy_from_slice(prefix);
+                    let len = u32::from_be_bytes(bytes) as usize;
+                    if len > max {
+                        return Err(FrameError::TooLarge { len, max });
+                    }
+                    needed = LENGTH_PREFIX + len;
+                    if avail.len() >= needed {
+                        let from = self.start + LENGTH_PREFIX;
+                        self.start = from + len;
+                        return Ok(&self.buf[from..from + len]);
+                    }
+                }
+                // Not enough: move the unread bytes to the front, make room for at least what
+                // is missing (zeroing only new capacity), and read.
+                let have = self.end - self.start;
+                if self.start > 0 {
+                    self.buf.copy_within(self.start..self.end, 0);
+                    self.start = 0;
+                    self.end = have;
+                }
+                let room = have + (needed - have).max(READ_AHEAD);
+                if self.buf.len() < room {
+                    self.buf.resize(room, 0);
+                }
+                let n = loop {
+                    match r.read(&mut self.buf[self.end..]) {
+                        Ok(n) => break n,
+                        Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                        Err(e) => return Err(e.into()),
+                    }
+                };
+                if n == 0 {
+                    if have == 0 {
+                        return Err(FrameError::Closed);
+                    }
+                    return Err(std::io::Error::from(ErrorKind::UnexpectedEof).into());
+                }
+                self.end += n;
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -909,5 +975,87 @@ mod tests {
                 error: None
             }
         );
+    }
+
+    /// A reader that hands out at most `chunk` bytes per `read`, counting the calls.
+    struct Trickle<'a> {
+        data: &'a [u8],
+        chunk: usize,
+        reads: usize,
+    }
+
+    impl std::io::Read for Trickle<'_> {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            self.reads += 1;
+            let n = self.data.len().min(self.chunk).min(out.len());
+            out[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    fn frames(payloads: &[&[u8]]) -> Vec<u8> {
+        let mut all = Vec::new();
+        for p in payloads {
+            all.extend_from_slice(&(p.len() as u32).to_be_bytes());
+            all.extend_from_slice(p);
+        }
+        all
+    }
+
+    #[test]
+    fn frames_written_together_are_read_with_one_read() {
+        let data = frames(&[b"one", b"two", b"three"]);
+        let mut r = Trickle {
+            data: &data,
+            chunk: usize::MAX,
+            reads: 0,
+        };
+        let mut fr = blocking::FrameReader::default();
+        assert_eq!(fr.next(&mut r, 100).unwrap(), b"one");
+        assert_eq!(fr.next(&mut r, 100).unwrap(), b"two");
+        assert_eq!(fr.next(&mut r, 100).unwrap(), b"three");
+        assert_eq!(r.reads, 1);
+        assert!(matches!(fr.next(&mut r, 100), Err(FrameError::Closed)));
+    }
+
+    #[test]
+    fn frames_split_across_reads_and_bounds_hold() {
+        let big = vec![7u8; 200_000];
+        let data = frames(&[b"a", &big, b"z"]);
+        let mut r = Trickle {
+            data: &data,
+            chunk: 3,
+            reads: 0,
+        };
+        let mut fr = blocking::FrameReader::default();
+        assert_eq!(fr.next(&mut r, 300_000).unwrap(), b"a");
+        assert_eq!(fr.next(&mut r, 300_000).unwrap(), &big[..]);
+        assert_eq!(fr.next(&mut r, 300_000).unwrap(), b"z");
+        // Over the limit: refused from the prefix alone.
+        let data = frames(&[&big]);
+        let mut r = Trickle {
+            data: &data,
+            chunk: usize::MAX,
+            reads: 0,
+        };
+        assert!(matches!(
+            blocking::FrameReader::default().next(&mut r, 1000),
+            Err(FrameError::TooLarge {
+                len: 200_000,
+                max: 1000
+            })
+        ));
+        // EOF inside a frame is an error, not a clean close.
+        let data = frames(&[b"hello"]);
+        let mut r = Trickle {
+            data: &data[..6],
+            chunk: usize::MAX,
+            reads: 0,
+        };
+        assert!(matches!(
+            blocking::FrameReader::default().next(&mut r, 100),
+            Err(FrameError::Io(_))
+        ));
     }
 }

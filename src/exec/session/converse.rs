@@ -80,7 +80,6 @@ impl Run {
                     }
                     return Err(self.timeout_error(""));
                 }
-                _ = tx.flush(), if tx.pending() => {}
                 Some((id, result)) = running.next(), if !running.is_empty() => {
                     self.finish_call(id, result, tx, max_frame);
                     if tx.queued_bytes() > budget::OUTBOX_BYTES {
@@ -178,6 +177,9 @@ impl Run {
                         }
                     }
                 }
+                // Last: answers wait until nothing else is ready, so those ready together go out
+                // in one write (one wake-up of the runner).
+                _ = tx.flush(), if tx.pending() => {}
             }
         }
     }
