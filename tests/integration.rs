@@ -34,6 +34,7 @@ mod mcp_roundtrip;
 mod nesting_depth;
 mod no_leaks;
 mod oversized_errors;
+mod oversized_server_answer;
 mod parallel_calls;
 mod queue_bound;
 mod random_kills;

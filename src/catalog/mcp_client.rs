@@ -9,12 +9,10 @@ use crate::error::{ErrorCode, ExecError};
 use futures::future::BoxFuture;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Tool};
 use rmcp::service::{NotificationContext, Peer, RunningService, ServiceError};
-use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -73,6 +71,9 @@ struct Conn {
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
     /// The server's own process group (its pid): everything it starts is signalled with it.
     group: Option<ProcessGroup>,
+    /// Set when a stdio server sent an answer over the MCP client's line limit (the
+    /// connection was closed because of it).
+    oversize: Option<Arc<super::line_guard::Oversize>>,
 }
 
 impl Conn {
@@ -268,11 +269,14 @@ async fn connect(
     cmd.args(&config.args).current_dir(cwd);
     super::server_env::apply(&mut cmd, config);
     super::process_tree::own_tree(&mut cmd);
-    let (transport, stderr) = TokioChildProcess::builder(cmd)
-        .stderr(Stdio::piped())
-        .spawn()
+    let super::stdio_transport::Spawned {
+        transport,
+        pid,
+        stderr,
+        oversize,
+    } = super::stdio_transport::spawn(cmd)
         .map_err(|e| format!("cannot start `{}`: {e}", config.command))?;
-    let group = transport.id().and_then(ProcessGroup::of_leader);
+    let group = pid.and_then(ProcessGroup::of_leader);
     let tail = Arc::new(Mutex::new(VecDeque::new()));
     if let Some(stderr) = stderr {
         let tail = tail.clone();
@@ -324,6 +328,7 @@ async fn connect(
             service: tokio::sync::Mutex::new(Some(service)),
             stderr_tail: tail,
             group,
+            oversize: Some(oversize),
         },
         tools,
     ))
@@ -441,6 +446,17 @@ impl ToolProvider for McpServer {
                         ServiceError::TransportClosed | ServiceError::TransportSend(_)
                     ) || conn.peer.is_transport_closed();
                     if died {
+                        if let Some(seen) = conn.oversize.as_ref().and_then(|o| o.get()) {
+                            return Err(ExecError::new(
+                                ErrorCode::LimitExceeded,
+                                format!(
+                                    "MCP server '{server}' sent an answer of {}, over the {}-byte message limit of its MCP client; the call failed (every call in flight to '{server}' did), and the server will be restarted for the next call. Ask the tool for less",
+                                    seen.size(),
+                                    seen.limit
+                                ),
+                            )
+                            .with_tool(&qualified));
+                        }
                         // The stderr reader may still be collecting the server's last words.
                         tokio::time::sleep(Duration::from_millis(20)).await;
                         Err(tool_error(format!(

@@ -2,9 +2,11 @@
 //! tools registered from Rust. The session routes every call through [`ToolProvider`].
 
 mod in_process;
+pub mod line_guard;
 mod mcp_client;
 pub mod process_tree;
 pub mod server_env;
+mod stdio_transport;
 
 pub use in_process::InProcessServer;
 pub use mcp_client::{start_mcp_servers, start_some_mcp_servers, McpServer};
