@@ -117,9 +117,13 @@ impl<R: AsyncRead + Unpin> AsyncRead for LineGuard<R> {
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         if this.failed {
+            let size = this.slot.get().map(|s| s.size()).unwrap_or_default();
             return Poll::Ready(Err(io::Error::new(
                 io::ErrorKind::InvalidData,
-                "the server sent an oversized line",
+                format!(
+                    "the server sent a line of {size}, over the {}-byte limit",
+                    this.limit
+                ),
             )));
         }
         if let Some(timer) = this.measuring.as_mut() {
@@ -149,7 +153,10 @@ impl<R: AsyncRead + Unpin> AsyncRead for LineGuard<R> {
                 this.measuring = Some(Box::pin(tokio::time::sleep(MEASURE_FOR)));
             }
             if this.measuring.is_some() && (ends || this.line >= MEASURE_CAP) {
-                return Poll::Ready(Err(this.fail(ends)));
+                // These bytes are delivered (an `Err` must not follow a filled buffer); the
+                // next read fails.
+                let _ = this.fail(ends);
+                return Poll::Ready(Ok(()));
             }
             if ends {
                 this.line = 0;

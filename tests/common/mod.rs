@@ -490,3 +490,64 @@ pub fn run_stdin(args: &[&std::ffi::OsStr], script: &str) -> std::process::Outpu
         .write_all(script.as_bytes());
     child.wait_with_output().expect("mcp-sandbox output")
 }
+
+/// A free local TCP port (bound and released; good enough for a test's own server).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// The reference `everything` server (npm) in its streamableHttp mode on `port`, killed on drop.
+pub struct Everything {
+    child: std::process::Child,
+    pub port: u16,
+}
+
+impl Everything {
+    /// Starts it on a free port and waits (at most 20 s) until it listens.
+    pub fn start() -> Everything {
+        Everything::start_on(free_port())
+    }
+
+    pub fn start_on(port: u16) -> Everything {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(repo_root().join("node_modules/.bin/mcp-server-everything"))
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start mcp-server-everything (run scripts/setup.sh)");
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+                if line.contains("listening on port") {
+                    let _ = tx.send(());
+                }
+            }
+        });
+        rx.recv_timeout(Duration::from_secs(20))
+            .expect("the everything server did not listen within 20 s");
+        Everything { child, port }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+
+    /// Kills it (SIGKILL) and waits until it is gone.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Everything {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
