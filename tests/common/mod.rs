@@ -499,40 +499,70 @@ pub fn free_port() -> u16 {
         .expect("a free port")
 }
 
-/// The reference `everything` server (npm) in its streamableHttp mode on `port`, killed on drop.
-pub struct Everything {
+/// A server process started by a test that says "listening on port N" on stderr when ready;
+/// killed on drop.
+pub struct Listening {
     child: std::process::Child,
     pub port: u16,
 }
 
-impl Everything {
-    /// Starts it on a free port and waits (at most 20 s) until it listens.
-    pub fn start() -> Everything {
-        Everything::start_on(free_port())
+/// The reference `everything` server (npm) in its streamableHttp mode.
+pub type Everything = Listening;
+
+impl Listening {
+    /// The `everything` server on a free port.
+    pub fn start() -> Listening {
+        Listening::start_on(free_port())
     }
 
-    pub fn start_on(port: u16) -> Everything {
+    /// The `everything` server on `port`.
+    pub fn start_on(port: u16) -> Listening {
+        let mut cmd =
+            std::process::Command::new(repo_root().join("node_modules/.bin/mcp-server-everything"));
+        cmd.arg("streamableHttp").env("PORT", port.to_string());
+        Listening::spawn(cmd, port)
+    }
+
+    /// tests/python/bearer_server.py (official Python SDK) on a free port, demanding
+    /// `Authorization: Bearer <token>`; HTTPS with `tls = Some((cert, key))`.
+    pub fn bearer(token: &str, tls: Option<(&Path, &Path)>) -> Listening {
+        let port = free_port();
+        let mut cmd = std::process::Command::new(repo_root().join(".venv/bin/python"));
+        cmd.arg(repo_root().join("tests/python/bearer_server.py"))
+            .arg(port.to_string())
+            .env("BEARER_SERVER_TOKEN", token);
+        if let Some((cert, key)) = tls {
+            cmd.arg(cert).arg(key);
+        }
+        Listening::spawn(cmd, port)
+    }
+
+    /// Starts `cmd` and waits (at most 20 s) until it says it listens.
+    pub fn spawn(mut cmd: std::process::Command, port: u16) -> Listening {
         use std::io::BufRead;
-        let mut child = std::process::Command::new(repo_root().join("node_modules/.bin/mcp-server-everything"))
-            .arg("streamableHttp")
-            .env("PORT", port.to_string())
+        let mut child = cmd
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
             .spawn()
-            .expect("start mcp-server-everything (run scripts/setup.sh)");
+            .expect("start the test server (run scripts/setup.sh)");
         let stderr = child.stderr.take().expect("stderr");
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
+            let mut said = Vec::new();
             for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
                 if line.contains("listening on port") {
-                    let _ = tx.send(());
+                    let _ = tx.send(Ok(()));
                 }
+                said.push(line);
             }
+            let _ = tx.send(Err(said.join("\n")));
         });
-        rx.recv_timeout(Duration::from_secs(20))
-            .expect("the everything server did not listen within 20 s");
-        Everything { child, port }
+        match rx.recv_timeout(Duration::from_secs(20)) {
+            Ok(Ok(())) => {}
+            other => panic!("the test server did not listen within 20 s: {other:?}"),
+        }
+        Listening { child, port }
     }
 
     pub fn url(&self) -> String {
@@ -546,7 +576,7 @@ impl Everything {
     }
 }
 
-impl Drop for Everything {
+impl Drop for Listening {
     fn drop(&mut self) {
         self.kill();
     }
