@@ -41,6 +41,7 @@ mod random_kills;
 mod reference_servers;
 mod remote_secrets;
 mod remote_servers;
+mod remote_tls;
 mod runner_faults;
 mod runner_path;
 mod runner_pool;
