@@ -80,9 +80,8 @@ return out;
         ],
         Some(&token),
     );
-    let o: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap_or_else(|e| {
-        panic!("{e}: {}", String::from_utf8_lossy(&run.stderr))
-    });
+    let o: serde_json::Value = serde_json::from_slice(&run.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&run.stderr)));
     assert_eq!(o["success"], true, "{o}");
     let r = &o["result"];
     assert_eq!(r["sum"], json!({"result": 42}), "{r}");
@@ -136,10 +135,7 @@ return out;
 fn an_unset_variable_is_a_config_error_naming_it() {
     let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path(), "http://127.0.0.1:1/mcp");
-    let out = host(
-        &["tools", "--config", config.to_str().unwrap()],
-        None,
-    );
+    let out = host(&["tools", "--config", config.to_str().unwrap()], None);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(

@@ -78,7 +78,12 @@ return { sum, bad, denied };
         .collect();
     assert!(tools.starts_with(&["ev:get-sum"]), "{o}");
 
-    let ts = cli_run(&["tools", "--typescript", "--config", config.to_str().unwrap()]);
+    let ts = cli_run(&[
+        "tools",
+        "--typescript",
+        "--config",
+        config.to_str().unwrap(),
+    ]);
     let ts = String::from_utf8_lossy(&ts.stdout);
     assert!(ts.contains("\"get-sum\""), "{ts}");
 }
@@ -161,12 +166,8 @@ fn sse_is_refused_with_a_clear_config_error() {
 async fn serve_reconnects_after_the_remote_server_restarts() {
     let mut ev = Everything::start();
     let port = ev.port;
-    let served = serve_support::start_with_servers(
-        json!({"ev": {"url": ev.url()}}),
-        json!({}),
-        &[],
-    )
-    .await;
+    let served =
+        serve_support::start_with_servers(json!({"ev": {"url": ev.url()}}), json!({}), &[]).await;
     let code = r#"return await mcp.ev.echo({ message: "hi" })"#;
     let r = served
         .call("execute_code", json!({"code": code}))

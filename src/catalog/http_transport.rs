@@ -32,8 +32,8 @@ pub fn transport(
     };
     let mut headers = HashMap::new();
     for (key, template) in &config.headers {
-        let value = expand(template, &format!("headers.{key}"), host_var)
-            .map_err(|e| e.to_string())?;
+        let value =
+            expand(template, &format!("headers.{key}"), host_var).map_err(|e| e.to_string())?;
         let name = HeaderName::from_bytes(key.as_bytes())
             .map_err(|_| format!("{key:?} is not a valid HTTP header name"))?;
         let mut value = HeaderValue::from_str(&value).map_err(|_| {

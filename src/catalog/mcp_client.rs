@@ -215,9 +215,7 @@ impl Inner {
     async fn connection(&self) -> Result<Arc<Conn>, Option<String>> {
         let mut state = self.state.lock().await;
         let old = match &*state {
-            State::Up(c) if !c.peer.is_transport_closed() && !c.is_broken() => {
-                return Ok(c.clone())
-            }
+            State::Up(c) if !c.peer.is_transport_closed() && !c.is_broken() => return Ok(c.clone()),
             State::Up(c) => Some(c.clone()),
             State::Failed(reason) if self.config.is_remote() => {
                 // A remote server is tried again after a back-off (never a restart storm).

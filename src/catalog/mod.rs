@@ -274,7 +274,11 @@ pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     let kept: Vec<&String> = parts
         .iter()
         .enumerate()
-        .filter(|(i, p)| !parts[i + 1..].iter().any(|later| p.contains(later.as_str())))
+        .filter(|(i, p)| {
+            !parts[i + 1..]
+                .iter()
+                .any(|later| p.contains(later.as_str()))
+        })
         .map(|(_, p)| p)
         .collect();
     kept.iter()

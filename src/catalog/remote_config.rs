@@ -169,8 +169,12 @@ pub fn check(name: &str, server: &ServerConfig) -> Result<(), String> {
             ));
         }
         // The value is checked after expansion, at start; here only its variables.
-        expand(value, &format!("server '{name}': headers.{header}"), host_var)
-            .map_err(|e| e.to_string())?;
+        expand(
+            value,
+            &format!("server '{name}': headers.{header}"),
+            host_var,
+        )
+        .map_err(|e| e.to_string())?;
     }
     for (var, value) in &server.env {
         expand(value, &format!("server '{name}': env.{var}"), host_var)
@@ -196,7 +200,10 @@ mod tests {
         let e = |t: &str| expand(t, "x", vars);
         assert_eq!(e("Bearer ${TOKEN}").unwrap(), "Bearer s3cret");
         assert_eq!(e("${TOKEN}${EMPTY}-${TOKEN}").unwrap(), "s3cret-s3cret");
-        assert_eq!(e("$TOKEN ${} ${1A} ${A-B} $").unwrap(), "$TOKEN ${} ${1A} ${A-B} $");
+        assert_eq!(
+            e("$TOKEN ${} ${1A} ${A-B} $").unwrap(),
+            "$TOKEN ${} ${1A} ${A-B} $"
+        );
         assert_eq!(e("${TOKEN").unwrap(), "${TOKEN");
         let err = e("a ${NOPE} b").unwrap_err();
         assert_eq!(err.var, "NOPE");

@@ -34,7 +34,6 @@ pub fn server_env(
         .collect();
     let mut out: Vec<(OsString, OsString)> = host
         .iter()
-        .cloned()
         .filter(|(k, _)| {
             let Some(name) = k.to_str() else {
                 return false;
@@ -42,6 +41,7 @@ pub fn server_env(
             !config.env.contains_key(name)
                 && (DEFAULT_INHERITED.contains(&name) || globs.iter().any(|g| g.matches(name)))
         })
+        .cloned()
         .collect();
     out.extend(configured);
     Ok(out)

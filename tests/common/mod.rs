@@ -550,7 +550,10 @@ impl Listening {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let mut said = Vec::new();
-            for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
                 if line.contains("listening on port") {
                     let _ = tx.send(Ok(()));
                 }
