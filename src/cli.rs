@@ -48,6 +48,8 @@ pub enum Command {
     Graph(crate::learning_cli::GraphArgs),
     /// Save, list, show and remove capabilities (code callable as `mcp.namespace.action()`).
     Capability(crate::learning_cli::CapabilityArgs),
+    /// OAuth logins for remote MCP servers (`auth login NAME`, `auth status`, `auth logout NAME`).
+    Auth(crate::auth_cli::AuthArgs),
 }
 
 #[derive(Debug, Args)]
@@ -321,6 +323,9 @@ pub async fn run(args: RunArgs) -> Result<i32, UsageError> {
         }
     };
 
+    if let Ok(path) = args.state.path(args.config.as_ref().map(|_| &config)) {
+        crate::catalog::oauth::use_state_file(path);
+    }
     // Learning is best effort: without a usable state file the script still runs (without
     // capabilities), and the reason is printed.
     let store = match args.state.open(args.config.as_ref().map(|_| &config)) {
@@ -427,6 +432,9 @@ pub async fn tools(args: ToolsArgs) -> Result<i32, UsageError> {
         None => Config::default(),
     };
     let policy = args.policy.policy(&config)?;
+    if let Some(path) = config.state_path() {
+        crate::catalog::oauth::use_state_file(path);
+    }
     let catalog = load_catalog(&config).await?;
     let text = if args.json {
         serde_json::to_string_pretty(&crate::discovery::to_json(&catalog, &policy))

@@ -47,6 +47,10 @@ pub struct ServerConfig {
     /// relative to the config file's directory.
     #[serde(default, rename = "caFile")]
     pub ca_file: Option<PathBuf>,
+    /// The remote server uses OAuth (the MCP authorization flow): tokens come from
+    /// `mcp-sandbox auth login NAME`, stored encrypted in the state file.
+    #[serde(default)]
+    pub oauth: Option<OAuthConfig>,
     #[serde(default)]
     pub args: Vec<String>,
     /// Set for this server, on top of the default set and `inheritEnv` (the server does not
@@ -73,6 +77,18 @@ pub struct ServerConfig {
     /// reported unavailable; default [`DEFAULT_STARTUP_TIMEOUT_MS`].
     #[serde(default, rename = "startupTimeoutMs")]
     pub startup_timeout_ms: Option<u64>,
+}
+
+/// OAuth settings of a remote server (`"oauth": {}` turns it on).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OAuthConfig {
+    /// Scopes to ask for; empty: what the server's metadata suggests.
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    /// The client name used in dynamic client registration (default "mcp-sandbox").
+    #[serde(default, rename = "clientName")]
+    pub client_name: Option<String>,
 }
 
 /// Default start-up timeout of an MCP server.

@@ -5,6 +5,7 @@
 //! file, in-process tools), then [`session::execute`] scripts against it.
 
 pub mod analysis;
+pub mod auth_cli;
 pub mod budget;
 pub mod capability;
 pub mod catalog;

@@ -28,6 +28,7 @@ fn main() {
             Command::Serve(args) => mcp_sandbox::server::serve(args).await,
             Command::Graph(args) => mcp_sandbox::learning_cli::graph(args),
             Command::Capability(args) => mcp_sandbox::learning_cli::capability(args),
+            Command::Auth(args) => mcp_sandbox::auth_cli::auth(args).await,
         }
     });
     match status {

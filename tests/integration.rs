@@ -39,6 +39,7 @@ mod parallel_calls;
 mod queue_bound;
 mod random_kills;
 mod reference_servers;
+mod remote_oauth;
 mod remote_secrets;
 mod remote_servers;
 mod remote_tls;

@@ -20,13 +20,34 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Largest CA file read for `caFile`.
 const MAX_CA_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
-/// Builds the transport of `config` (a `url` server). Errors name the problem, never a header
-/// value.
-pub fn transport(
+/// The transport of `config` (a `url` server) over `client` (plain, or rmcp's OAuth client).
+pub fn transport<C>(client: C, config: StreamableHttpClientTransportConfig) -> StreamableHttpClientTransport<C>
+where
+    C: rmcp::transport::streamable_http_client::StreamableHttpClient + Send + Sync + 'static,
+{
+    StreamableHttpClientTransport::with_client(client, config)
+}
+
+/// The HTTP client of a remote server: rustls (ring) with the system roots and `caFile`, a
+/// connect timeout, no redirects.
+pub fn http_client(config: &ServerConfig, base_dir: &Path) -> Result<reqwest::Client, String> {
+    // rmcp's OAuth code builds reqwest clients of its own: give rustls its process-wide
+    // provider (ring) once.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .tls_backend_preconfigured(tls_config(config, base_dir)?)
+        .connect_timeout(CONNECT_TIMEOUT)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {}", super::error_chain(&e)))
+}
+
+/// rmcp's transport settings for `config`: the URL and the configured headers (expanded).
+/// Errors name the problem, never a header value.
+pub fn transport_config(
     name: &str,
     config: &ServerConfig,
-    base_dir: &Path,
-) -> Result<StreamableHttpClientTransport<reqwest::Client>, String> {
+) -> Result<StreamableHttpClientTransportConfig, String> {
     let Some(url) = &config.url else {
         return Err("it has no url".to_string());
     };
@@ -42,17 +63,10 @@ pub fn transport(
         value.set_sensitive(true);
         headers.insert(name, value);
     }
-    let client = reqwest::Client::builder()
-        .tls_backend_preconfigured(tls_config(config, base_dir)?)
-        .connect_timeout(CONNECT_TIMEOUT)
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| format!("cannot build the HTTP client: {}", super::error_chain(&e)))?;
     tracing::debug!(server = %name, url = %url, headers = headers.len(), "remote MCP server");
-    let cfg = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+    Ok(StreamableHttpClientTransportConfig::with_uri(url.as_str())
         .custom_headers(headers)
-        .reinit_on_expired_session(true);
-    Ok(StreamableHttpClientTransport::with_client(client, cfg))
+        .reinit_on_expired_session(true))
 }
 
 /// rustls with the ring provider, the system's roots and the server's `caFile`.

@@ -383,11 +383,23 @@ async fn connect_remote(
     base_dir: &std::path::Path,
     watcher: ListWatcher,
 ) -> Result<(Conn, Vec<ToolInfo>), String> {
-    let transport = super::http_transport::transport(name, config, base_dir)?;
-    let service = watcher
-        .serve(transport)
-        .await
-        .map_err(|e| format!("initialize failed: {}", super::error_chain(&e)))?;
+    use super::http_transport::{http_client, transport, transport_config};
+    let client = http_client(config, base_dir)?;
+    let settings = transport_config(name, config)?;
+    let started = if config.oauth.is_some() {
+        let client = super::oauth::client(name, config, client).await?;
+        watcher.serve(transport(client, settings)).await
+    } else {
+        watcher.serve(transport(client, settings)).await
+    };
+    let service = started.map_err(|e| {
+        let reason = super::error_chain(&e);
+        if config.oauth.is_some() && reason.contains("HTTP 401") {
+            super::oauth::needs_login(name, super::oauth::REFUSED)
+        } else {
+            format!("initialize failed: {reason}")
+        }
+    })?;
     let tools = match service.peer().list_all_tools().await {
         Ok(t) => t,
         Err(e) => {
@@ -533,11 +545,14 @@ impl ToolProvider for McpServer {
                     } else {
                         "the call may have reached the server; it was not retried"
                     };
+                    let mut reason = super::error_chain(&e);
+                    if inner.config.oauth.is_some() && reason.contains("HTTP 401") {
+                        reason = super::oauth::needs_login(&server, super::oauth::REFUSED);
+                    }
                     Err(ExecError::new(
                         ErrorCode::ServerUnavailable,
                         format!(
-                            "MCP server '{server}' is unavailable: {} ({sent}; the next call reconnects)",
-                            super::error_chain(&e)
+                            "MCP server '{server}' is unavailable: {reason} ({sent}; the next call reconnects)"
                         ),
                     )
                     .with_tool(&qualified))

@@ -5,6 +5,8 @@ mod backoff;
 mod http_transport;
 mod in_process;
 pub mod line_guard;
+pub mod oauth;
+mod oauth_store;
 mod mcp_client;
 pub mod process_tree;
 pub mod remote_config;

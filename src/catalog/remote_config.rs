@@ -149,6 +149,7 @@ pub fn check(name: &str, server: &ServerConfig) -> Result<(), String> {
         let remote_only = [
             ("headers", !server.headers.is_empty()),
             ("caFile", server.ca_file.is_some()),
+            ("oauth", server.oauth.is_some()),
         ];
         if let Some((key, _)) = remote_only.iter().find(|(_, set)| *set) {
             return Err(format!(
@@ -158,6 +159,11 @@ pub fn check(name: &str, server: &ServerConfig) -> Result<(), String> {
     }
     for (header, value) in &server.headers {
         let lower = header.to_ascii_lowercase();
+        if server.oauth.is_some() && lower == "authorization" {
+            return Err(format!(
+                "server '{name}': an oauth server gets its Authorization header from `mcp-sandbox auth login {name}`; remove it from headers"
+            ));
+        }
         if RESERVED_HEADERS.contains(&lower.as_str()) {
             return Err(format!(
                 "server '{name}': header {header:?} is set by the MCP client itself and cannot be configured"
