@@ -70,7 +70,12 @@ fn oauth_server<'a>(config: &'a Config, name: &str) -> Result<&'a ServerConfig, 
     let server = config.servers.get(name).ok_or_else(|| {
         UsageError(format!(
             "no server '{name}' in the config (servers: {})",
-            config.servers.keys().cloned().collect::<Vec<_>>().join(", ")
+            config
+                .servers
+                .keys()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
         ))
     })?;
     if server.oauth.is_none() {
@@ -132,7 +137,10 @@ pub async fn auth(args: AuthArgs) -> Result<i32, UsageError> {
             crate::term::outln(&if removed {
                 format!("Logged out of '{}'.", crate::term::escape(&server))
             } else {
-                format!("No tokens were stored for '{}'.", crate::term::escape(&server))
+                format!(
+                    "No tokens were stored for '{}'.",
+                    crate::term::escape(&server)
+                )
             });
             Ok(0)
         }

@@ -99,7 +99,9 @@ fn login_then_calls_refresh_and_revocation() {
     assert_eq!(o["error"]["code"], "SERVER_UNAVAILABLE", "{o}");
     let message = o["error"]["message"].as_str().unwrap();
     assert!(
-        message.contains("MCP server 'oa' is unavailable: needs `mcp-sandbox auth login oa` (no stored tokens)"),
+        message.contains(
+            "MCP server 'oa' is unavailable: needs `mcp-sandbox auth login oa` (no stored tokens)"
+        ),
         "{message}"
     );
     // Without a key the reason says how to make one.
@@ -114,7 +116,15 @@ fn login_then_calls_refresh_and_revocation() {
 
     // auth login: follow the printed URL like a browser would.
     let mut login = Command::new(bin("mcp-sandbox"))
-        .args(["auth", "login", "oa", "--config", config, "--timeout-secs", "30"])
+        .args([
+            "auth",
+            "login",
+            "oa",
+            "--config",
+            config,
+            "--timeout-secs",
+            "30",
+        ])
         .env("MCP_SANDBOX_KEY_FILE", dir.join("key"))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -167,7 +177,11 @@ return { who, stats, revoked };
     );
     assert_eq!(o["success"], true, "{o}");
     let r = &o["result"];
-    assert_eq!(r["who"], json!({"result": "hello, authorized client"}), "{r}");
+    assert_eq!(
+        r["who"],
+        json!({"result": "hello, authorized client"}),
+        "{r}"
+    );
     assert_eq!(r["stats"]["registrations"], 1, "{r}");
     assert_eq!(r["stats"]["codes"], 1, "{r}");
     assert!(r["stats"]["refreshes"].as_u64().unwrap() >= 1, "{r}");
@@ -193,7 +207,13 @@ return { who, stats, revoked };
     }
 
     let out = host(dir, &["auth", "logout", "oa", "--config", config], true);
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "Logged out of 'oa'.\n");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "Logged out of 'oa'.\n"
+    );
     let status = host(dir, &["auth", "status", "--config", config], true);
-    assert_eq!(String::from_utf8_lossy(&status.stdout), "oa: not logged in\n");
+    assert_eq!(
+        String::from_utf8_lossy(&status.stdout),
+        "oa: not logged in\n"
+    );
 }

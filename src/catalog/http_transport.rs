@@ -21,7 +21,10 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_CA_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
 /// The transport of `config` (a `url` server) over `client` (plain, or rmcp's OAuth client).
-pub fn transport<C>(client: C, config: StreamableHttpClientTransportConfig) -> StreamableHttpClientTransport<C>
+pub fn transport<C>(
+    client: C,
+    config: StreamableHttpClientTransportConfig,
+) -> StreamableHttpClientTransport<C>
 where
     C: rmcp::transport::streamable_http_client::StreamableHttpClient + Send + Sync + 'static,
 {

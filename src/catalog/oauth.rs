@@ -90,7 +90,10 @@ pub async fn client(
     let mut manager = manager(config, client.clone(), store).await?;
     match manager.initialize_from_store().await {
         Ok(true) => Ok(AuthClient::new(client, manager)),
-        Ok(false) => Err(needs_login(name, "no stored tokens for this authorization server")),
+        Ok(false) => Err(needs_login(
+            name,
+            "no stored tokens for this authorization server",
+        )),
         Err(e) => Err(needs_login(name, &e.to_string())),
     }
 }
