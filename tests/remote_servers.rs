@@ -3,7 +3,8 @@
 //! `run` and from `serve` like a stdio server (traces, policy, TypeScript declarations); killed
 //! and restarted on its port between calls (the call while it is down fails fast with
 //! `SERVER_UNAVAILABLE` and the reason, the next one succeeds after a reconnect); an unreachable
-//! server fails only its own calls; `"type": "sse"` is refused with a clear config error.
+//! server fails only its own calls; a call over its call timeout ends with `TOOL_TIMEOUT` and the
+//! connection stays usable; `"type": "sse"` is refused with a clear config error.
 
 use crate::common;
 use crate::serve_support;
@@ -204,4 +205,44 @@ async fn serve_reconnects_after_the_remote_server_restarts() {
     let out = serve_support::structured(&r);
     assert_eq!(out["success"], true, "{out}");
     assert_eq!(out["result"], "Echo: hi", "{out}");
+}
+
+#[test]
+fn a_remote_call_over_its_timeout_ends_and_the_next_call_works() {
+    let ev = Everything::start();
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), json!({"ev": {"url": ev.url()}}), json!({}));
+    let file = dir.path().join("s.js");
+    std::fs::write(
+        &file,
+        r#"
+let code = null;
+const t0 = Date.now();
+try { await mcp.ev["trigger-long-running-operation"]({ duration: 20, steps: 4 }) } catch (e) { code = e.code }
+const ms = Date.now() - t0;
+return { code, ms, sum: await mcp.ev["get-sum"]({ a: 1, b: 1 }) };
+"#,
+    )
+    .unwrap();
+    let state = dir.path().join("state.db");
+    let runner = bin("sandbox-runner");
+    let o = cli_run(&[
+        "run",
+        "--json",
+        "--call-timeout-ms",
+        "500",
+        "--config",
+        config.to_str().unwrap(),
+        "--state",
+        state.to_str().unwrap(),
+        "--runner",
+        runner.to_str().unwrap(),
+        file.to_str().unwrap(),
+    ])
+    .outcome();
+    assert_eq!(o["success"], true, "{o}");
+    let r = &o["result"];
+    assert_eq!(r["code"], "TOOL_TIMEOUT", "{r}");
+    assert!(r["ms"].as_u64().unwrap() < 5000, "{r}");
+    assert_eq!(r["sum"], "The sum of 1 and 1 is 2.", "{r}");
 }
