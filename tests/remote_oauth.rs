@@ -8,9 +8,11 @@
 //! login oa`"; `auth login` prints the URL, which the test follows with a plain HTTP client
 //! instead of a browser; the next run's calls succeed, an expired access token is refreshed, a
 //! revoked one gives the documented error; the state file holds no token in clear; `auth status`
-//! and `auth logout` report and forget the login.
+//! and `auth logout` report and forget the login. Through `serve`, a server without tokens fails
+//! its calls the same way, at once.
 
 use crate::common;
+use crate::serve_support;
 use common::*;
 use serde_json::{json, Value};
 use std::io::{BufRead, Read, Write};
@@ -215,5 +217,42 @@ return { who, stats, revoked };
     assert_eq!(
         String::from_utf8_lossy(&status.stdout),
         "oa: not logged in\n"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_fails_calls_of_a_server_without_tokens_at_once() {
+    let port = free_port();
+    let mut cmd = Command::new(repo_root().join(".venv/bin/python"));
+    cmd.arg(repo_root().join("tests/python/oauth_server.py"))
+        .arg(port.to_string());
+    let _server = Listening::spawn(cmd, port);
+    let served = serve_support::start_with_servers(
+        json!({"oa": {"url": format!("http://127.0.0.1:{port}/mcp"), "oauth": {}}}),
+        json!({}),
+        &[],
+    )
+    .await;
+    let started = std::time::Instant::now();
+    let r = served
+        .call(
+            "execute_code",
+            json!({"code": "return await mcp.oa.whoami({})"}),
+        )
+        .await
+        .unwrap();
+    let out = serve_support::structured(&r);
+    assert_eq!(out["error"]["code"], "SERVER_UNAVAILABLE", "{out}");
+    assert!(
+        out["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("MCP server 'oa' is unavailable: needs `mcp-sandbox auth login oa` ("),
+        "{out}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
     );
 }

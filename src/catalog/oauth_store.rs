@@ -257,7 +257,11 @@ impl SealedStore {
                     .unwrap_or(0);
                 let expires_in = match (token.expires_in(), c.token_received_at) {
                     (Some(ttl), Some(at)) => {
-                        Some((at + ttl.as_secs()) as i64 - now.min(i64::MAX as u64) as i64)
+                        // Both come from the server's answer: no arithmetic may overflow.
+                        let end =
+                            i64::try_from(at.saturating_add(ttl.as_secs())).unwrap_or(i64::MAX);
+                        let now = i64::try_from(now).unwrap_or(i64::MAX);
+                        Some(end.saturating_sub(now))
                     }
                     _ => None,
                 };
