@@ -29,6 +29,7 @@ fn main() {
             Command::Serve(args) => mcp_sandbox::front::mcp::serve(args).await,
             Command::Graph(args) => mcp_sandbox::front::cli::learning::graph(args),
             Command::Capability(args) => mcp_sandbox::front::cli::learning::capability(args),
+            Command::Auth(args) => cli::auth::command(args).await,
         }
     });
     match status {

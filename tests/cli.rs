@@ -13,7 +13,7 @@ fn cli(args: &[&str], stdin: Option<&str>) -> Output {
         // `run` learns into the state file: keep it out of the real data directory.
         .env(
             "XDG_DATA_HOME",
-            std::env::temp_dir().join("mcp-sandbox-cli-tests"),
+            std::env::temp_dir().join(format!("mcp-sandbox-cli-tests-{}", std::process::id())),
         )
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -490,3 +490,97 @@ pub fn run_stdin(args: &[&std::ffi::OsStr], script: &str) -> std::process::Outpu
         .write_all(script.as_bytes());
     child.wait_with_output().expect("mcp-sandbox output")
 }
+
+/// A free local TCP port (bound and released; good enough for a test's own server).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// A server process started by a test that says "listening on port N" on stderr when ready;
+/// killed on drop.
+pub struct Listening {
+    child: std::process::Child,
+    pub port: u16,
+}
+
+/// The reference `everything` server (npm) in its streamableHttp mode.
+pub type Everything = Listening;
+
+impl Listening {
+    /// The `everything` server on a free port.
+    pub fn start() -> Listening {
+        Listening::start_on(free_port())
+    }
+
+    /// The `everything` server on `port`.
+    pub fn start_on(port: u16) -> Listening {
+        let mut cmd =
+            std::process::Command::new(repo_root().join("node_modules/.bin/mcp-server-everything"));
+        cmd.arg("streamableHttp").env("PORT", port.to_string());
+        Listening::spawn(cmd, port)
+    }
+
+    /// tests/python/bearer_server.py (official Python SDK) on a free port, demanding
+    /// `Authorization: Bearer <token>`; HTTPS with `tls = Some((cert, key))`.
+    pub fn bearer(token: &str, tls: Option<(&Path, &Path)>) -> Listening {
+        let port = free_port();
+        let mut cmd = std::process::Command::new(repo_root().join(".venv/bin/python"));
+        cmd.arg(repo_root().join("tests/python/bearer_server.py"))
+            .arg(port.to_string())
+            .env("BEARER_SERVER_TOKEN", token);
+        if let Some((cert, key)) = tls {
+            cmd.arg(cert).arg(key);
+        }
+        Listening::spawn(cmd, port)
+    }
+
+    /// Starts `cmd` and waits (at most 20 s) until it says it listens.
+    pub fn spawn(mut cmd: std::process::Command, port: u16) -> Listening {
+        use std::io::BufRead;
+        let mut child = cmd
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start the test server (run scripts/setup.sh)");
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut said = Vec::new();
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if line.contains("listening on port") {
+                    let _ = tx.send(Ok(()));
+                }
+                said.push(line);
+            }
+            let _ = tx.send(Err(said.join("\n")));
+        });
+        match rx.recv_timeout(Duration::from_secs(20)) {
+            Ok(Ok(())) => {}
+            other => panic!("the test server did not listen within 20 s: {other:?}"),
+        }
+        Listening { child, port }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+
+    /// Kills it (SIGKILL) and waits until it is gone.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

@@ -30,12 +30,21 @@ pub async fn start(args: &[&str]) -> Served {
 
 /// Like [`start`], with `sandbox` as the config's `sandbox` section (limits, policy).
 pub async fn start_with_sandbox(sandbox: Value, args: &[&str]) -> Served {
+    start_with_servers(
+        json!({"fixture": {"command": bin("fixture-mcp-server")}}),
+        sandbox,
+        args,
+    )
+    .await
+}
+
+/// Like [`start_with_sandbox`], with `servers` as the config's `mcpServers`.
+pub async fn start_with_servers(servers: Value, sandbox: Value, args: &[&str]) -> Served {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("mcp.json");
     std::fs::write(
         &config,
-        json!({"mcpServers": {"fixture": {"command": bin("fixture-mcp-server")}}, "sandbox": sandbox})
-            .to_string(),
+        json!({"mcpServers": servers, "sandbox": sandbox}).to_string(),
     )
     .unwrap();
     let state = dir.path().join("state.db");

@@ -1,6 +1,7 @@
 //! The whole command line as clap sees it: one variant per subcommand, each parsed into the
 //! arguments its own file defines.
 
+use super::auth::AuthArgs;
 use super::check::CheckArgs;
 use super::learning::{CapabilityArgs, GraphArgs};
 use super::run::RunArgs;
@@ -33,4 +34,6 @@ pub enum Command {
     Graph(GraphArgs),
     /// Save, list, show and remove capabilities (code callable as `mcp.namespace.action()`).
     Capability(CapabilityArgs),
+    /// OAuth logins for remote MCP servers (`auth login NAME`, `auth status`, `auth logout NAME`).
+    Auth(AuthArgs),
 }

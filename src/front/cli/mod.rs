@@ -3,6 +3,7 @@
 //! and policy flags, loading the catalog); each subcommand has its own file, and [`command`]
 //! puts them together for clap. Children import this file; it imports none of them.
 
+pub mod auth;
 pub mod check;
 pub mod command;
 pub mod learning;

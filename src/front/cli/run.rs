@@ -159,6 +159,9 @@ pub async fn command(args: RunArgs) -> Result<i32, UsageError> {
         }
     };
 
+    if let Ok(path) = args.state.path(args.config.as_ref().map(|_| &config)) {
+        crate::tools::catalog::oauth::use_state_file(path);
+    }
     // Learning is best effort: without a usable state file the script still runs (without
     // capabilities), and the reason is printed.
     let store = match args.state.open(args.config.as_ref().map(|_| &config)) {

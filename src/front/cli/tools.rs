@@ -27,6 +27,9 @@ pub async fn command(args: ToolsArgs) -> Result<i32, UsageError> {
         None => Config::default(),
     };
     let policy = args.policy.policy(&config)?;
+    if let Some(path) = config.state_path() {
+        crate::tools::catalog::oauth::use_state_file(path);
+    }
     let catalog = load_catalog(&config).await?;
     let text = if args.json {
         serde_json::to_string_pretty(&crate::tools::discovery::to_json(&catalog, &policy))

@@ -111,6 +111,9 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
     let runner = args.runner.command();
     // Learning is best effort, as for `run`: without a usable state file the server still
     // serves (without capabilities), and the reason is printed.
+    if let Ok(path) = args.state.path(args.config.as_ref().map(|_| &config)) {
+        crate::tools::catalog::oauth::use_state_file(path);
+    }
     let store = match args.state.open(args.config.as_ref().map(|_| &config)) {
         Ok(s) => Some(s),
         Err(e) => {

@@ -9,12 +9,10 @@ use crate::error::{ErrorCode, ExecError};
 use futures::future::BoxFuture;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Tool};
 use rmcp::service::{NotificationContext, Peer, RunningService, ServiceError};
-use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -56,6 +54,8 @@ struct Inner {
     /// Tool-list refreshes in progress.
     refreshing: Arc<watch::Sender<u32>>,
     state: tokio::sync::Mutex<State>,
+    /// When a remote server that could not be reached is tried again.
+    backoff: Mutex<super::backoff::Backoff>,
 }
 
 enum State {
@@ -73,9 +73,18 @@ struct Conn {
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
     /// The server's own process group (its pid): everything it starts is signalled with it.
     group: Option<ProcessGroup>,
+    /// Set when a stdio server sent an answer over the MCP client's line limit (the
+    /// connection was closed because of it).
+    oversize: Option<Arc<super::line_guard::Oversize>>,
+    /// Set when a call to a remote server failed on the transport: the next call reconnects.
+    broken: std::sync::atomic::AtomicBool,
 }
 
 impl Conn {
+    fn is_broken(&self) -> bool {
+        self.broken.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     fn stderr_said(&self) -> String {
         let lines: Vec<String> = self
             .stderr_tail
@@ -187,6 +196,7 @@ impl McpServer {
                 tools,
                 refreshing,
                 state: tokio::sync::Mutex::new(State::Up(Arc::new(conn))),
+                backoff: Mutex::new(super::backoff::Backoff::default()),
             }),
         })
     }
@@ -205,13 +215,29 @@ impl Inner {
     async fn connection(&self) -> Result<Arc<Conn>, Option<String>> {
         let mut state = self.state.lock().await;
         let old = match &*state {
-            State::Up(c) if !c.peer.is_transport_closed() => return Ok(c.clone()),
-            State::Up(c) => c.clone(),
+            State::Up(c) if !c.peer.is_transport_closed() && !c.is_broken() => return Ok(c.clone()),
+            State::Up(c) => Some(c.clone()),
+            State::Failed(reason) if self.config.is_remote() => {
+                // A remote server is tried again after a back-off (never a restart storm).
+                if let Some(wait) = self.backoff.lock().ok().and_then(|b| b.wait()) {
+                    return Err(Some(format!(
+                        "{reason}; the next reconnect attempt is in {} ms",
+                        wait.as_millis()
+                    )));
+                }
+                None
+            }
             State::Failed(reason) => return Err(Some(reason.clone())),
             State::Stopped => return Err(None),
         };
-        tracing::warn!(server = %self.name, "MCP server died{}; restarting it", old.stderr_said());
-        old.close().await;
+        if let Some(old) = old {
+            if self.config.is_remote() {
+                tracing::warn!(server = %self.name, "remote MCP server connection lost; reconnecting");
+            } else {
+                tracing::warn!(server = %self.name, "MCP server died{}; restarting it", old.stderr_said());
+            }
+            old.close().await;
+        }
         let watcher = ListWatcher {
             server: self.name.clone(),
             tools: self.tools.clone(),
@@ -231,12 +257,24 @@ impl Inner {
         match started {
             Ok((conn, tools)) => {
                 tracing::info!(server = %self.name, "MCP server restarted");
+                if let Ok(mut b) = self.backoff.lock() {
+                    *b = super::backoff::Backoff::default();
+                }
                 if let Ok(mut t) = self.tools.write() {
                     *t = tools;
                 }
                 let conn = Arc::new(conn);
                 *state = State::Up(conn.clone());
                 Ok(conn)
+            }
+            Err(reason) if self.config.is_remote() => {
+                let reason = format!("it could not be reached: {reason}");
+                tracing::warn!(server = %self.name, "{reason}");
+                if let Ok(mut b) = self.backoff.lock() {
+                    b.failed();
+                }
+                *state = State::Failed(reason.clone());
+                Err(Some(reason))
             }
             Err(reason) => {
                 let reason = format!("it died and could not be restarted: {reason}");
@@ -264,15 +302,21 @@ async fn connect(
     cwd: &std::path::Path,
     watcher: ListWatcher,
 ) -> Result<(Conn, Vec<ToolInfo>), String> {
+    if config.is_remote() {
+        return connect_remote(name, config, cwd, watcher).await;
+    }
     let mut cmd = tokio::process::Command::new(&config.command);
     cmd.args(&config.args).current_dir(cwd);
-    super::server_env::apply(&mut cmd, config);
+    super::server_env::apply(&mut cmd, config).map_err(|e| e.to_string())?;
     super::process_tree::own_tree(&mut cmd);
-    let (transport, stderr) = TokioChildProcess::builder(cmd)
-        .stderr(Stdio::piped())
-        .spawn()
+    let super::stdio_transport::Spawned {
+        transport,
+        pid,
+        stderr,
+        oversize,
+    } = super::stdio_transport::spawn(cmd)
         .map_err(|e| format!("cannot start `{}`: {e}", config.command))?;
-    let group = transport.id().and_then(ProcessGroup::of_leader);
+    let group = pid.and_then(ProcessGroup::of_leader);
     let tail = Arc::new(Mutex::new(VecDeque::new()));
     if let Some(stderr) = stderr {
         let tail = tail.clone();
@@ -324,9 +368,65 @@ async fn connect(
             service: tokio::sync::Mutex::new(Some(service)),
             stderr_tail: tail,
             group,
+            oversize: Some(oversize),
+            broken: Default::default(),
         },
         tools,
     ))
+}
+
+/// Connects to a remote (`url`) server over streamable HTTP, initializes the session and lists
+/// its tools. Errors give the reason (refused, DNS, TLS, HTTP status, timeout), never a header.
+async fn connect_remote(
+    name: &str,
+    config: &ServerConfig,
+    base_dir: &std::path::Path,
+    watcher: ListWatcher,
+) -> Result<(Conn, Vec<ToolInfo>), String> {
+    use super::http_transport::{http_client, transport, transport_config};
+    let client = http_client(config, base_dir)?;
+    let settings = transport_config(name, config)?;
+    let started = if config.oauth.is_some() {
+        let client = super::oauth::client(name, config, client).await?;
+        watcher.serve(transport(client, settings)).await
+    } else {
+        watcher.serve(transport(client, settings)).await
+    };
+    let service = started.map_err(|e| {
+        let reason = super::error_chain(&e);
+        if config.oauth.is_some() && reason.contains("HTTP 401") {
+            super::oauth::needs_login(name, super::oauth::REFUSED)
+        } else {
+            format!("initialize failed: {reason}")
+        }
+    })?;
+    let tools = match service.peer().list_all_tools().await {
+        Ok(t) => t,
+        Err(e) => {
+            let _ = service.cancel().await;
+            return Err(format!("tools/list failed: {}", super::error_chain(&e)));
+        }
+    };
+    let tools = tools.iter().map(|t| tool_info(name, t)).collect();
+    Ok((
+        Conn {
+            peer: service.peer().clone(),
+            service: tokio::sync::Mutex::new(Some(service)),
+            stderr_tail: Arc::new(Mutex::new(VecDeque::new())),
+            group: None,
+            oversize: None,
+            broken: Default::default(),
+        },
+        tools,
+    ))
+}
+
+/// Whether a call failed on the transport (not with an answer from the server).
+fn is_transport_error(e: &ServiceError) -> bool {
+    matches!(
+        e,
+        ServiceError::TransportClosed | ServiceError::TransportSend(_)
+    )
 }
 
 fn tool_info(server: &str, t: &Tool) -> ToolInfo {
@@ -435,12 +535,45 @@ impl ToolProvider for McpServer {
                 Ok(_) => Err(tool_error(format!(
                     "{qualified} asked for interactive input or a task, which scripts cannot provide"
                 ))),
+                Err(e) if inner.config.is_remote() && is_transport_error(&e) => {
+                    // The connection to a remote server failed: nothing to restart, the next
+                    // call reconnects (after a back-off if that fails too).
+                    conn.broken
+                        .store(true, std::sync::atomic::Ordering::Relaxed);
+                    let sent = if super::http_transport::not_sent(&e) {
+                        "the call was not sent"
+                    } else {
+                        "the call may have reached the server; it was not retried"
+                    };
+                    let mut reason = super::error_chain(&e);
+                    if inner.config.oauth.is_some() && reason.contains("HTTP 401") {
+                        reason = super::oauth::needs_login(&server, super::oauth::REFUSED);
+                    }
+                    Err(ExecError::new(
+                        ErrorCode::ServerUnavailable,
+                        format!(
+                            "MCP server '{server}' is unavailable: {reason} ({sent}; the next call reconnects)"
+                        ),
+                    )
+                    .with_tool(&qualified))
+                }
                 Err(e) => {
                     let died = matches!(
                         e,
                         ServiceError::TransportClosed | ServiceError::TransportSend(_)
                     ) || conn.peer.is_transport_closed();
                     if died {
+                        if let Some(seen) = conn.oversize.as_ref().and_then(|o| o.get()) {
+                            return Err(ExecError::new(
+                                ErrorCode::LimitExceeded,
+                                format!(
+                                    "MCP server '{server}' sent an answer of {}, over the {}-byte message limit of its MCP client; the call failed (every call in flight to '{server}' did), and the server will be restarted for the next call. Ask the tool for less",
+                                    seen.size(),
+                                    seen.limit
+                                ),
+                            )
+                            .with_tool(&qualified));
+                        }
                         // The stderr reader may still be collecting the server's last words.
                         tokio::time::sleep(Duration::from_millis(20)).await;
                         Err(tool_error(format!(

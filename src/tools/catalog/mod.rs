@@ -1,10 +1,16 @@
 //! The tools a script can call, grouped by server: real MCP servers over stdio and in-process
 //! tools registered from Rust. The session routes every call through [`ToolProvider`].
 
+mod backoff;
+mod http_transport;
 mod in_process;
+pub mod line_guard;
 mod mcp_client;
+pub mod oauth;
+mod oauth_store;
 pub mod process_tree;
 pub mod server_env;
+mod stdio_transport;
 
 pub use in_process::InProcessServer;
 pub use mcp_client::{start_mcp_servers, start_some_mcp_servers, McpServer};
@@ -212,5 +218,86 @@ impl Catalog {
                 reason: r.clone(),
             })
             .collect()
+    }
+}
+
+/// An error and its sources, joined with ": ", for a "why is this server unavailable" message.
+/// reqwest and rmcp put the useful part ("Connection refused", "dns error", the certificate
+/// problem) deep in the sources, and rmcp's HTTP error does not link its client error as a
+/// source: it is followed here. A part that repeats a later one (a wrapper quoting its cause)
+/// is left out. At most 8 levels.
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    let mut parts: Vec<String> = Vec::new();
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = next {
+        if parts.len() >= 8 {
+            break;
+        }
+        if let Some(rmcp::service::ClientInitializeError::TransportError { error, context }) =
+            err.downcast_ref::<rmcp::service::ClientInitializeError>()
+        {
+            parts.push(format!(
+                "transport error on {}",
+                context.trim_start_matches("send ")
+            ));
+            next = Some(error.error.as_ref());
+            continue;
+        }
+        if let Some(rmcp::service::ServiceError::TransportSend(error)) =
+            err.downcast_ref::<rmcp::service::ServiceError>()
+        {
+            next = Some(error.error.as_ref());
+            continue;
+        }
+        match err.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+            Some(StreamableHttpError::Client(inner)) => {
+                next = Some(inner);
+                continue;
+            }
+            Some(StreamableHttpError::AuthRequired(_)) => {
+                parts.push(
+                    "HTTP 401 Unauthorized: the server wants credentials (check the server's headers)"
+                        .to_string(),
+                );
+                break;
+            }
+            _ => {}
+        }
+        parts.push(tidy(&err.to_string()));
+        next = err.source();
+    }
+    let kept: Vec<&String> = parts
+        .iter()
+        .enumerate()
+        .filter(|(i, p)| {
+            !parts[i + 1..]
+                .iter()
+                .any(|later| p.contains(later.as_str()))
+        })
+        .map(|(_, p)| p)
+        .collect();
+    kept.iter()
+        .map(|p| p.as_str())
+        .collect::<Vec<_>>()
+        .join(": ")
+}
+
+/// One part of [`error_chain`]: rmcp's transport type names cut out, at most 300 characters
+/// (a server's error page can be long).
+fn tidy(text: &str) -> String {
+    let mut text = text.to_string();
+    while let Some(start) = text.find("Transport [") {
+        let Some(end) = text[start..].find("] error: ") else {
+            break;
+        };
+        text.replace_range(start..start + end + "] error: ".len(), "");
+    }
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if text.chars().count() > 300 {
+        let cut: String = text.chars().take(300).collect();
+        format!("{cut}…")
+    } else {
+        text
     }
 }

@@ -6,6 +6,8 @@
 //!  "sandbox": {"limits": {"timeout_ms": 10000}}}
 //! ```
 
+pub mod server_entry;
+
 use crate::context::limits::Limits;
 use crate::context::policy::{Policy, PolicyError, Rules};
 use sandbox_runner::protocol::valid_server_name;
@@ -29,11 +31,28 @@ pub enum ConfigError {
     Invalid { path: PathBuf, message: String },
 }
 
-/// One stdio MCP server.
+/// One MCP server: a stdio server (`command`) or a remote one (`url`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServerConfig {
+    /// The program of a stdio server (empty for a remote server).
+    #[serde(default)]
     pub command: String,
+    /// The streamable HTTP endpoint of a remote server (`http://` or `https://`).
+    #[serde(default)]
+    pub url: Option<String>,
+    /// HTTP headers sent with every request to a remote server; `${VAR}` in a value is taken
+    /// from the host's environment when the server is started (see `catalog::expand`).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// A PEM file of CA certificates trusted for this remote server besides the system roots;
+    /// relative to the config file's directory.
+    #[serde(default, rename = "caFile")]
+    pub ca_file: Option<PathBuf>,
+    /// The remote server uses OAuth (the MCP authorization flow): tokens come from
+    /// `mcp-sandbox auth login NAME`, stored encrypted in the state file.
+    #[serde(default)]
+    pub oauth: Option<OAuthConfig>,
     #[serde(default)]
     pub args: Vec<String>,
     /// Set for this server, on top of the default set and `inheritEnv` (the server does not
@@ -44,7 +63,8 @@ pub struct ServerConfig {
     /// also the default.
     #[serde(default)]
     pub cwd: Option<PathBuf>,
-    /// Only `"stdio"` is supported.
+    /// `"stdio"` (with `command`) or `"http"` / `"streamable-http"` (with `url`); `"sse"` is
+    /// refused (rmcp 3.9 has no client for the older HTTP+SSE transport).
     #[serde(default, rename = "type")]
     pub transport: Option<String>,
     /// Largest serialized arguments of one call to this server, replacing the execution's
@@ -61,10 +81,36 @@ pub struct ServerConfig {
     pub startup_timeout_ms: Option<u64>,
 }
 
+/// OAuth settings of a remote server (`"oauth": {}` turns it on).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OAuthConfig {
+    /// Scopes to ask for; empty: what the server's metadata suggests.
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    /// The client name used in dynamic client registration (default "mcp-sandbox").
+    #[serde(default, rename = "clientName")]
+    pub client_name: Option<String>,
+}
+
 /// Default start-up timeout of an MCP server.
 pub const DEFAULT_STARTUP_TIMEOUT_MS: u64 = 10_000;
 
 impl ServerConfig {
+    /// Whether this is a remote (`url`) server.
+    pub fn is_remote(&self) -> bool {
+        self.url.is_some()
+    }
+
+    /// The transport, as traces and `tools` name it: `"stdio"` or `"http"`.
+    pub fn transport_name(&self) -> &'static str {
+        if self.is_remote() {
+            "http"
+        } else {
+            "stdio"
+        }
+    }
+
     /// The server's start-up timeout.
     pub fn startup_timeout(&self) -> std::time::Duration {
         std::time::Duration::from_millis(
@@ -155,9 +201,7 @@ impl Config {
                     "server name '{name}' is not allowed: use letters, digits, '_' or '-', and not a JavaScript built-in name"
                 ));
             }
-            if server.command.trim().is_empty() {
-                return Err(format!("server '{name}': command is empty"));
-            }
+            crate::config::server_entry::check(name, server)?;
             if server.max_arg_bytes == Some(0) {
                 return Err(format!(
                     "server '{name}': maxArgBytes must be at least 1 (it is a size in bytes)"
@@ -176,13 +220,6 @@ impl Config {
                 if !(1..=600_000).contains(&ms) {
                     return Err(format!(
                         "server '{name}': startupTimeoutMs must be between 1 and 600000, got {ms}"
-                    ));
-                }
-            }
-            if let Some(t) = &server.transport {
-                if t != "stdio" {
-                    return Err(format!(
-                        "server '{name}': transport '{t}' is not supported; only stdio servers (command + args) are"
                     ));
                 }
             }
@@ -244,6 +281,19 @@ mod tests {
     }
 
     #[test]
+    fn parses_remote_servers() {
+        let c = Config::parse(
+            r#"{"mcpServers": {"r": {"url": "https://example.com/mcp", "type": "http", "headers": {"X-Plain": "1", "Authorization": "Bearer ${PATH}"}, "caFile": "ca.pem"}}}"#,
+            Path::new("/base"),
+        )
+        .unwrap();
+        assert!(c.servers["r"].is_remote());
+        assert_eq!(c.servers["r"].transport_name(), "http");
+        // The config keeps the template, never the expanded value.
+        assert_eq!(c.servers["r"].headers["Authorization"], "Bearer ${PATH}");
+    }
+
+    #[test]
     fn rejects_bad_configs_with_a_reason() {
         let bad = [
             (
@@ -259,12 +309,48 @@ mod tests {
                 "command is empty",
             ),
             (
-                r#"{"mcpServers": {"a": {"url": "http://x"}}}"#,
+                r#"{"mcpServers": {"a": {"uri": "http://x"}}}"#,
                 "unknown field",
             ),
             (
                 r#"{"mcpServers": {"a": {"command": "x", "type": "sse"}}}"#,
                 "not supported",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"url": "http://x/mcp", "type": "sse"}}}"#,
+                "transport 'sse' (the older HTTP+SSE transport) is not supported",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"url": "http://x/mcp", "command": "x"}}}"#,
+                "command and url are mutually exclusive",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"url": "ftp://x/mcp"}}}"#,
+                "url must start with https://",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"url": "https://u:p@x/mcp"}}}"#,
+                "url must not hold credentials",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"url": "https://x/mcp", "args": ["1"]}}}"#,
+                "args is for stdio servers",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"command": "x", "headers": {"A": "1"}}}}"#,
+                "headers is for remote servers",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"url": "https://x/mcp", "headers": {"Accept": "1"}}}}"#,
+                "set by the MCP client itself",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"url": "https://x/mcp", "headers": {"Authorization": "Bearer ${MCP_SANDBOX_TEST_UNSET_VAR}"}}}}"#,
+                "server 'a': headers.Authorization uses ${MCP_SANDBOX_TEST_UNSET_VAR}, which is not set in the host's environment",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"command": "x", "env": {"K": "${MCP_SANDBOX_TEST_UNSET_VAR}"}}}}"#,
+                "server 'a': env.K uses ${MCP_SANDBOX_TEST_UNSET_VAR}",
             ),
             (r#"{"sandbox": {"limits": {"memory_mb": 0}}}"#, "memory_mb"),
             ("[1, 2]", "expected"),

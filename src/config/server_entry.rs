@@ -1,0 +1,219 @@
+//! Checks of a server entry's transport keys, and `${VAR}` expansion of `headers` and `env`.
+//!
+//! - A server has `command` (stdio) or `url` (streamable HTTP), never both.
+//! - `"type"` may be `"stdio"` with `command`, `"http"` or `"streamable-http"` with `url`.
+//!   `"sse"` (the older HTTP+SSE transport) is refused: rmcp 3.9, the MCP client of this host,
+//!   ships no client for it.
+//! - `${NAME}` in a header value or an `env` value is replaced by the host's variable `NAME`
+//!   when the server is started; a variable that is not set is a config error naming it (never
+//!   its value). Only `${` followed by a name and `}` is special; any other `$` is kept.
+
+use super::ServerConfig;
+
+/// Header names the MCP client sets itself; a config may not set them.
+const RESERVED_HEADERS: [&str; 6] = [
+    "accept",
+    "content-type",
+    "content-length",
+    "host",
+    "mcp-session-id",
+    "last-event-id",
+];
+
+/// A `${VAR}` whose variable is not set.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{place} uses ${{{var}}}, which is not set in the host's environment: set it before starting mcp-sandbox")]
+pub struct MissingVar {
+    pub place: String,
+    pub var: String,
+}
+
+/// The `${NAME}` references of `text`, in order.
+pub fn references(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        let after = &rest[start + 2..];
+        match after.find('}') {
+            Some(end) if is_name(&after[..end]) => {
+                out.push(&after[..end]);
+                rest = &after[end + 1..];
+            }
+            _ => rest = after,
+        }
+    }
+    out
+}
+
+fn is_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// `text` with each `${NAME}` replaced by `lookup(NAME)`.
+pub fn expand(
+    text: &str,
+    place: &str,
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<String, MissingVar> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        match after.find('}') {
+            Some(end) if is_name(&after[..end]) => {
+                let var = &after[..end];
+                let value = lookup(var).ok_or_else(|| MissingVar {
+                    place: place.to_string(),
+                    var: var.to_string(),
+                })?;
+                out.push_str(&value);
+                rest = &after[end + 1..];
+            }
+            _ => {
+                out.push_str("${");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The host's variable `name` (when it is valid UTF-8).
+pub fn host_var(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// The checks of one server entry that `Config::parse` runs (see the module docs).
+pub fn check(name: &str, server: &ServerConfig) -> Result<(), String> {
+    let has_command = !server.command.trim().is_empty();
+    match (&server.url, has_command) {
+        (Some(_), true) => {
+            return Err(format!(
+                "server '{name}': command and url are mutually exclusive: use command (+ args) for a stdio server or url for a remote one"
+            ))
+        }
+        (None, false) => {
+            return Err(format!(
+                "server '{name}': command is empty: give command (+ args) for a stdio server or url for a remote one"
+            ))
+        }
+        _ => {}
+    }
+    let kind = server.transport.as_deref();
+    if kind == Some("sse") {
+        return Err(format!(
+            "server '{name}': transport 'sse' (the older HTTP+SSE transport) is not supported: the MCP client of this host (rmcp 3.9) has no SSE client. Use the server's streamable HTTP endpoint with \"url\" (and \"type\": \"http\" or no type)"
+        ));
+    }
+    match (kind, server.is_remote()) {
+        (None, _) | (Some("stdio"), false) | (Some("http" | "streamable-http"), true) => {}
+        (Some(t), remote) => {
+            return Err(format!(
+                "server '{name}': transport '{t}' is not supported {}; use \"stdio\" with command, or \"http\" with url",
+                if remote { "with url" } else { "with command" }
+            ))
+        }
+    }
+    if let Some(url) = &server.url {
+        let parsed = reqwest::Url::parse(url)
+            .map_err(|e| format!("server '{name}': url is not a valid URL: {e}"))?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(format!(
+                "server '{name}': url must start with https:// (or http://), not {}://",
+                parsed.scheme()
+            ));
+        }
+        if !parsed.username().is_empty() || parsed.password().is_some() {
+            return Err(format!(
+                "server '{name}': url must not hold credentials; put them in headers with ${{VAR}}"
+            ));
+        }
+        let stdio_only = [
+            ("args", !server.args.is_empty()),
+            ("env", !server.env.is_empty()),
+            ("cwd", server.cwd.is_some()),
+            ("inheritEnv", !server.inherit_env.is_empty()),
+        ];
+        if let Some((key, _)) = stdio_only.iter().find(|(_, set)| *set) {
+            return Err(format!(
+                "server '{name}': {key} is for stdio servers (command); a url server has headers instead"
+            ));
+        }
+    } else {
+        let remote_only = [
+            ("headers", !server.headers.is_empty()),
+            ("caFile", server.ca_file.is_some()),
+            ("oauth", server.oauth.is_some()),
+        ];
+        if let Some((key, _)) = remote_only.iter().find(|(_, set)| *set) {
+            return Err(format!(
+                "server '{name}': {key} is for remote servers (url), not stdio ones"
+            ));
+        }
+    }
+    for (header, value) in &server.headers {
+        let lower = header.to_ascii_lowercase();
+        if server.oauth.is_some() && lower == "authorization" {
+            return Err(format!(
+                "server '{name}': an oauth server gets its Authorization header from `mcp-sandbox auth login {name}`; remove it from headers"
+            ));
+        }
+        if RESERVED_HEADERS.contains(&lower.as_str()) {
+            return Err(format!(
+                "server '{name}': header {header:?} is set by the MCP client itself and cannot be configured"
+            ));
+        }
+        if reqwest::header::HeaderName::from_bytes(header.as_bytes()).is_err() {
+            return Err(format!(
+                "server '{name}': {header:?} is not a valid HTTP header name"
+            ));
+        }
+        // The value is checked after expansion, at start; here only its variables.
+        expand(
+            value,
+            &format!("server '{name}': headers.{header}"),
+            host_var,
+        )
+        .map_err(|e| e.to_string())?;
+    }
+    for (var, value) in &server.env {
+        expand(value, &format!("server '{name}': env.{var}"), host_var)
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(name: &str) -> Option<String> {
+        match name {
+            "TOKEN" => Some("s3cret".into()),
+            "EMPTY" => Some(String::new()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn expands_names_and_keeps_other_dollars() {
+        let e = |t: &str| expand(t, "x", vars);
+        assert_eq!(e("Bearer ${TOKEN}").unwrap(), "Bearer s3cret");
+        assert_eq!(e("${TOKEN}${EMPTY}-${TOKEN}").unwrap(), "s3cret-s3cret");
+        assert_eq!(
+            e("$TOKEN ${} ${1A} ${A-B} $").unwrap(),
+            "$TOKEN ${} ${1A} ${A-B} $"
+        );
+        assert_eq!(e("${TOKEN").unwrap(), "${TOKEN");
+        let err = e("a ${NOPE} b").unwrap_err();
+        assert_eq!(err.var, "NOPE");
+        assert!(err.to_string().contains("x uses ${NOPE}, which is not set"));
+        assert_eq!(references("${A} ${B_2} ${-}"), ["A", "B_2"]);
+    }
+}
