@@ -13,6 +13,12 @@ pub enum TraceKind {
     ToolEnd,
     CapabilityStart,
     CapabilityEnd,
+    /// A call an `ask` rule matched waits for approval (`rule` says which).
+    ApprovalRequested,
+    /// It was approved (`by`: elicitation, tty, flag).
+    ApprovalGranted,
+    /// It was refused (`by`: elicitation, tty, flag, timeout), with the error the script gets.
+    ApprovalDenied,
 }
 
 /// The `{code, message}` of a failed call.
@@ -48,6 +54,12 @@ pub struct TraceEvent {
     pub duration_ms: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<TraceError>,
+    /// Approval events: who or what answered (`elicitation`, `tty`, `flag`, `timeout`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    /// `approval_requested`: the policy rule that asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
 }
 
 /// Milliseconds since the Unix epoch, with sub-millisecond precision.
@@ -94,9 +106,10 @@ fn table(events: &[TraceEvent]) -> String {
         .max(4);
     let mut out = format!("{:<width$}  {:>10}  {}\n", "TOOL", "MS", "STATUS");
     for e in ends {
-        let status = match (&e.success, &e.error) {
-            (Some(true), _) => "ok".to_string(),
-            (_, Some(err)) => format!("{}: {}", err.code, escape(&err.message)),
+        let status = match (approval_status(e), &e.success, &e.error) {
+            (Some(s), _, _) => s,
+            (None, Some(true), _) => "ok".to_string(),
+            (None, _, Some(err)) => format!("{}: {}", err.code, escape(&err.message)),
             _ => "failed".to_string(),
         };
         out.push_str(&format!(
@@ -110,7 +123,26 @@ fn table(events: &[TraceEvent]) -> String {
 }
 
 fn is_end(e: &TraceEvent) -> bool {
-    matches!(e.kind, TraceKind::ToolEnd | TraceKind::CapabilityEnd)
+    matches!(
+        e.kind,
+        TraceKind::ToolEnd
+            | TraceKind::CapabilityEnd
+            | TraceKind::ApprovalGranted
+            | TraceKind::ApprovalDenied
+    )
+}
+
+/// A table row's status for an approval answer (its duration is the wait).
+fn approval_status(e: &TraceEvent) -> Option<String> {
+    let by = escape(e.by.as_deref().unwrap_or("?"));
+    match e.kind {
+        TraceKind::ApprovalGranted => Some(format!("approval granted by {by}")),
+        TraceKind::ApprovalDenied => Some(match &e.error {
+            Some(err) => format!("approval denied by {by}: {}", escape(&err.message)),
+            None => format!("approval denied by {by}"),
+        }),
+        _ => None,
+    }
 }
 
 /// A Mermaid `sequenceDiagram`: script → host → server for each call, with durations.
@@ -152,6 +184,22 @@ fn mermaid(events: &[TraceEvent]) -> String {
                     id(server)
                 ));
             }
+            TraceKind::ApprovalRequested => {
+                let rule = mermaid_text(e.rule.as_deref().unwrap_or(""));
+                out.push_str(&format!("    Note over H: {tool} waits for approval ({rule})\n"));
+            }
+            TraceKind::ApprovalGranted | TraceKind::ApprovalDenied => {
+                let ms = e.duration_ms.unwrap_or(0.0);
+                let by = mermaid_text(e.by.as_deref().unwrap_or("?"));
+                let what = if e.kind == TraceKind::ApprovalGranted {
+                    "approved"
+                } else {
+                    "denied"
+                };
+                out.push_str(&format!(
+                    "    Note over H: {tool} {what} by {by} after {ms:.1} ms\n"
+                ));
+            }
         }
     }
     out
@@ -190,6 +238,8 @@ mod tests {
             success: Some(true),
             duration_ms: Some(45.2),
             error: None,
+            by: None,
+            rule: None,
         };
         assert_eq!(
             serde_json::to_string(&e).unwrap(),

@@ -58,6 +58,9 @@ pub struct ExecRequest {
     /// The trace id of the call this execution serves (a capability call): stamped as
     /// `parent_trace_id` on this execution's own events.
     pub parent_trace_id: Option<String>,
+    /// Who answers when a policy `ask` rule matches a call (`None`: nobody; such calls are
+    /// denied at once). See [`crate::gate::approval`].
+    pub approvals: Option<std::sync::Arc<crate::gate::approval::Approvals>>,
 }
 
 /// A callback given the runner's pid once it is spawned. It runs synchronously on the session's
@@ -127,6 +130,7 @@ pub async fn execute_pooled(
     let mut run = Run::new(&req.limits);
     run.policy = req.policy.clone();
     run.parent = req.parent_trace_id.clone();
+    run.approvals = crate::gate::approval::Gate::new(req.approvals.clone());
     let error = run.drive(catalog, runner, pool, &req).await.err();
     if let Some(pool) = pool {
         pool.refill();
@@ -221,6 +225,8 @@ struct Run {
     answered: HashSet<(ErrorCode, String)>,
     /// The runner's layers as verified in `/proc`.
     isolation: BTreeMap<String, String>,
+    /// Where calls an `ask` rule matches wait for approval.
+    approvals: crate::gate::approval::Gate,
 }
 
 impl Run {
@@ -245,6 +251,7 @@ impl Run {
             routed: HashSet::new(),
             answered: HashSet::new(),
             isolation: BTreeMap::new(),
+            approvals: crate::gate::approval::Gate::new(None),
         }
     }
 
@@ -516,6 +523,8 @@ impl Run {
             success: None,
             duration_ms: None,
             error: None,
+            by: None,
+            rule: None,
         });
         self.inflight.insert(
             q.id,
@@ -572,15 +581,33 @@ impl Run {
             children: self.children.clone(),
             policy: self.policy.clone(),
         };
-        let fut =
-            match catalog.provider(&q.server) {
-                Some(p) => p.call(&q.tool, q.args, &ctx),
+        // A call an `ask` rule matches waits for approval first, outside its call timeout.
+        let approval = self.policy.asks(&q.server, &q.tool).map(|rule| {
+            let question = crate::gate::approval::Question::new(&q.server, &q.tool, &q.args, &rule);
+            self.approvals.wait(
+                question,
+                crate::gate::approval::Recording {
+                    trace_id: ctx.trace_id.clone(),
+                    parent_trace_id: self.parent.clone(),
+                    sink: self.children.clone(),
+                },
+            )
+        });
+        let provider = catalog.provider(&q.server).cloned();
+        let (tool, args) = (q.tool, q.args);
+        let id = q.id;
+        Box::pin(async move {
+            if let Some(approval) = approval {
+                if let Err(e) = approval.await {
+                    return (id, Err(e));
+                }
+            }
+            let fut = match provider {
+                Some(p) => p.call(&tool, args, &ctx),
                 None => Box::pin(async move {
                     Err(ExecError::new(ErrorCode::ToolNotFound, "no such server"))
                 }),
             };
-        let id = q.id;
-        Box::pin(async move {
             match tokio::time::timeout(timeout, fut).await {
                 Ok(r) => (id, r),
                 Err(_) => (
@@ -701,6 +728,8 @@ impl Run {
                 code: e.code,
                 message: budget::clip(&e.message, budget::TRACE_MESSAGE_BYTES),
             }),
+            by: None,
+            rule: None,
         });
     }
 
