@@ -7,6 +7,7 @@ mod common;
 mod serve_support;
 
 mod abandoned_results;
+mod approval_cli;
 mod arg_size_limit;
 mod args_in_flight;
 mod broken_pipe;
