@@ -81,6 +81,7 @@ pub async fn call(
     args: JsonObject,
     cancel: CancellationToken,
     answer: super::responses::AnswerKey,
+    approvals: std::sync::Arc<crate::gate::approval::Approvals>,
 ) -> Result<CallToolResult, ErrorData> {
     const FIELDS: [&str; 5] = ["code", "context", "timeout_ms", "language", "limits"];
     if let Some(extra) = args.keys().find(|k| !FIELDS.contains(&k.as_str())) {
@@ -143,6 +144,7 @@ pub async fn call(
                         require_layers: gateway.require_layers.clone(),
                         policy: gateway.policy.clone(),
                         client_cancel: Some(cancel),
+                        approvals: Some(approvals),
                         ..Default::default()
                     })
                     .await

@@ -9,6 +9,7 @@
 
 pub mod admission;
 mod capabilities;
+pub mod elicit;
 pub(crate) mod execute_code;
 pub mod http;
 pub mod jsonrpc;
@@ -47,6 +48,10 @@ pub struct Gateway {
     pub store: Option<crate::store::Store>,
     /// Bounds of save_capability: code size, versions kept per name, total size.
     pub capability_quota: crate::store::CapabilityQuota,
+    /// `--approve`: calls that need approval and are approved without asking.
+    pub pre_approved: crate::context::policy::PreApproved,
+    /// `--approval-timeout-ms`.
+    pub approval_timeout: std::time::Duration,
 }
 
 /// One MCP session's handler (cheap to clone; HTTP makes one per session).
@@ -112,14 +117,21 @@ impl ServerHandler for GatewayServer {
                     session.unwrap_or(if parts.is_some() { "http" } else { "stdio" }).to_string(),
                     serde_json::to_string(&context.id).unwrap_or_default(),
                 );
+                // Calls an `ask` rule matches are asked to this client (elicitation).
+                let approvals = Arc::new(elicit::approvals(
+                    &context.peer,
+                    self.gateway.pre_approved.clone(),
+                    self.gateway.approval_timeout,
+                ));
                 match session {
                     None => {
-                        execute_code::call(&self.gateway, args, context.ct.clone(), answer).await?
+                        execute_code::call(&self.gateway, args, context.ct.clone(), answer, approvals)
+                            .await?
                     }
                     Some(id) => {
                         let (cancel, _forward) =
                             sessions::either(&context.ct, &self.gateway.sessions.token(id));
-                        execute_code::call(&self.gateway, args, cancel, answer).await?
+                        execute_code::call(&self.gateway, args, cancel, answer, approvals).await?
                     }
                 }
             }
