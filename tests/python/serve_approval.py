@@ -7,7 +7,7 @@ usage: serve_approval.py MODE <mcp-sandbox> <config> [serve args...]
 MODE: approve | approve_tool | deny | never | no_capability | cancel
 Prints one JSON line: {"outcome": the execute_code structuredContent (or null),
 "questions": the elicitation messages seen, "schema": the first requested schema,
-"cancelled": whether the client saw notifications/cancelled for its question}.
+"cancelled": whether the server withdrew an open question (notifications/cancelled)}.
 """
 
 import asyncio
@@ -27,6 +27,49 @@ for (const m of ["one", "two"]) {
 }
 return r;
 """
+
+
+# Works ~200 ms of CPU first, so its runner is recognisable among pre-started (idle) ones.
+BUSY_CODE = "let x = 0; for (let i = 0; i < 3e6; i++) x += i;\n" + CODE
+
+
+def children(pid):
+    out = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                out += [int(p) for p in f.read().split()]
+        except OSError:
+            pass
+    return out
+
+
+def stat(pid):
+    """(comm, state, utime+stime ticks) or None when gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            text = f.read()
+    except OSError:
+        return None
+    head, rest = text.rsplit(") ", 1)
+    fields = rest.split()
+    return head.split(" (", 1)[1], fields[0], int(fields[11]) + int(fields[12])
+
+
+def busy_runners():
+    """Runners (grandchildren of this process, under serve) that used >= 30 ms of CPU."""
+    found = []
+    for serve in children(os.getpid()):
+        for r in children(serve):
+            s = stat(r)
+            if s and s[0] == "sandbox-runner" and s[2] >= 3:
+                found.append(r)
+    return found
+
+
+def alive(pid):
+    s = stat(pid)
+    return s is not None and s[1] not in ("Z", "X")
 
 
 async def main() -> None:
@@ -52,34 +95,43 @@ async def main() -> None:
             return types.ElicitResult(
                 action="accept", content={"decision": "deny", "reason": "not on a Friday"}
             )
-        # never / cancel: nobody answers.
-        await anyio.sleep(60)
+        # never / cancel: nobody answers. The server withdraws the question with
+        # notifications/cancelled, which makes the SDK cancel this handler.
+        try:
+            await anyio.sleep(60)
+        except anyio.get_cancelled_exc_class():
+            cancelled.append(True)
+            raise
         return types.ElicitResult(action="cancel")
-
-    async def on_message(message):
-        if isinstance(message, types.ServerNotification) or hasattr(message, "root"):
-            root = getattr(message, "root", message)
-            if getattr(root, "method", None) == "notifications/cancelled":
-                cancelled.append(True)
 
     params = StdioServerParameters(
         command=exe, args=["serve", "--config", config, *extra], env=dict(os.environ)
     )
-    kwargs = {"message_handler": on_message}
+    kwargs = {}
     if mode != "no_capability":
         kwargs["elicitation_callback"] = on_elicit
     outcome = None
+    report = {}
     async with stdio_client(params) as streams:
         async with ClientSession(streams[0], streams[1], **kwargs) as session:
             await session.initialize()
             if mode == "cancel":
                 async with anyio.create_task_group() as tg:
                     async def call():
-                        await session.call_tool("execute_code", {"code": CODE})
+                        await session.call_tool("execute_code", {"code": BUSY_CODE})
 
                     tg.start_soon(call)
                     await asyncio.wait_for(asked.wait(), 20)
+                    runners = busy_runners()
                     tg.cancel_scope.cancel()
+                left = runners
+                for _ in range(150):
+                    left = [r for r in runners if alive(r)]
+                    if not left:
+                        break
+                    await anyio.sleep(0.02)
+                report["runners_during_question"] = len(runners)
+                report["runners_left"] = len(left)
                 # The server must still serve after the cancellation.
                 r = await session.call_tool("execute_code", {"code": "return 41 + 1"})
                 outcome = r.structured_content
@@ -92,6 +144,7 @@ async def main() -> None:
         "questions": questions,
         "schema": schema[0] if schema else None,
         "cancelled": bool(cancelled),
+        **report,
     }))
 
 
