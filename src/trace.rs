@@ -186,7 +186,9 @@ fn mermaid(events: &[TraceEvent]) -> String {
             }
             TraceKind::ApprovalRequested => {
                 let rule = mermaid_text(e.rule.as_deref().unwrap_or(""));
-                out.push_str(&format!("    Note over H: {tool} waits for approval ({rule})\n"));
+                out.push_str(&format!(
+                    "    Note over H: {tool} waits for approval ({rule})\n"
+                ));
             }
             TraceKind::ApprovalGranted | TraceKind::ApprovalDenied => {
                 let ms = e.duration_ms.unwrap_or(0.0);

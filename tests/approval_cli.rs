@@ -57,7 +57,12 @@ fn run_without_terminal(args: &[&str]) -> (i32, Value) {
 /// `mcp-sandbox run --json ARGS` with a pseudo-terminal as its controlling terminal; `answers`
 /// are typed, one per prompt, `delay_ms` after the prompt appears. Returns the exit status, the
 /// outcome, what the terminal showed and how many prompts it saw.
-fn run_on_terminal(dir: &Path, args: &[&str], answers: &[&str], delay_ms: u64) -> (i32, Value, String, u64) {
+fn run_on_terminal(
+    dir: &Path,
+    args: &[&str],
+    answers: &[&str],
+    delay_ms: u64,
+) -> (i32, Value, String, u64) {
     let (out, err) = (dir.join("stdout"), dir.join("stderr"));
     let answers = serde_json::to_string(answers).expect("answers");
     let delay = delay_ms.to_string();
@@ -201,13 +206,19 @@ fn terminal_answers_approve_for_the_execution_and_deny_with_a_reason() {
                 try { await mcp.fixture.add({a: 1, b: 2}); } catch (e) { r.push(e.code, e.message); }\n\
                 return r;";
     let file = script(dir.path(), code);
-    let (status, outcome, tty, prompts) =
-        run_on_terminal(dir.path(), &[&file, "--config", &cfg], &["a", "n: not today"], 50);
+    let (status, outcome, tty, prompts) = run_on_terminal(
+        dir.path(),
+        &[&file, "--config", &cfg],
+        &["a", "n: not today"],
+        50,
+    );
     assert_eq!(status, 0, "{outcome}");
     // Asked twice: echo once for the whole execution, then add.
     assert_eq!(prompts, 2, "{tty}");
     assert!(
-        tty.contains("The script wants to call fixture:echo (asked by the config rule ask \"fixture:echo\")"),
+        tty.contains(
+            "The script wants to call fixture:echo (asked by the config rule ask \"fixture:echo\")"
+        ),
         "{tty}"
     );
     assert!(tty.contains("\"message\": \"m0\""), "{tty}");
@@ -246,8 +257,12 @@ fn calls_waiting_at_once_are_asked_one_after_another() {
                   mcp.fixture.echo({message: 'two'}),\n\
                 ]);";
     let file = script(dir.path(), code);
-    let (status, outcome, tty, prompts) =
-        run_on_terminal(dir.path(), &[&file, "--config", &cfg], &["y", "y", "y"], 100);
+    let (status, outcome, tty, prompts) = run_on_terminal(
+        dir.path(),
+        &[&file, "--config", &cfg],
+        &["y", "y", "y"],
+        100,
+    );
     assert_eq!(status, 0, "{outcome} {tty}");
     assert_eq!(prompts, 3, "{tty}");
     assert_eq!(outcome["result"], json!(["one", {"sum": 5}, "two"]));
@@ -274,10 +289,21 @@ fn calls_waiting_at_once_are_asked_one_after_another() {
 fn a_two_second_approval_wait_does_not_spend_the_cpu_budget() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path(), &["fixture:echo"]);
-    let file = script(dir.path(), "return await mcp.fixture.echo({message: 'waited'});");
+    let file = script(
+        dir.path(),
+        "return await mcp.fixture.echo({message: 'waited'});",
+    );
     let (status, outcome, tty, _) = run_on_terminal(
         dir.path(),
-        &[&file, "--config", &cfg, "--cpu-ms", "500", "--timeout-ms", "20000"],
+        &[
+            &file,
+            "--config",
+            &cfg,
+            "--cpu-ms",
+            "500",
+            "--timeout-ms",
+            "20000",
+        ],
         &["y"],
         2000,
     );
@@ -290,7 +316,10 @@ fn a_two_second_approval_wait_does_not_spend_the_cpu_budget() {
         .iter()
         .find(|t| t["type"] == "approval_granted")
         .expect("approval_granted");
-    assert!(granted["duration_ms"].as_f64().unwrap() >= 2000.0, "{granted}");
+    assert!(
+        granted["duration_ms"].as_f64().unwrap() >= 2000.0,
+        "{granted}"
+    );
     // The call's duration shows the wait.
     let end = outcome["traces"]
         .as_array()

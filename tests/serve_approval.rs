@@ -120,7 +120,10 @@ fn an_unanswered_question_is_denied_in_time_and_withdrawn() {
         "fixture:echo was not approved in time: nobody answered within 400 ms (--approval-timeout-ms); the call was not forwarded"
     ]);
     assert_eq!(r["outcome"]["result"], json!([late, late]), "{r}");
-    assert_eq!(approvals(&r["outcome"])[1], pair("approval_denied", "timeout"));
+    assert_eq!(
+        approvals(&r["outcome"])[1],
+        pair("approval_denied", "timeout")
+    );
     // The client was told the question is withdrawn (its handler was cancelled).
     assert_eq!(r["cancelled"], true, "{r}");
     assert!(started.elapsed().as_secs() < 30);
@@ -142,7 +145,10 @@ fn a_client_without_elicitation_cannot_approve() {
     // --approve on serve approves without asking.
     let r = client("no_capability", &["--approve", "fixture:echo"]);
     assert_eq!(r["outcome"]["result"], json!(["one", "two"]), "{r}");
-    assert_eq!(approvals(&r["outcome"])[1], pair("approval_granted", "flag"));
+    assert_eq!(
+        approvals(&r["outcome"])[1],
+        pair("approval_granted", "flag")
+    );
 }
 
 #[test]

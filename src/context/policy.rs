@@ -296,7 +296,9 @@ mod tests {
             Some("config rule ask \"fs:write_*\"")
         );
         assert_eq!(p.asks("fs", "read_file"), None);
-        assert!(Policy::allow_all().with_ask("--ask", &["a:b:c".into()]).is_err());
+        assert!(Policy::allow_all()
+            .with_ask("--ask", &["a:b:c".into()])
+            .is_err());
         let pre = PreApproved::new(&["fs:write_*".into()]).unwrap();
         assert_eq!(pre.matching("fs", "write_file"), Some("fs:write_*"));
         assert_eq!(pre.matching("fs", "read_file"), None);

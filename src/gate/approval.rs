@@ -210,16 +210,40 @@ impl Gate {
         Box::pin(async move {
             let started = Instant::now();
             let qualified = format!("{}:{}", question.server, question.tool);
-            record(&rec, TraceKind::ApprovalRequested, &qualified, None, Some(&question.rule), None, None);
+            record(
+                &rec,
+                TraceKind::ApprovalRequested,
+                &qualified,
+                None,
+                Some(&question.rule),
+                None,
+                None,
+            );
             let answer = gate.decide(&question).await;
             let ms = started.elapsed().as_secs_f64() * 1000.0;
             match answer {
                 Ok(by) => {
-                    record(&rec, TraceKind::ApprovalGranted, &qualified, Some(by), None, Some(ms), None);
+                    record(
+                        &rec,
+                        TraceKind::ApprovalGranted,
+                        &qualified,
+                        Some(by),
+                        None,
+                        Some(ms),
+                        None,
+                    );
                     Ok(())
                 }
                 Err((by, e)) => {
-                    record(&rec, TraceKind::ApprovalDenied, &qualified, Some(by), None, Some(ms), Some(&e));
+                    record(
+                        &rec,
+                        TraceKind::ApprovalDenied,
+                        &qualified,
+                        Some(by),
+                        None,
+                        Some(ms),
+                        Some(&e),
+                    );
                     Err(e)
                 }
             }
@@ -229,9 +253,17 @@ impl Gate {
     async fn decide(&self, q: &Question) -> Result<By, (By, ExecError)> {
         let qualified = format!("{}:{}", q.server, q.tool);
         let denied = |by: By, message: String| {
-            (by, ExecError::new(ErrorCode::PermissionDenied, message).with_tool(&qualified))
+            (
+                by,
+                ExecError::new(ErrorCode::PermissionDenied, message).with_tool(&qualified),
+            )
         };
-        if self.shared.pre_approved.matching(&q.server, &q.tool).is_some() {
+        if self
+            .shared
+            .pre_approved
+            .matching(&q.server, &q.tool)
+            .is_some()
+        {
             return Ok(By::Flag);
         }
         if let Some(by) = self.granted_by(&qualified) {
@@ -304,7 +336,10 @@ impl Gate {
     }
 
     fn granted_by(&self, qualified: &str) -> Option<By> {
-        self.granted.lock().ok().and_then(|g| g.get(qualified).copied())
+        self.granted
+            .lock()
+            .ok()
+            .and_then(|g| g.get(qualified).copied())
     }
 }
 

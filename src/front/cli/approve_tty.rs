@@ -70,9 +70,12 @@ impl Approver for TtyApprover {
                 match parse(&line) {
                     Some(answer) => return Ok(answer),
                     None => {
-                        write_all(&tty, b"Answer y, a, or n (optionally followed by a reason).\n")
-                            .await
-                            .map_err(failed)?;
+                        write_all(
+                            &tty,
+                            b"Answer y, a, or n (optionally followed by a reason).\n",
+                        )
+                        .await
+                        .map_err(failed)?;
                     }
                 }
             }

@@ -24,7 +24,11 @@ pub const APPROVE_TOOL: &str = "approve this tool for the rest of this execution
 pub const DENY: &str = "deny";
 
 /// The approvals of one `execute_code` request from `peer`.
-pub fn approvals(peer: &Peer<RoleServer>, pre_approved: PreApproved, timeout: Duration) -> Approvals {
+pub fn approvals(
+    peer: &Peer<RoleServer>,
+    pre_approved: PreApproved,
+    timeout: Duration,
+) -> Approvals {
     let declared = peer
         .peer_info()
         .is_some_and(|info| info.capabilities.elicitation.is_some());
@@ -57,7 +61,8 @@ impl Approver for ElicitationApprover {
     fn ask(&self, question: Question) -> BoxFuture<'static, Result<Answer, ApprovalError>> {
         let peer = self.peer.clone();
         Box::pin(async move {
-            let failed = |why: String| ApprovalError::Failed(format!("the elicitation request: {why}"));
+            let failed =
+                |why: String| ApprovalError::Failed(format!("the elicitation request: {why}"));
             let params: ElicitRequestParams = serde_json::from_value(json!({
                 "mode": "form",
                 "message": question.text(),
@@ -107,9 +112,7 @@ impl Approver for ElicitationApprover {
                         Some(APPROVE_ONCE) => Answer::Once,
                         Some(APPROVE_TOOL) => Answer::ToolForExecution,
                         Some(DENY) => Answer::Deny(reason),
-                        _ => Answer::Deny(Some(
-                            "the client's answer had no valid decision".into(),
-                        )),
+                        _ => Answer::Deny(Some("the client's answer had no valid decision".into())),
                     }
                 }
                 ElicitationAction::Decline => Answer::Deny(Some("declined".into())),
