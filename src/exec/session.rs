@@ -61,6 +61,9 @@ pub struct ExecRequest {
     /// Who answers when a policy `ask` rule matches a call (`None`: nobody; such calls are
     /// denied at once). See [`crate::gate::approval`].
     pub approvals: Option<std::sync::Arc<crate::gate::approval::Approvals>>,
+    /// Where the servers' progress (and log messages) for this execution's calls go besides its
+    /// logs (`serve`: progress notifications of the `execute_code` request).
+    pub progress: Option<crate::tools::passthrough::FeedbackRef>,
 }
 
 /// A callback given the runner's pid once it is spawned. It runs synchronously on the session's
@@ -131,6 +134,10 @@ pub async fn execute_pooled(
     run.policy = req.policy.clone();
     run.parent = req.parent_trace_id.clone();
     run.approvals = crate::gate::approval::Gate::new(req.approvals.clone());
+    run.feedback = std::sync::Arc::new(crate::exec::passthrough::ExecFeedback::new(
+        req.limits.log_bytes,
+        req.progress.clone().map(|f| f.0),
+    ));
     let error = run.drive(catalog, runner, pool, &req).await.err();
     if let Some(pool) = pool {
         pool.refill();
@@ -227,6 +234,8 @@ struct Run {
     isolation: BTreeMap<String, String>,
     /// Where calls an `ask` rule matches wait for approval.
     approvals: crate::gate::approval::Gate,
+    /// The servers' progress and log messages for this execution's calls.
+    feedback: std::sync::Arc<crate::exec::passthrough::ExecFeedback>,
 }
 
 impl Run {
@@ -252,6 +261,7 @@ impl Run {
             answered: HashSet::new(),
             isolation: BTreeMap::new(),
             approvals: crate::gate::approval::Gate::new(None),
+            feedback: std::sync::Arc::new(crate::exec::passthrough::ExecFeedback::new(0, None)),
         }
     }
 
@@ -580,6 +590,7 @@ impl Run {
             deadline: std_deadline(self.deadline),
             children: self.children.clone(),
             policy: self.policy.clone(),
+            feedback: Some(crate::tools::passthrough::FeedbackRef(self.feedback.clone())),
         };
         // A call an `ask` rule matches waits for approval first, outside its call timeout.
         let approval = self.policy.asks(&q.server, &q.tool).map(|rule| {
@@ -709,6 +720,7 @@ impl Run {
     }
 
     fn end_trace(&mut self, call: Call, error: Option<&ExecError>) {
+        self.server_logs();
         if let Ok(mut nested) = self.children.lock() {
             self.traces.append(&mut nested);
         }
@@ -910,7 +922,15 @@ impl Run {
         )
     }
 
+    /// The servers' log lines that arrived since the last time, into the execution's logs.
+    fn server_logs(&mut self) {
+        for line in self.feedback.take() {
+            self.log(&line.level, line.message);
+        }
+    }
+
     fn finish(mut self, error: Option<ExecError>, started: Instant) -> Outcome {
+        self.server_logs();
         let error = error.or(self.script_error.take());
         if let Some(e) = &error {
             self.receipts(&ExecError::new(e.code, e.message.clone()));

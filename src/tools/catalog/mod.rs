@@ -49,6 +49,8 @@ pub struct CallContext {
     pub children: TraceSink,
     /// The caller's policy: nested work (a capability's own calls) obeys it too.
     pub policy: crate::context::policy::Policy,
+    /// Where the server's progress and log messages for this call go (`None`: dropped).
+    pub feedback: Option<crate::tools::passthrough::FeedbackRef>,
 }
 
 impl CallContext {
@@ -59,6 +61,7 @@ impl CallContext {
             deadline,
             children: TraceSink::default(),
             policy: crate::context::policy::Policy::default(),
+            feedback: None,
         }
     }
 }
