@@ -590,7 +590,9 @@ impl Run {
             deadline: std_deadline(self.deadline),
             children: self.children.clone(),
             policy: self.policy.clone(),
-            feedback: Some(crate::tools::passthrough::FeedbackRef(self.feedback.clone())),
+            feedback: Some(crate::tools::passthrough::FeedbackRef(
+                self.feedback.clone(),
+            )),
         };
         // A call an `ask` rule matches waits for approval first, outside its call timeout.
         let approval = self.policy.asks(&q.server, &q.tool).map(|rule| {

@@ -25,6 +25,10 @@ use std::sync::{Arc, Mutex};
 /// A downstream progress message or log line is cut to this many bytes.
 pub const MAX_MESSAGE_BYTES: usize = 2048;
 
+/// How long a finished call stays routed: rmcp handles each notification on a task of its own,
+/// so one the server sent just before its answer may be handled just after it.
+pub const LINGER: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// One execution's receiver of its calls' progress and of its servers' log lines.
 pub trait Feedback: Send + Sync {
     /// `server` reported progress on a call of this execution.
@@ -150,6 +154,11 @@ pub async fn call_tool(
     };
     let result = handle.await_response().await;
     open.id = None;
+    // Notifications sent just before the answer (progress, logs, a changed tool list) are
+    // handled on tasks rmcp spawned before it delivered the answer: let them start first.
+    for _ in 0..3 {
+        tokio::task::yield_now().await;
+    }
     match result? {
         ServerResult::CallToolResult(r) => Ok(CallToolResponse::Complete(r)),
         ServerResult::InputRequiredResult(r) => Ok(CallToolResponse::InputRequired(r)),
@@ -168,7 +177,16 @@ struct OpenCall {
 
 impl Drop for OpenCall {
     fn drop(&mut self) {
-        self.routes.remove(&self.token);
+        let (routes, token) = (self.routes.clone(), self.token.clone());
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                rt.spawn(async move {
+                    tokio::time::sleep(LINGER).await;
+                    routes.remove(&token);
+                });
+            }
+            Err(_) => routes.remove(&token),
+        }
         let Some(id) = self.id.take() else { return };
         let peer = self.peer.clone();
         let params = serde_json::from_value::<rmcp::model::CancelledNotificationParam>(

@@ -81,7 +81,10 @@ pub async fn call(
     args: JsonObject,
     cancel: CancellationToken,
     answer: super::responses::AnswerKey,
-    approvals: std::sync::Arc<crate::gate::approval::Approvals>,
+    (approvals, progress): (
+        std::sync::Arc<crate::gate::approval::Approvals>,
+        Option<crate::tools::passthrough::FeedbackRef>,
+    ),
 ) -> Result<CallToolResult, ErrorData> {
     const FIELDS: [&str; 5] = ["code", "context", "timeout_ms", "language", "limits"];
     if let Some(extra) = args.keys().find(|k| !FIELDS.contains(&k.as_str())) {
@@ -145,6 +148,7 @@ pub async fn call(
                         policy: gateway.policy.clone(),
                         client_cancel: Some(cancel),
                         approvals: Some(approvals),
+                        progress,
                         ..Default::default()
                     })
                     .await

@@ -13,6 +13,7 @@ pub mod elicit;
 pub(crate) mod execute_code;
 pub mod http;
 pub mod jsonrpc;
+pub mod passthrough;
 pub mod responses;
 mod search_tools;
 pub mod sessions;
@@ -123,6 +124,10 @@ impl ServerHandler for GatewayServer {
                     self.gateway.pre_approved.clone(),
                     self.gateway.approval_timeout,
                 ));
+                // Downstream progress becomes progress of this request (if it has a token).
+                let progress =
+                    passthrough::progress_of(&context.peer, context.meta.get_progress_token());
+                let approvals = (approvals, progress);
                 match session {
                     None => {
                         execute_code::call(&self.gateway, args, context.ct.clone(), answer, approvals)
