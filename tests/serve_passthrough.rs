@@ -2,7 +2,9 @@
 //! through `mcp-sandbox serve` (the real binary, runner and fixture MCP server; the official
 //! Python SDK as the client, tests/python/serve_passthrough.py): its progress notifications
 //! become progress notifications of the `execute_code` request (when the client sent a progress
-//! token), its log messages become the outcome's log lines tagged with the server.
+//! token), its log messages become the outcome's log lines tagged with the server, and its
+//! elicitation and sampling requests are forwarded to the client when it declared those
+//! capabilities (refused with a message otherwise).
 
 use crate::common::{bin, repo_root};
 use serde_json::{json, Value};
@@ -97,4 +99,39 @@ fn progress_of_parallel_calls_always_increases() {
     assert_eq!(seen, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "{r}");
     // Both calls' log lines are the execution's.
     assert_eq!(r["outcome"]["logs"].as_array().unwrap().len(), 6, "{r}");
+}
+
+const ASK_BOTH: &str = "return [await mcp.fixture.ask_client({kind: 'elicit'}), await mcp.fixture.ask_client({kind: 'sample'})]";
+
+#[test]
+fn downstream_elicitation_and_sampling_are_forwarded_to_a_client_that_can_answer() {
+    let r = client(ASK_BOTH, "answering");
+    assert_eq!(
+        r["asked"],
+        json!([["elicit", "Which colour?"], ["sample", "Say hi"]]),
+        "{r}"
+    );
+    assert_eq!(
+        r["outcome"]["result"],
+        json!([
+            {"answer": {"action": "accept", "content": {"colour": "green"}}},
+            {"answer": {"role": "assistant", "model": "test-model",
+                        "content": {"type": "text", "text": "hi from the client"}}},
+        ]),
+        "{r}"
+    );
+}
+
+#[test]
+fn downstream_elicitation_and_sampling_are_refused_for_a_client_without_the_capability() {
+    let r = client(ASK_BOTH, "not_answering");
+    assert_eq!(r["asked"], json!([]), "{r}");
+    assert_eq!(
+        r["outcome"]["result"],
+        json!([
+            {"error": "Mcp error: -32600: elicitation is not supported: the MCP client of this execution did not declare the elicitation capability"},
+            {"error": "Mcp error: -32600: sampling is not supported: the MCP client of this execution did not declare the sampling capability"},
+        ]),
+        "{r}"
+    );
 }

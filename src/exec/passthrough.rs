@@ -3,7 +3,9 @@
 //! receiver, if the front gave one (`serve`: progress of the `execute_code` request).
 
 use crate::exec::outcome::LogLine;
-use crate::tools::passthrough::Feedback;
+use crate::tools::passthrough::{Feedback, Forward};
+use futures::future::BoxFuture;
+use serde_json::Value;
 use std::sync::{Arc, Mutex};
 
 /// Collects the servers' log lines until the session takes them; bounded by `max_bytes`.
@@ -11,14 +13,21 @@ pub struct ExecFeedback {
     lines: Mutex<(Vec<LogLine>, u64)>,
     max_bytes: u64,
     upstream: Option<Arc<dyn Feedback>>,
+    /// The execution's wall-clock deadline: a forwarded request does not outlive it.
+    deadline: tokio::time::Instant,
 }
 
 impl ExecFeedback {
-    pub fn new(max_bytes: u64, upstream: Option<Arc<dyn Feedback>>) -> Self {
+    pub fn new(
+        max_bytes: u64,
+        upstream: Option<Arc<dyn Feedback>>,
+        deadline: tokio::time::Instant,
+    ) -> Self {
         ExecFeedback {
             lines: Mutex::new((Vec::new(), 0)),
             max_bytes,
             upstream,
+            deadline,
         }
     }
 
@@ -36,6 +45,23 @@ impl Feedback for ExecFeedback {
         if let Some(up) = &self.upstream {
             up.progress(server, progress, total, message);
         }
+    }
+
+    fn forward(&self, server: &str, request: Forward) -> BoxFuture<'static, Result<Value, String>> {
+        let Some(up) = &self.upstream else {
+            return Box::pin(async {
+                Err("there is no MCP client to ask (mcp-sandbox run)".into())
+            });
+        };
+        let asked = up.forward(server, request);
+        let deadline = self.deadline;
+        Box::pin(async move {
+            tokio::time::timeout_at(deadline, asked)
+                .await
+                .unwrap_or_else(|_| {
+                    Err("the execution's time ran out before the client answered".into())
+                })
+        })
     }
 
     fn log(&self, server: &str, level: &str, message: String) {

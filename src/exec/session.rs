@@ -137,6 +137,7 @@ pub async fn execute_pooled(
     run.feedback = std::sync::Arc::new(crate::exec::passthrough::ExecFeedback::new(
         req.limits.log_bytes,
         req.progress.clone().map(|f| f.0),
+        run.deadline,
     ));
     let error = run.drive(catalog, runner, pool, &req).await.err();
     if let Some(pool) = pool {
@@ -261,7 +262,11 @@ impl Run {
             answered: HashSet::new(),
             isolation: BTreeMap::new(),
             approvals: crate::gate::approval::Gate::new(None),
-            feedback: std::sync::Arc::new(crate::exec::passthrough::ExecFeedback::new(0, None)),
+            feedback: std::sync::Arc::new(crate::exec::passthrough::ExecFeedback::new(
+                0,
+                None,
+                TokioInstant::now(),
+            )),
         }
     }
 

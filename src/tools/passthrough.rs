@@ -11,13 +11,14 @@
 //! protocol versions still send `notifications/message`: they are passed on.
 #![allow(deprecated)]
 
+use futures::future::BoxFuture;
 use rmcp::model::{
     CallToolRequest, CallToolResponse, ClientRequest, LoggingLevel,
     LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken, RequestId,
     ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
-use rmcp::{Peer, RoleClient};
+use rmcp::{ErrorData, Peer, RoleClient};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -35,6 +36,21 @@ pub trait Feedback: Send + Sync {
     fn progress(&self, server: &str, progress: f64, total: Option<f64>, message: Option<String>);
     /// `server` sent a log message while this execution had a call open to it.
     fn log(&self, server: &str, level: &str, message: String);
+    /// `server` sent an elicitation or sampling request during this execution's call: the
+    /// answer (the result's JSON) from whoever can give it, or why not.
+    fn forward(&self, server: &str, request: Forward) -> BoxFuture<'static, Result<Value, String>> {
+        let _ = (server, request);
+        Box::pin(async { Err("not supported here".to_string()) })
+    }
+}
+
+/// A downstream server's request for the upstream client, with its params as JSON.
+#[derive(Debug, Clone)]
+pub enum Forward {
+    /// `elicitation/create`
+    Elicit(Value),
+    /// `sampling/createMessage`
+    Sample(Value),
 }
 
 /// A [`Feedback`] in a [`crate::tools::catalog::CallContext`] (a newtype for `Debug`).
@@ -97,6 +113,49 @@ impl Routes {
         for f in targets {
             f.log(server, level, text.clone());
         }
+    }
+
+    /// A downstream request (elicitation, sampling) for the one execution with calls open to
+    /// this server; refused when none or several executions have (it carries no request id).
+    pub async fn forward<T: serde::de::DeserializeOwned>(
+        &self,
+        server: &str,
+        request: Forward,
+    ) -> Result<T, ErrorData> {
+        let what = match &request {
+            Forward::Elicit(_) => "elicitation",
+            Forward::Sample(_) => "sampling",
+        };
+        let refuse = |why: String| {
+            ErrorData::invalid_request(format!("{what} is not supported: {why}"), None)
+        };
+        let target = {
+            let open = self
+                .open
+                .lock()
+                .map_err(|_| refuse("internal error".into()))?;
+            let mut seen: Vec<Arc<dyn Feedback>> = Vec::new();
+            for f in open.values() {
+                if !seen.iter().any(|s| Arc::ptr_eq(s, f)) {
+                    seen.push(f.clone());
+                }
+            }
+            match seen.len() {
+                1 => seen.pop(),
+                0 => return Err(refuse("no execution has a call open to this server".into())),
+                _ => {
+                    return Err(refuse(
+                        "several executions have calls open to this server, so the sandbox cannot tell whose client to ask".into(),
+                    ))
+                }
+            }
+        };
+        let Some(target) = target else {
+            return Err(refuse("no execution has a call open to this server".into()));
+        };
+        let answer = target.forward(server, request).await.map_err(refuse)?;
+        serde_json::from_value(answer)
+            .map_err(|e| refuse(format!("the upstream client's answer is not valid: {e}")))
     }
 
     fn insert(&self, token: ProgressToken, f: Arc<dyn Feedback>) {

@@ -124,9 +124,12 @@ impl ServerHandler for GatewayServer {
                     self.gateway.pre_approved.clone(),
                     self.gateway.approval_timeout,
                 ));
-                // Downstream progress becomes progress of this request (if it has a token).
-                let progress =
-                    passthrough::progress_of(&context.peer, context.meta.get_progress_token());
+                // Downstream progress becomes progress of this request (if it has a token);
+                // downstream elicitation and sampling requests are asked to this client.
+                let progress = Some(passthrough::upstream(
+                    &context.peer,
+                    context.meta.get_progress_token(),
+                ));
                 let approvals = (approvals, progress);
                 match session {
                     None => {

@@ -149,6 +149,47 @@ impl ClientHandler for ListWatcher {
         self.routes.on_progress(&self.server, params);
     }
 
+    /// Declares elicitation and sampling so servers may ask; each request goes to the upstream
+    /// client of the execution whose call is open (or is refused, see `passthrough::Routes`).
+    #[allow(deprecated)]
+    fn get_info(&self) -> rmcp::model::ClientInfo {
+        let mut info = rmcp::model::ClientInfo::default();
+        info.capabilities.elicitation = Some(Default::default());
+        info.capabilities.sampling = Some(Default::default());
+        info
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        let params = serde_json::to_value(&request)
+            .map_err(|e| rmcp::ErrorData::invalid_request(e.to_string(), None))?;
+        self.routes
+            .forward(
+                &self.server,
+                crate::tools::passthrough::Forward::Elicit(params),
+            )
+            .await
+    }
+
+    #[allow(deprecated)] // MCP sampling (SEP-2577): older servers still ask for it.
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
+        let params = serde_json::to_value(&params)
+            .map_err(|e| rmcp::ErrorData::invalid_request(e.to_string(), None))?;
+        self.routes
+            .forward(
+                &self.server,
+                crate::tools::passthrough::Forward::Sample(params),
+            )
+            .await
+    }
+
     #[allow(deprecated)] // MCP logging (SEP-2577): older servers still send it.
     async fn on_logging_message(
         &self,
