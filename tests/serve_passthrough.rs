@@ -11,10 +11,14 @@ use serde_json::{json, Value};
 use std::process::Command;
 
 fn client(code: &str, mode: &str) -> Value {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("config.json");
     let text =
         json!({"mcpServers": {"fixture": {"command": bin("fixture-mcp-server"), "args": []}}});
+    client_of(text, code, mode)
+}
+
+fn client_of(text: Value, code: &str, mode: &str) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.json");
     std::fs::write(&config, text.to_string()).unwrap();
     let py = repo_root().join(".venv/bin/python");
     assert!(
@@ -131,6 +135,52 @@ fn downstream_elicitation_and_sampling_are_refused_for_a_client_without_the_capa
         json!([
             {"error": "Mcp error: -32600: elicitation is not supported: the MCP client of this execution did not declare the elicitation capability"},
             {"error": "Mcp error: -32600: sampling is not supported: the MCP client of this execution did not declare the sampling capability"},
+        ]),
+        "{r}"
+    );
+}
+
+/// The reference `everything` server's own tools that send progress, sampling and elicitation
+/// requests (it offers the last two only to a client that declared them: the sandbox does).
+#[test]
+fn the_everything_server_reaches_the_client_through_the_sandbox() {
+    let server = repo_root().join("node_modules/.bin/mcp-server-everything");
+    assert!(server.exists(), "run scripts/setup.sh (npm ci) first");
+    let code = "const e = mcp.everything;\n\
+                return [await e['trigger-long-running-operation']({duration: 1, steps: 2}),\n\
+                        await e['trigger-sampling-request']({prompt: 'hello', maxTokens: 5}),\n\
+                        await e['trigger-elicitation-request']({})];";
+    let r = client_of(
+        json!({"mcpServers": {"everything": {"command": server, "args": []}}}),
+        code,
+        "answering",
+    );
+    let result = &r["outcome"]["result"];
+    assert_eq!(
+        result[0], "Long running operation completed. Duration: 1 seconds, Steps: 2.",
+        "{r}"
+    );
+    assert_eq!(
+        r["progress"],
+        json!([
+            [1.0, null, "everything: 1/2"],
+            [2.0, null, "everything: 2/2"]
+        ]),
+        "{r}"
+    );
+    assert!(
+        result[1]
+            .as_str()
+            .unwrap_or("")
+            .contains("\"text\": \"hi from the client\""),
+        "{r}"
+    );
+    assert_eq!(result[2][1]["text"], "User inputs:\n- Name: Ada", "{r}");
+    assert_eq!(
+        r["asked"],
+        json!([
+            ["sample", "Resource trigger-sampling-request context: hello"],
+            ["elicit", "Please provide inputs for the following fields:"]
         ]),
         "{r}"
     );

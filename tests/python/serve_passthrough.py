@@ -30,6 +30,8 @@ async def main() -> None:
 
     async def on_elicit(context, params):
         asked.append(["elicit", params.message])
+        if "name" in params.requested_schema.get("properties", {}):  # the everything server
+            return types.ElicitResult(action="accept", content={"name": "Ada"})
         return types.ElicitResult(action="accept", content={"colour": "green"})
 
     async def on_sample(context, params):
@@ -47,7 +49,7 @@ async def main() -> None:
     async with stdio_client(params) as streams:
         async with ClientSession(streams[0], streams[1], **kwargs) as session:
             await session.initialize()
-            cb = on_progress if mode == "with_token" else None
+            cb = on_progress if mode in ("with_token", "answering") else None
             r = await session.call_tool("execute_code", {"code": code}, progress_callback=cb)
             await asyncio.sleep(0.2)  # notifications written just before the answer
     print(json.dumps({"outcome": r.structured_content, "progress": progress, "asked": asked}))
