@@ -134,8 +134,8 @@ pub struct Approvals {
     approver: Result<Arc<dyn Approver>, (By, String)>,
     pre_approved: PreApproved,
     timeout: Duration,
-    /// One question at a time.
-    turn: tokio::sync::Mutex<()>,
+    /// One question at a time (shared by every execution of one terminal or client session).
+    turn: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl std::fmt::Debug for Approvals {
@@ -152,8 +152,14 @@ impl Approvals {
             approver: Ok(approver),
             pre_approved,
             timeout,
-            turn: tokio::sync::Mutex::new(()),
+            turn: Arc::default(),
         }
+    }
+
+    /// Questions wait for `turn`, shared with other executions (one client session).
+    pub fn sharing_turn(mut self, turn: Arc<tokio::sync::Mutex<()>>) -> Self {
+        self.turn = turn;
+        self
     }
 
     /// Nobody can be asked: a call that needs approval and is not pre-approved is denied at
@@ -164,7 +170,7 @@ impl Approvals {
             approver: Err((by, why.into())),
             pre_approved,
             timeout: Duration::from_millis(DEFAULT_APPROVAL_TIMEOUT_MS),
-            turn: tokio::sync::Mutex::new(()),
+            turn: Arc::default(),
         }
     }
 }

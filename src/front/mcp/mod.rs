@@ -59,11 +59,16 @@ pub struct Gateway {
 #[derive(Clone)]
 pub struct GatewayServer {
     gateway: Arc<Gateway>,
+    /// Approval questions to this session's client are asked one after another.
+    approval_turn: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl GatewayServer {
     pub fn new(gateway: Arc<Gateway>) -> Self {
-        GatewayServer { gateway }
+        GatewayServer {
+            gateway,
+            approval_turn: Arc::default(),
+        }
     }
 }
 
@@ -119,11 +124,14 @@ impl ServerHandler for GatewayServer {
                     serde_json::to_string(&context.id).unwrap_or_default(),
                 );
                 // Calls an `ask` rule matches are asked to this client (elicitation).
-                let approvals = Arc::new(elicit::approvals(
-                    &context.peer,
-                    self.gateway.pre_approved.clone(),
-                    self.gateway.approval_timeout,
-                ));
+                let approvals = Arc::new(
+                    elicit::approvals(
+                        &context.peer,
+                        self.gateway.pre_approved.clone(),
+                        self.gateway.approval_timeout,
+                    )
+                    .sharing_turn(self.approval_turn.clone()),
+                );
                 // Downstream progress becomes progress of this request (if it has a token);
                 // downstream elicitation and sampling requests are asked to this client.
                 let progress = Some(passthrough::upstream(
