@@ -251,4 +251,75 @@ mod tests {
         assert!(m.starts_with("sequenceDiagram\n"), "{m}");
         assert!(m.contains("srv_filesystem-->>H: ok (45.2 ms)"), "{m}");
     }
+
+    #[test]
+    fn approval_events_render_in_every_format() {
+        let ev =
+            |kind, by: Option<&str>, rule: Option<&str>, error: Option<TraceError>| TraceEvent {
+                kind,
+                tool: "fs:write_file".into(),
+                trace_id: "t".into(),
+                parent_trace_id: None,
+                ts: 1.0,
+                success: None,
+                duration_ms: Some(1500.0),
+                error,
+                by: by.map(str::to_string),
+                rule: rule.map(str::to_string),
+            };
+        let denied = TraceError {
+            code: ErrorCode::PermissionDenied,
+            message: "fs:write_file was denied by the person asked (tty): no".into(),
+        };
+        let events = [
+            ev(
+                TraceKind::ApprovalRequested,
+                None,
+                Some("config rule ask \"fs:write_*\""),
+                None,
+            ),
+            ev(TraceKind::ApprovalGranted, Some("tty"), None, None),
+            ev(
+                TraceKind::ApprovalDenied,
+                Some("timeout"),
+                None,
+                Some(denied),
+            ),
+        ];
+        let json = render(&events, TraceFormat::Json);
+        let lines: Vec<&str> = json.lines().collect();
+        assert!(
+            lines[0].contains(r#""type":"approval_requested""#)
+                && lines[0].contains(r#""rule":"config rule ask \"fs:write_*\"""#),
+            "{json}"
+        );
+        assert!(
+            lines[1].contains(r#""type":"approval_granted""#) && lines[1].contains(r#""by":"tty""#)
+        );
+        assert!(lines[2].contains(r#""by":"timeout""#) && lines[2].contains("PERMISSION_DENIED"));
+        let table = render(&events, TraceFormat::Table);
+        assert!(
+            table.contains("1500.00  approval granted by tty\n"),
+            "{table}"
+        );
+        assert!(
+            table.contains("approval denied by timeout: fs:write_file was denied by the person asked (tty): no"),
+            "{table}"
+        );
+        let m = render(&events, TraceFormat::Mermaid);
+        assert!(
+            m.contains(
+                "Note over H: write_file waits for approval (config rule ask \"fs:write_*\")"
+            ),
+            "{m}"
+        );
+        assert!(
+            m.contains("Note over H: write_file approved by tty after 1500.0 ms"),
+            "{m}"
+        );
+        assert!(
+            m.contains("Note over H: write_file denied by timeout after 1500.0 ms"),
+            "{m}"
+        );
+    }
 }
