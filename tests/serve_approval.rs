@@ -161,3 +161,14 @@ fn cancelling_mid_question_withdraws_it_and_kills_the_runner() {
     // The server goes on serving.
     assert_eq!(r["outcome"]["result"], 42, "{r}");
 }
+
+#[test]
+fn questions_to_one_client_are_asked_one_after_another() {
+    // Two executions of one session, each with three calls waiting at once: six questions,
+    // never two open at the same time.
+    let r = client("parallel", &[]);
+    assert_eq!(r["outcome"]["result"], json!(["a", "b", "c"]), "{r}");
+    assert_eq!(r["second"], json!(["a", "b", "c"]), "{r}");
+    assert_eq!(r["questions"].as_array().unwrap().len(), 6, "{r}");
+    assert_eq!(r["most_at_once"], 1, "{r}");
+}

@@ -4,7 +4,7 @@ Driven by tests/serve_approval.rs.
 
 usage: serve_approval.py MODE <mcp-sandbox> <config> [serve args...]
 
-MODE: approve | approve_tool | deny | never | no_capability | cancel
+MODE: approve | approve_tool | deny | never | no_capability | cancel | parallel
 Prints one JSON line: {"outcome": the execute_code structuredContent (or null),
 "questions": the elicitation messages seen, "schema": the first requested schema,
 "cancelled": whether the server withdrew an open question (notifications/cancelled)}.
@@ -80,10 +80,18 @@ async def main() -> None:
     cancelled = []
     asked = asyncio.Event()
 
+    inflight = [0, 0]  # now, most at once
+
     async def on_elicit(context, params):
         questions.append(params.message)
         schema.append(params.requested_schema)
         asked.set()
+        if mode == "parallel":
+            inflight[0] += 1
+            inflight[1] = max(inflight[1], inflight[0])
+            await anyio.sleep(0.2)
+            inflight[0] -= 1
+            return types.ElicitResult(action="accept", content={"decision": "approve once"})
         if mode == "approve":
             return types.ElicitResult(action="accept", content={"decision": "approve once"})
         if mode == "approve_tool":
@@ -136,6 +144,21 @@ async def main() -> None:
                 r = await session.call_tool("execute_code", {"code": "return 41 + 1"})
                 outcome = r.structured_content
                 await anyio.sleep(0.3)
+            elif mode == "parallel":
+                # Three calls waiting at once in one execution, and a second execution.
+                code = ("return await Promise.all([mcp.fixture.echo({message: 'a'}), "
+                        "mcp.fixture.echo({message: 'b'}), mcp.fixture.echo({message: 'c'})])")
+                results = [None, None]
+
+                async def one(i):
+                    results[i] = await session.call_tool("execute_code", {"code": code})
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(one, 0)
+                    tg.start_soon(one, 1)
+                outcome = results[0].structured_content
+                report["second"] = results[1].structured_content["result"]
+                report["most_at_once"] = inflight[1]
             else:
                 r = await session.call_tool("execute_code", {"code": CODE})
                 outcome = r.structured_content
