@@ -137,6 +137,7 @@ impl ServerHandler for GatewayServer {
                 let progress = Some(passthrough::upstream(
                     &context.peer,
                     context.meta.get_progress_token(),
+                    self.approval_turn.clone(),
                 ));
                 let approvals = (approvals, progress);
                 match session {

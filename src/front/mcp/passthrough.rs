@@ -20,7 +20,13 @@ use tokio::sync::mpsc;
 pub const QUEUE: usize = 64;
 
 /// The upstream receiver of one `execute_code` request from `peer` (progress with `token`).
-pub fn upstream(peer: &Peer<RoleServer>, token: Option<ProgressToken>) -> FeedbackRef {
+/// Forwarded requests wait for `turn`, which the session's approval questions share: one
+/// question to the client at a time, however many servers ask.
+pub fn upstream(
+    peer: &Peer<RoleServer>,
+    token: Option<ProgressToken>,
+    turn: Arc<tokio::sync::Mutex<()>>,
+) -> FeedbackRef {
     let tx = token.map(|token| {
         let (tx, mut rx) = mpsc::channel::<(f64, Option<String>)>(QUEUE);
         let peer = peer.clone();
@@ -43,6 +49,7 @@ pub fn upstream(peer: &Peer<RoleServer>, token: Option<ProgressToken>) -> Feedba
     });
     FeedbackRef(Arc::new(Upstream {
         peer: peer.clone(),
+        turn,
         tx,
         sent: std::sync::atomic::AtomicU64::new(0),
     }))
@@ -50,6 +57,7 @@ pub fn upstream(peer: &Peer<RoleServer>, token: Option<ProgressToken>) -> Feedba
 
 struct Upstream {
     peer: Peer<RoleServer>,
+    turn: Arc<tokio::sync::Mutex<()>>,
     tx: Option<mpsc::Sender<(f64, Option<String>)>>,
     sent: std::sync::atomic::AtomicU64,
 }
@@ -76,6 +84,7 @@ impl Feedback for Upstream {
         let peer = self.peer.clone();
         let caps = peer.peer_info().map(|i| i.capabilities.clone());
         let server = server.to_string();
+        let turn = self.turn.clone();
         Box::pin(async move {
             let (declared, what, request) = match request {
                 Forward::Elicit(params) => (
@@ -102,6 +111,7 @@ impl Feedback for Upstream {
             }
             let request =
                 request.map_err(|e| format!("the request from {server} is not valid: {e}"))?;
+            let _turn = turn.lock().await;
             let answer = peer
                 .send_request(request)
                 .await
