@@ -13,6 +13,12 @@ pub enum TraceKind {
     ToolEnd,
     CapabilityStart,
     CapabilityEnd,
+    /// A call an `ask` rule matched waits for approval (`rule` says which).
+    ApprovalRequested,
+    /// It was approved (`by`: elicitation, tty, flag).
+    ApprovalGranted,
+    /// It was refused (`by`: elicitation, tty, flag, timeout), with the error the script gets.
+    ApprovalDenied,
 }
 
 /// The `{code, message}` of a failed call.
@@ -48,6 +54,12 @@ pub struct TraceEvent {
     pub duration_ms: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<TraceError>,
+    /// Approval events: who or what answered (`elicitation`, `tty`, `flag`, `timeout`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    /// `approval_requested`: the policy rule that asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
 }
 
 /// Milliseconds since the Unix epoch, with sub-millisecond precision.
@@ -94,9 +106,10 @@ fn table(events: &[TraceEvent]) -> String {
         .max(4);
     let mut out = format!("{:<width$}  {:>10}  {}\n", "TOOL", "MS", "STATUS");
     for e in ends {
-        let status = match (&e.success, &e.error) {
-            (Some(true), _) => "ok".to_string(),
-            (_, Some(err)) => format!("{}: {}", err.code, escape(&err.message)),
+        let status = match (approval_status(e), &e.success, &e.error) {
+            (Some(s), _, _) => s,
+            (None, Some(true), _) => "ok".to_string(),
+            (None, _, Some(err)) => format!("{}: {}", err.code, escape(&err.message)),
             _ => "failed".to_string(),
         };
         out.push_str(&format!(
@@ -110,7 +123,26 @@ fn table(events: &[TraceEvent]) -> String {
 }
 
 fn is_end(e: &TraceEvent) -> bool {
-    matches!(e.kind, TraceKind::ToolEnd | TraceKind::CapabilityEnd)
+    matches!(
+        e.kind,
+        TraceKind::ToolEnd
+            | TraceKind::CapabilityEnd
+            | TraceKind::ApprovalGranted
+            | TraceKind::ApprovalDenied
+    )
+}
+
+/// A table row's status for an approval answer (its duration is the wait).
+fn approval_status(e: &TraceEvent) -> Option<String> {
+    let by = escape(e.by.as_deref().unwrap_or("?"));
+    match e.kind {
+        TraceKind::ApprovalGranted => Some(format!("approval granted by {by}")),
+        TraceKind::ApprovalDenied => Some(match &e.error {
+            Some(err) => format!("approval denied by {by}: {}", escape(&err.message)),
+            None => format!("approval denied by {by}"),
+        }),
+        _ => None,
+    }
 }
 
 /// A Mermaid `sequenceDiagram`: script → host → server for each call, with durations.
@@ -152,6 +184,24 @@ fn mermaid(events: &[TraceEvent]) -> String {
                     id(server)
                 ));
             }
+            TraceKind::ApprovalRequested => {
+                let rule = mermaid_text(e.rule.as_deref().unwrap_or(""));
+                out.push_str(&format!(
+                    "    Note over H: {tool} waits for approval ({rule})\n"
+                ));
+            }
+            TraceKind::ApprovalGranted | TraceKind::ApprovalDenied => {
+                let ms = e.duration_ms.unwrap_or(0.0);
+                let by = mermaid_text(e.by.as_deref().unwrap_or("?"));
+                let what = if e.kind == TraceKind::ApprovalGranted {
+                    "approved"
+                } else {
+                    "denied"
+                };
+                out.push_str(&format!(
+                    "    Note over H: {tool} {what} by {by} after {ms:.1} ms\n"
+                ));
+            }
         }
     }
     out
@@ -190,6 +240,8 @@ mod tests {
             success: Some(true),
             duration_ms: Some(45.2),
             error: None,
+            by: None,
+            rule: None,
         };
         assert_eq!(
             serde_json::to_string(&e).unwrap(),
@@ -198,5 +250,76 @@ mod tests {
         let m = render(&[e], TraceFormat::Mermaid);
         assert!(m.starts_with("sequenceDiagram\n"), "{m}");
         assert!(m.contains("srv_filesystem-->>H: ok (45.2 ms)"), "{m}");
+    }
+
+    #[test]
+    fn approval_events_render_in_every_format() {
+        let ev =
+            |kind, by: Option<&str>, rule: Option<&str>, error: Option<TraceError>| TraceEvent {
+                kind,
+                tool: "fs:write_file".into(),
+                trace_id: "t".into(),
+                parent_trace_id: None,
+                ts: 1.0,
+                success: None,
+                duration_ms: Some(1500.0),
+                error,
+                by: by.map(str::to_string),
+                rule: rule.map(str::to_string),
+            };
+        let denied = TraceError {
+            code: ErrorCode::PermissionDenied,
+            message: "fs:write_file was denied by the person asked (tty): no".into(),
+        };
+        let events = [
+            ev(
+                TraceKind::ApprovalRequested,
+                None,
+                Some("config rule ask \"fs:write_*\""),
+                None,
+            ),
+            ev(TraceKind::ApprovalGranted, Some("tty"), None, None),
+            ev(
+                TraceKind::ApprovalDenied,
+                Some("timeout"),
+                None,
+                Some(denied),
+            ),
+        ];
+        let json = render(&events, TraceFormat::Json);
+        let lines: Vec<&str> = json.lines().collect();
+        assert!(
+            lines[0].contains(r#""type":"approval_requested""#)
+                && lines[0].contains(r#""rule":"config rule ask \"fs:write_*\"""#),
+            "{json}"
+        );
+        assert!(
+            lines[1].contains(r#""type":"approval_granted""#) && lines[1].contains(r#""by":"tty""#)
+        );
+        assert!(lines[2].contains(r#""by":"timeout""#) && lines[2].contains("PERMISSION_DENIED"));
+        let table = render(&events, TraceFormat::Table);
+        assert!(
+            table.contains("1500.00  approval granted by tty\n"),
+            "{table}"
+        );
+        assert!(
+            table.contains("approval denied by timeout: fs:write_file was denied by the person asked (tty): no"),
+            "{table}"
+        );
+        let m = render(&events, TraceFormat::Mermaid);
+        assert!(
+            m.contains(
+                "Note over H: write_file waits for approval (config rule ask \"fs:write_*\")"
+            ),
+            "{m}"
+        );
+        assert!(
+            m.contains("Note over H: write_file approved by tty after 1500.0 ms"),
+            "{m}"
+        );
+        assert!(
+            m.contains("Note over H: write_file denied by timeout after 1500.0 ms"),
+            "{m}"
+        );
     }
 }

@@ -34,6 +34,8 @@ fn chain_outcome(n: usize) -> Outcome {
                 success: (kind == TraceKind::ToolEnd).then_some(true),
                 duration_ms: (kind == TraceKind::ToolEnd).then_some(1.0),
                 error: None,
+                by: None,
+                rule: None,
             });
         }
     }

@@ -133,6 +133,10 @@ pub struct SandboxSection {
     /// Tool-call policy: `server:tool` globs that may never be called (deny wins over allow).
     #[serde(default)]
     pub deny: Vec<String>,
+    /// Tool-call policy: `server:tool` globs whose calls wait for a person's approval
+    /// (deny > ask > allow; see `gate::approval`).
+    #[serde(default)]
+    pub ask: Vec<String>,
     /// The state file (tool graph, capabilities); relative to the config file's directory.
     #[serde(default)]
     pub state: Option<PathBuf>,
@@ -234,6 +238,9 @@ impl Config {
         raw.sandbox
             .rules()
             .map_err(|e| format!("sandbox.allow/deny: {e}"))?;
+        Policy::allow_all()
+            .with_ask("config", &raw.sandbox.ask)
+            .map_err(|e| format!("sandbox.ask: {e}"))?;
         Ok(Config {
             servers: raw.mcp_servers,
             sandbox: raw.sandbox,
@@ -244,7 +251,18 @@ impl Config {
     /// The tool-call policy of this config (allow everything when it has no rules).
     pub fn policy(&self) -> Policy {
         match self.sandbox.rules() {
-            Ok(rules) => Policy::allow_all().with(rules),
+            Ok(rules) => {
+                let policy = Policy::allow_all().with(rules);
+                // `parse` checked the ask patterns; a hand-built config with a bad one asks all.
+                policy
+                    .clone()
+                    .with_ask("config", &self.sandbox.ask)
+                    .unwrap_or_else(|_| {
+                        policy
+                            .with_ask("config (invalid ask rules)", &["*".to_string()])
+                            .unwrap_or_default()
+                    })
+            }
             // `parse` refused bad patterns already; a hand-built config with one denies all.
             Err(_) => Policy::allow_all().with(Rules::deny_all("config (invalid rules)")),
         }

@@ -132,10 +132,14 @@ impl Rules {
     }
 }
 
-/// Every rule set a call must pass. The default policy allows everything.
+/// Every rule set a call must pass, and the `ask` rules: a call that passes every set but
+/// matches an ask pattern waits for a person's approval (deny > ask > allow). The default policy
+/// allows everything and asks nothing.
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
     layers: Vec<Rules>,
+    /// `(origin, pattern)`: "config" or "--ask".
+    ask: Vec<(String, Pattern)>,
 }
 
 impl Policy {
@@ -166,6 +170,48 @@ impl Policy {
 
     pub fn allows(&self, server: &str, tool: &str) -> bool {
         self.check(server, tool).is_ok()
+    }
+
+    /// Adds `ask` patterns (from `origin`, for messages): matching calls wait for approval.
+    pub fn with_ask(mut self, origin: &str, patterns: &[String]) -> Result<Self, PolicyError> {
+        for p in patterns {
+            self.ask.push((origin.to_string(), Pattern::parse(p)?));
+        }
+        Ok(self)
+    }
+
+    /// The rule that makes `server:tool` wait for approval, as a person reads it
+    /// (`config rule ask "filesystem:write_*"`), or `None`. Only meaningful for a call that
+    /// [`Policy::check`] allowed: deny wins over ask.
+    pub fn asks(&self, server: &str, tool: &str) -> Option<String> {
+        let qualified = format!("{server}:{tool}");
+        self.ask
+            .iter()
+            .find(|(_, p)| p.matches(&qualified))
+            .map(|(origin, p)| format!("{origin} rule ask \"{}\"", p.source))
+    }
+}
+
+/// Patterns a call is pre-approved by (`--approve`): compiled like the policy's.
+#[derive(Debug, Clone, Default)]
+pub struct PreApproved(Vec<Pattern>);
+
+impl PreApproved {
+    pub fn new(patterns: &[String]) -> Result<Self, PolicyError> {
+        patterns
+            .iter()
+            .map(|p| Pattern::parse(p))
+            .collect::<Result<Vec<_>, _>>()
+            .map(PreApproved)
+    }
+
+    /// The `--approve` pattern that matches `server:tool`, if any.
+    pub fn matching(&self, server: &str, tool: &str) -> Option<&str> {
+        let qualified = format!("{server}:{tool}");
+        self.0
+            .iter()
+            .find(|p| p.matches(&qualified))
+            .map(|p| p.source.as_str())
     }
 }
 
@@ -235,6 +281,27 @@ mod tests {
         // "*" alone is every tool of every server.
         let all = Policy::allow_all().with(Rules::new("c", Some(&["*".into()]), &[]).unwrap());
         assert!(all.allows("x", "y"));
+    }
+
+    #[test]
+    fn deny_wins_over_ask_and_ask_over_allow() {
+        let p = Policy::allow_all()
+            .with(Rules::from_lists("config", &lists(Some(&["fs"]), &["fs:delete_*"])).unwrap())
+            .with_ask("config", &["fs:write_*".into(), "fs:delete_*".into()])
+            .unwrap();
+        assert!(p.check("fs", "delete_file").is_err());
+        assert!(p.check("fs", "write_file").is_ok());
+        assert_eq!(
+            p.asks("fs", "write_file").as_deref(),
+            Some("config rule ask \"fs:write_*\"")
+        );
+        assert_eq!(p.asks("fs", "read_file"), None);
+        assert!(Policy::allow_all()
+            .with_ask("--ask", &["a:b:c".into()])
+            .is_err());
+        let pre = PreApproved::new(&["fs:write_*".into()]).unwrap();
+        assert_eq!(pre.matching("fs", "write_file"), Some("fs:write_*"));
+        assert_eq!(pre.matching("fs", "read_file"), None);
     }
 
     #[test]

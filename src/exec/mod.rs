@@ -9,6 +9,7 @@ pub mod capability;
 pub mod isolation;
 pub mod outbox;
 pub mod outcome;
+pub mod passthrough;
 pub mod pool;
 pub mod provenance;
 pub mod runner;

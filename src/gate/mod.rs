@@ -1,9 +1,10 @@
 //! The door every tool call passes on its way from a runner to a tool: the name is known, the
 //! request's policy allows it, the arguments fit the limits and the tool's schema
 //! ([`check_call`]); unknown names get bounded "did you mean" suggestions ([`suggest`]).
-//! Approvals will land here.
+//! Calls an `ask` rule matches wait for a person's answer ([`approval`]).
 //!
 //! May import `tools`, `context`, `error`, `trace`, `term`.
 
+pub mod approval;
 pub mod check_call;
 pub mod suggest;

@@ -378,6 +378,8 @@ mod tests {
             success,
             duration_ms,
             error: None,
+            by: None,
+            rule: None,
         };
         [
             ev(TraceKind::ToolStart, None, None),

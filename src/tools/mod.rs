@@ -6,5 +6,6 @@
 
 pub mod catalog;
 pub mod discovery;
+pub mod passthrough;
 pub mod schema;
 pub mod typescript;

@@ -59,6 +59,8 @@ impl Run {
             success: None,
             duration_ms: None,
             error: None,
+            by: None,
+            rule: None,
         });
         self.inflight.insert(
             q.id,
@@ -114,16 +116,37 @@ impl Run {
             deadline: std_deadline(self.deadline),
             children: self.children.clone(),
             request: self.request.clone(),
+            feedback: Some(crate::tools::passthrough::FeedbackRef(
+                self.feedback.clone(),
+            )),
         };
-        let fut =
-            match catalog.provider(&q.server) {
-                Some(p) => p.call(&q.tool, q.args, &ctx),
+        // A call an `ask` rule matches waits for approval first, outside its call timeout.
+        let approval = self.request.policy.asks(&q.server, &q.tool).map(|rule| {
+            let question = crate::gate::approval::Question::new(&q.server, &q.tool, &q.args, &rule);
+            self.approvals.wait(
+                question,
+                crate::gate::approval::Recording {
+                    trace_id: ctx.trace_id.clone(),
+                    parent_trace_id: self.request.parent_trace_id.clone(),
+                    sink: self.children.clone(),
+                },
+            )
+        });
+        let provider = catalog.provider(&q.server).cloned();
+        let (tool, args) = (q.tool, q.args);
+        let id = q.id;
+        Box::pin(async move {
+            if let Some(approval) = approval {
+                if let Err(e) = approval.await {
+                    return (id, Err(e));
+                }
+            }
+            let fut = match provider {
+                Some(p) => p.call(&tool, args, &ctx),
                 None => Box::pin(async move {
                     Err(ExecError::new(ErrorCode::ToolNotFound, "no such server"))
                 }),
             };
-        let id = q.id;
-        Box::pin(async move {
             match tokio::time::timeout(timeout, fut).await {
                 Ok(r) => (id, r),
                 Err(_) => (
@@ -225,6 +248,7 @@ impl Run {
     }
 
     pub(super) fn end_trace(&mut self, call: Call, error: Option<&ExecError>) {
+        self.server_logs();
         if let Ok(mut nested) = self.children.lock() {
             self.traces.append(&mut nested);
         }
@@ -244,6 +268,8 @@ impl Run {
                 code: e.code,
                 message: budget::clip(&e.message, budget::TRACE_MESSAGE_BYTES),
             }),
+            by: None,
+            rule: None,
         });
     }
 

@@ -184,7 +184,7 @@ impl Run {
         }
     }
 
-    fn log(&mut self, level: &str, message: String) {
+    pub(super) fn log(&mut self, level: &str, message: String) {
         if self.logs_truncated {
             return;
         }

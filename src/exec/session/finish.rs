@@ -97,7 +97,15 @@ impl Run {
         )
     }
 
+    /// The servers' log lines that arrived since the last time, into the execution's logs.
+    pub(super) fn server_logs(&mut self) {
+        for line in self.feedback.take() {
+            self.log(&line.level, line.message);
+        }
+    }
+
     pub(super) fn finish(mut self, error: Option<ExecError>, started: Instant) -> Outcome {
+        self.server_logs();
         let error = error.or(self.script_error.take());
         if let Some(e) = &error {
             self.receipts(&ExecError::new(e.code, e.message.clone()));

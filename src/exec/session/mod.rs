@@ -67,6 +67,13 @@ pub struct ExecRequest {
     /// Who asks, under which limits and policy, in which trace: the only source of the limits
     /// and the policy this execution obeys.
     pub request: RequestContext,
+    /// Who answers when a policy `ask` rule matches a call (`None`: nobody; such calls are
+    /// denied at once). See [`crate::gate::approval`]. A hook of the front, like the
+    /// cancellation tokens (its type lives in `gate/`, above the request context).
+    pub approvals: Option<std::sync::Arc<crate::gate::approval::Approvals>>,
+    /// Where the servers' progress (and log messages) for this execution's calls go besides its
+    /// logs (`serve`: progress notifications of the `execute_code` request).
+    pub progress: Option<crate::tools::passthrough::FeedbackRef>,
     /// Isolation layers that must be enforced besides the always-required ones.
     pub require_layers: Vec<String>,
     /// Called with the runner's pid right after it is spawned, before the host reads from it
@@ -112,6 +119,12 @@ pub async fn execute_pooled(
 ) -> Outcome {
     let started = Instant::now();
     let mut run = Run::new(Arc::new(req.request.clone()));
+    run.approvals = crate::gate::approval::Gate::new(req.approvals.clone());
+    run.feedback = Arc::new(crate::exec::passthrough::ExecFeedback::new(
+        run.limits.log_bytes,
+        req.progress.clone().map(|f| f.0),
+        run.deadline,
+    ));
     let span = tracing::debug_span!(
         "execution",
         id = %run.request.execution_id,
@@ -156,6 +169,10 @@ struct Run {
     answered: HashSet<(ErrorCode, String)>,
     /// The runner's layers as verified in `/proc`.
     isolation: BTreeMap<String, String>,
+    /// Where calls an `ask` rule matches wait for approval.
+    approvals: crate::gate::approval::Gate,
+    /// The servers' progress and log messages for this execution's calls.
+    feedback: Arc<crate::exec::passthrough::ExecFeedback>,
 }
 
 impl Run {
@@ -180,6 +197,12 @@ impl Run {
             routed: HashSet::new(),
             answered: HashSet::new(),
             isolation: BTreeMap::new(),
+            approvals: crate::gate::approval::Gate::new(None),
+            feedback: Arc::new(crate::exec::passthrough::ExecFeedback::new(
+                0,
+                None,
+                TokioInstant::now(),
+            )),
         }
     }
 }

@@ -3,6 +3,7 @@
 //! and policy flags, loading the catalog); each subcommand has its own file, and [`command`]
 //! puts them together for clap. Children import this file; it imports none of them.
 
+pub mod approve_tty;
 pub mod auth;
 pub mod check;
 pub mod command;
@@ -43,6 +44,17 @@ pub struct PolicyArgs {
     /// Tools matching this `server:tool` glob may not be called (repeatable; deny wins).
     #[arg(long, value_name = "GLOB")]
     pub deny: Vec<String>,
+    /// Calls of tools matching this `server:tool` glob wait for a person's approval (repeatable;
+    /// added to the config's `sandbox.ask`; deny > ask > allow).
+    #[arg(long, value_name = "GLOB")]
+    pub ask: Vec<String>,
+    /// Calls matching this `server:tool` glob that need approval are approved without asking
+    /// (repeatable; the way to approve without a terminal or a client that can answer).
+    #[arg(long, value_name = "GLOB")]
+    pub approve: Vec<String>,
+    /// How long a call waits for approval before it is denied ("not approved in time").
+    #[arg(long, value_name = "N", default_value_t = crate::gate::approval::DEFAULT_APPROVAL_TIMEOUT_MS)]
+    pub approval_timeout_ms: u64,
 }
 
 impl PolicyArgs {
@@ -55,7 +67,24 @@ impl PolicyArgs {
                 .map_err(|e| UsageError(e.to_string()))?;
             policy = policy.with(rules);
         }
-        Ok(policy)
+        policy
+            .with_ask("--ask", &self.ask)
+            .map_err(|e| UsageError(format!("--ask: {e}")))
+    }
+
+    /// The `--approve` patterns.
+    pub fn pre_approved(&self) -> Result<crate::context::policy::PreApproved, UsageError> {
+        crate::context::policy::PreApproved::new(&self.approve)
+            .map_err(|e| UsageError(format!("--approve: {e}")))
+    }
+
+    pub fn approval_timeout(&self) -> Result<std::time::Duration, UsageError> {
+        if self.approval_timeout_ms == 0 {
+            return Err(UsageError(
+                "--approval-timeout-ms must be at least 1 (milliseconds)".into(),
+            ));
+        }
+        Ok(std::time::Duration::from_millis(self.approval_timeout_ms))
     }
 }
 

@@ -146,6 +146,10 @@ pub async fn command(args: RunArgs) -> Result<i32, UsageError> {
     let require_layers = args.runner.required_layers()?;
     let runner = args.runner.command();
     let policy = args.policy.policy(&config)?;
+    let approvals = Arc::new(super::approve_tty::approvals(
+        args.policy.pre_approved()?,
+        args.policy.approval_timeout()?,
+    ));
 
     let language = args
         .language
@@ -211,6 +215,7 @@ pub async fn command(args: RunArgs) -> Result<i32, UsageError> {
         context,
         request: RequestContext::new(Client::Cli, limits, policy),
         require_layers,
+        approvals: Some(approvals),
         ..Default::default()
     };
     let grace = Duration::from_millis(args.shutdown_grace_ms);

@@ -83,6 +83,10 @@ pub async fn call(
     args: JsonObject,
     cancel: CancellationToken,
     answer: super::responses::AnswerKey,
+    (approvals, progress): (
+        std::sync::Arc<crate::gate::approval::Approvals>,
+        Option<crate::tools::passthrough::FeedbackRef>,
+    ),
 ) -> Result<CallToolResult, ErrorData> {
     const FIELDS: [&str; 5] = ["code", "context", "timeout_ms", "language", "limits"];
     if let Some(extra) = args.keys().find(|k| !FIELDS.contains(&k.as_str())) {
@@ -145,6 +149,8 @@ pub async fn call(
                         request: request.clone(),
                         require_layers: gateway.require_layers.clone(),
                         client_cancel: Some(cancel),
+                        approvals: Some(approvals),
+                        progress,
                         ..Default::default()
                     })
                     .await

@@ -9,9 +9,11 @@
 
 pub mod admission;
 mod capabilities;
+pub mod elicit;
 pub(crate) mod execute_code;
 pub mod http;
 pub mod jsonrpc;
+pub mod passthrough;
 pub mod responses;
 mod search_tools;
 pub mod sessions;
@@ -48,17 +50,26 @@ pub struct Gateway {
     pub store: Option<crate::store::Store>,
     /// Bounds of save_capability: code size, versions kept per name, total size.
     pub capability_quota: crate::store::CapabilityQuota,
+    /// `--approve`: calls that need approval and are approved without asking.
+    pub pre_approved: crate::context::policy::PreApproved,
+    /// `--approval-timeout-ms`.
+    pub approval_timeout: std::time::Duration,
 }
 
 /// One MCP session's handler (cheap to clone; HTTP makes one per session).
 #[derive(Clone)]
 pub struct GatewayServer {
     gateway: Arc<Gateway>,
+    /// Approval questions to this session's client are asked one after another.
+    approval_turn: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl GatewayServer {
     pub fn new(gateway: Arc<Gateway>) -> Self {
-        GatewayServer { gateway }
+        GatewayServer {
+            gateway,
+            approval_turn: Arc::default(),
+        }
     }
 
     /// The context of one request from this session's client: the operator's limits and policy
@@ -142,15 +153,34 @@ impl ServerHandler for GatewayServer {
                     serde_json::to_string(&context.id).unwrap_or_default(),
                 );
                 let request = self.request_context(&context, parts.is_some());
+                // Calls an `ask` rule matches are asked to this client (elicitation).
+                let approvals = Arc::new(
+                    elicit::approvals(
+                        &context.peer,
+                        self.gateway.pre_approved.clone(),
+                        self.gateway.approval_timeout,
+                    )
+                    .sharing_turn(self.approval_turn.clone()),
+                );
+                // Downstream progress becomes progress of this request (if it has a token);
+                // downstream elicitation and sampling requests are asked to this client.
+                let progress = Some(passthrough::upstream(
+                    &context.peer,
+                    context.meta.get_progress_token(),
+                    self.approval_turn.clone(),
+                ));
+                let approvals = (approvals, progress);
                 match session {
                     None => {
                         let cancel = context.ct.clone();
-                        execute_code::call(&self.gateway, request, args, cancel, answer).await?
+                        execute_code::call(&self.gateway, request, args, cancel, answer, approvals)
+                            .await?
                     }
                     Some(id) => {
                         let (cancel, _forward) =
                             sessions::either(&context.ct, &self.gateway.sessions.token(id));
-                        execute_code::call(&self.gateway, request, args, cancel, answer).await?
+                        execute_code::call(&self.gateway, request, args, cancel, answer, approvals)
+                            .await?
                     }
                 }
             }

@@ -145,6 +145,8 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
             max_versions: args.capability_max_versions.max(1),
             max_total_bytes: args.capability_store_bytes,
         },
+        pre_approved: args.policy.pre_approved()?,
+        approval_timeout: args.policy.approval_timeout()?,
     });
     let grace = Duration::from_millis(args.shutdown_grace_ms);
     let stop = CancellationToken::new();

@@ -56,6 +56,8 @@ struct Inner {
     state: tokio::sync::Mutex<State>,
     /// When a remote server that could not be reached is tried again.
     backoff: Mutex<super::backoff::Backoff>,
+    /// Open calls by progress token, for the server's progress and log messages.
+    routes: Arc<crate::tools::passthrough::Routes>,
 }
 
 enum State {
@@ -144,9 +146,68 @@ struct ListWatcher {
     server: String,
     tools: Arc<RwLock<Vec<ToolInfo>>>,
     refreshing: Arc<watch::Sender<u32>>,
+    routes: Arc<crate::tools::passthrough::Routes>,
 }
 
 impl ClientHandler for ListWatcher {
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.routes.on_progress(&self.server, params);
+    }
+
+    /// Declares elicitation and sampling so servers may ask; each request goes to the upstream
+    /// client of the execution whose call is open (or is refused, see `passthrough::Routes`).
+    #[allow(deprecated)]
+    fn get_info(&self) -> rmcp::model::ClientInfo {
+        let mut info = rmcp::model::ClientInfo::default();
+        info.capabilities.elicitation = Some(Default::default());
+        info.capabilities.sampling = Some(Default::default());
+        info
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        let params = serde_json::to_value(&request)
+            .map_err(|e| rmcp::ErrorData::invalid_request(e.to_string(), None))?;
+        self.routes
+            .forward(
+                &self.server,
+                crate::tools::passthrough::Forward::Elicit(params),
+            )
+            .await
+    }
+
+    #[allow(deprecated)] // MCP sampling (SEP-2577): older servers still ask for it.
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
+        let params = serde_json::to_value(&params)
+            .map_err(|e| rmcp::ErrorData::invalid_request(e.to_string(), None))?;
+        self.routes
+            .forward(
+                &self.server,
+                crate::tools::passthrough::Forward::Sample(params),
+            )
+            .await
+    }
+
+    #[allow(deprecated)] // MCP logging (SEP-2577): older servers still send it.
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.routes.on_log(&self.server, params);
+    }
+
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
         self.refreshing.send_modify(|n| *n += 1);
         match tokio::time::timeout(REFRESH_TIMEOUT, context.peer.list_all_tools()).await {
@@ -178,10 +239,12 @@ impl McpServer {
     ) -> Result<McpServer, String> {
         let tools = Arc::new(RwLock::new(Vec::new()));
         let refreshing = Arc::new(watch::channel(0).0);
+        let routes = Arc::new(crate::tools::passthrough::Routes::default());
         let watcher = ListWatcher {
             server: name.to_string(),
             tools: tools.clone(),
             refreshing: refreshing.clone(),
+            routes: routes.clone(),
         };
         let (conn, list) = connect(name, config, cwd, watcher).await?;
         if let Ok(mut t) = tools.write() {
@@ -197,6 +260,7 @@ impl McpServer {
                 refreshing,
                 state: tokio::sync::Mutex::new(State::Up(Arc::new(conn))),
                 backoff: Mutex::new(super::backoff::Backoff::default()),
+                routes,
             }),
         })
     }
@@ -242,6 +306,7 @@ impl Inner {
             server: self.name.clone(),
             tools: self.tools.clone(),
             refreshing: self.refreshing.clone(),
+            routes: self.routes.clone(),
         };
         let timeout = self
             .restart_timeout
@@ -502,9 +567,10 @@ impl ToolProvider for McpServer {
         &self,
         tool: &str,
         args: Value,
-        _ctx: &CallContext,
+        ctx: &CallContext,
     ) -> BoxFuture<'static, Result<Value, ExecError>> {
         let inner = self.inner.clone();
+        let feedback = ctx.feedback.clone();
         let qualified = format!("{}:{tool}", inner.name);
         let mut params = CallToolRequestParams::new(tool.to_string());
         if let Value::Object(map) = args {
@@ -526,8 +592,16 @@ impl ToolProvider for McpServer {
                     "MCP server '{server}' is unavailable: it was shut down"
                 )),
             })?;
-            // rmcp sends `notifications/cancelled` if this future is dropped before the answer.
-            match conn.peer.call_tool_once(params).await {
+            // rmcp sends `notifications/cancelled` if this future is dropped before the answer
+            // (and so does the routed call, which also passes progress and logs back).
+            let response = match feedback {
+                Some(f) => {
+                    crate::tools::passthrough::call_tool(&conn.peer, &inner.routes, params, f.0)
+                        .await
+                }
+                None => conn.peer.call_tool_once(params).await,
+            };
+            match response {
                 Ok(CallToolResponse::Complete(result)) => {
                     inner.settle().await;
                     map_result(&qualified, result)

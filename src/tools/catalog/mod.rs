@@ -56,6 +56,8 @@ pub struct CallContext {
     /// The request the call serves: nested work (a capability's own calls) obeys its policy
     /// and limits, and belongs to its trace.
     pub request: std::sync::Arc<crate::context::RequestContext>,
+    /// Where the server's progress and log messages for this call go (`None`: dropped).
+    pub feedback: Option<crate::tools::passthrough::FeedbackRef>,
 }
 
 impl CallContext {
@@ -66,6 +68,7 @@ impl CallContext {
             deadline,
             children: TraceSink::default(),
             request: Default::default(),
+            feedback: None,
         }
     }
 }

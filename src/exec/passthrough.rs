@@ -1,0 +1,85 @@
+//! One execution's [`Feedback`]: its servers' log messages become log lines of the execution
+//! (tagged `[server]`, within the execution's log budget); progress goes to the front's
+//! receiver, if the front gave one (`serve`: progress of the `execute_code` request).
+
+use crate::exec::outcome::LogLine;
+use crate::tools::passthrough::{Feedback, Forward};
+use futures::future::BoxFuture;
+use serde_json::Value;
+use std::sync::{Arc, Mutex};
+
+/// Collects the servers' log lines until the session takes them; bounded by `max_bytes`.
+pub struct ExecFeedback {
+    lines: Mutex<(Vec<LogLine>, u64)>,
+    max_bytes: u64,
+    upstream: Option<Arc<dyn Feedback>>,
+    /// The execution's wall-clock deadline: a forwarded request does not outlive it.
+    deadline: tokio::time::Instant,
+}
+
+impl ExecFeedback {
+    pub fn new(
+        max_bytes: u64,
+        upstream: Option<Arc<dyn Feedback>>,
+        deadline: tokio::time::Instant,
+    ) -> Self {
+        ExecFeedback {
+            lines: Mutex::new((Vec::new(), 0)),
+            max_bytes,
+            upstream,
+            deadline,
+        }
+    }
+
+    /// The lines collected since the last call.
+    pub fn take(&self) -> Vec<LogLine> {
+        self.lines
+            .lock()
+            .map(|mut l| std::mem::take(&mut l.0))
+            .unwrap_or_default()
+    }
+}
+
+impl Feedback for ExecFeedback {
+    fn progress(&self, server: &str, progress: f64, total: Option<f64>, message: Option<String>) {
+        if let Some(up) = &self.upstream {
+            up.progress(server, progress, total, message);
+        }
+    }
+
+    fn forward(&self, server: &str, request: Forward) -> BoxFuture<'static, Result<Value, String>> {
+        let Some(up) = &self.upstream else {
+            return Box::pin(async {
+                Err("there is no MCP client to ask (mcp-sandbox run)".into())
+            });
+        };
+        let asked = up.forward(server, request);
+        let deadline = self.deadline;
+        Box::pin(async move {
+            tokio::time::timeout_at(deadline, asked)
+                .await
+                .unwrap_or_else(|_| {
+                    Err("the execution's time ran out before the client answered".into())
+                })
+        })
+    }
+
+    fn log(&self, server: &str, level: &str, message: String) {
+        if let Some(up) = &self.upstream {
+            up.log(server, level, message.clone());
+        }
+        let message = format!("[{server}] {message}");
+        if let Ok(mut l) = self.lines.lock() {
+            // Past the budget the session's own log limit says so; here the lines just stop.
+            let cost = message.len() as u64 + crate::exec::session::LOG_LINE_OVERHEAD;
+            if l.1 + cost > self.max_bytes {
+                return;
+            }
+            l.1 += cost;
+            l.0.push(LogLine {
+                level: level.to_string(),
+                message,
+            });
+        }
+    }
+}

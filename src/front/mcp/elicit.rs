@@ -1,0 +1,146 @@
+//! `serve`'s approver: the question as an MCP elicitation request (`elicitation/create`, form
+//! mode) to the client that sent `execute_code`, only when that client declared the
+//! `elicitation` capability. Otherwise nobody can be asked and a call that needs approval is
+//! denied at once with a message saying so (unless `--approve` matches it).
+//!
+//! The form has one required choice, `decision` ([`APPROVE_ONCE`], [`APPROVE_TOOL`], [`DENY`]),
+//! and an optional `reason`. `decline` and `cancel` from the client are a denial.
+
+use crate::context::policy::PreApproved;
+use crate::gate::approval::{Answer, ApprovalError, Approvals, Approver, By, Question};
+use futures::future::BoxFuture;
+use rmcp::model::{
+    CancelledNotificationParam, ClientResult, ElicitRequest, ElicitRequestParams,
+    ElicitationAction, RequestId, ServerRequest,
+};
+use rmcp::service::PeerRequestOptions;
+use rmcp::{Peer, RoleServer};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub const APPROVE_ONCE: &str = "approve once";
+pub const APPROVE_TOOL: &str = "approve this tool for the rest of this execution";
+pub const DENY: &str = "deny";
+
+/// The approvals of one `execute_code` request from `peer`.
+pub fn approvals(
+    peer: &Peer<RoleServer>,
+    pre_approved: PreApproved,
+    timeout: Duration,
+) -> Approvals {
+    let declared = peer
+        .peer_info()
+        .is_some_and(|info| info.capabilities.elicitation.is_some());
+    if declared {
+        Approvals::new(
+            Arc::new(ElicitationApprover { peer: peer.clone() }),
+            pre_approved,
+            timeout,
+        )
+    } else {
+        Approvals::nobody(
+            By::Elicitation,
+            "the MCP client did not declare the elicitation capability, so it cannot approve calls; \
+             use a client that supports elicitation, or start serve with --approve {call}",
+            pre_approved,
+        )
+    }
+}
+
+/// Asks the connected client.
+pub struct ElicitationApprover {
+    peer: Peer<RoleServer>,
+}
+
+impl Approver for ElicitationApprover {
+    fn by(&self) -> By {
+        By::Elicitation
+    }
+
+    fn ask(&self, question: Question) -> BoxFuture<'static, Result<Answer, ApprovalError>> {
+        let peer = self.peer.clone();
+        Box::pin(async move {
+            let failed =
+                |why: String| ApprovalError::Failed(format!("the elicitation request: {why}"));
+            let params: ElicitRequestParams = serde_json::from_value(json!({
+                "mode": "form",
+                "message": question.text(),
+                "requestedSchema": {
+                    "type": "object",
+                    "properties": {
+                        "decision": {
+                            "type": "string",
+                            "title": "Decision",
+                            "enum": [APPROVE_ONCE, APPROVE_TOOL, DENY],
+                        },
+                        "reason": {
+                            "type": "string",
+                            "title": "Reason (when denying)",
+                        },
+                    },
+                    "required": ["decision"],
+                },
+            }))
+            .map_err(|e| failed(e.to_string()))?;
+            let handle = peer
+                .send_request_with_option(
+                    ServerRequest::ElicitRequest(ElicitRequest::new(params)),
+                    PeerRequestOptions::no_options(),
+                )
+                .await
+                .map_err(|e| failed(e.to_string()))?;
+            // Withdrawn (approval timeout, execution ended or cancelled): the client is told.
+            let mut guard = Withdraw {
+                peer: peer.clone(),
+                id: Some(handle.id.clone()),
+            };
+            let reply = handle.await_response().await;
+            guard.id = None;
+            let reply = reply.map_err(|e| failed(e.to_string()))?;
+            let ClientResult::ElicitResult(result) = reply else {
+                return Err(failed("the client answered with something else".into()));
+            };
+            Ok(match result.action {
+                ElicitationAction::Accept => {
+                    let content = result.content.unwrap_or_default();
+                    let reason = content
+                        .get("reason")
+                        .and_then(|r| r.as_str())
+                        .map(str::to_string);
+                    match content.get("decision").and_then(|d| d.as_str()) {
+                        Some(APPROVE_ONCE) => Answer::Once,
+                        Some(APPROVE_TOOL) => Answer::ToolForExecution,
+                        Some(DENY) => Answer::Deny(reason),
+                        _ => Answer::Deny(Some("the client's answer had no valid decision".into())),
+                    }
+                }
+                ElicitationAction::Decline => Answer::Deny(Some("declined".into())),
+                ElicitationAction::Cancel => Answer::Deny(Some("cancelled".into())),
+                _ => Answer::Deny(Some("the client's answer was not accept".into())),
+            })
+        })
+    }
+}
+
+/// Sends `notifications/cancelled` for an elicitation request still open when it drops.
+struct Withdraw {
+    peer: Peer<RoleServer>,
+    id: Option<RequestId>,
+}
+
+impl Drop for Withdraw {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else { return };
+        let peer = self.peer.clone();
+        let params: Result<CancelledNotificationParam, _> = serde_json::from_value(json!({
+            "requestId": id,
+            "reason": "the approval is no longer needed (timed out, or the execution ended)",
+        }));
+        if let (Ok(params), Ok(rt)) = (params, tokio::runtime::Handle::try_current()) {
+            rt.spawn(async move {
+                let _ = peer.notify_cancelled(params).await;
+            });
+        }
+    }
+}

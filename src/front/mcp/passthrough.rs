@@ -1,0 +1,129 @@
+//! The upstream side of what downstream servers send during an `execute_code` request:
+//! their progress becomes progress notifications of the request (only when the client sent a
+//! progress token); their elicitation and sampling requests are forwarded to the client when it
+//! declared those capabilities ("not supported" otherwise), within the execution's time.
+//!
+//! Each downstream progress notification becomes one upstream notification whose `progress`
+//! counts the notifications forwarded so far (so it always increases, whatever the servers send)
+//! and whose message says which server reported what (`fixture: step 2 of 3 (2/3)`). At most
+//! [`QUEUE`] notifications wait to be written; more are dropped rather than buffered.
+
+use crate::tools::passthrough::{Feedback, FeedbackRef, Forward};
+use futures::future::BoxFuture;
+use rmcp::model::{ClientResult, ProgressNotificationParam, ProgressToken, ServerRequest};
+use rmcp::{Peer, RoleServer};
+use serde_json::{json, Value};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// Notifications waiting to be written to the client.
+pub const QUEUE: usize = 64;
+
+/// The upstream receiver of one `execute_code` request from `peer` (progress with `token`).
+/// Forwarded requests wait for `turn`, which the session's approval questions share: one
+/// question to the client at a time, however many servers ask.
+pub fn upstream(
+    peer: &Peer<RoleServer>,
+    token: Option<ProgressToken>,
+    turn: Arc<tokio::sync::Mutex<()>>,
+) -> FeedbackRef {
+    let tx = token.map(|token| {
+        let (tx, mut rx) = mpsc::channel::<(f64, Option<String>)>(QUEUE);
+        let peer = peer.clone();
+        // Ends when the execution drops its sender.
+        tokio::spawn(async move {
+            while let Some((progress, message)) = rx.recv().await {
+                let params: Result<ProgressNotificationParam, _> = serde_json::from_value(json!({
+                    "progressToken": token,
+                    "progress": progress,
+                    "message": message,
+                }));
+                if let Ok(params) = params {
+                    if peer.notify_progress(params).await.is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+        tx
+    });
+    FeedbackRef(Arc::new(Upstream {
+        peer: peer.clone(),
+        turn,
+        tx,
+        sent: std::sync::atomic::AtomicU64::new(0),
+    }))
+}
+
+struct Upstream {
+    peer: Peer<RoleServer>,
+    turn: Arc<tokio::sync::Mutex<()>>,
+    tx: Option<mpsc::Sender<(f64, Option<String>)>>,
+    sent: std::sync::atomic::AtomicU64,
+}
+
+impl Feedback for Upstream {
+    fn progress(&self, server: &str, progress: f64, total: Option<f64>, message: Option<String>) {
+        let Some(tx) = &self.tx else { return };
+        let n = self.sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        let of = match total {
+            Some(t) => format!("{progress}/{t}"),
+            None => format!("{progress}"),
+        };
+        let text = match message {
+            Some(m) => format!("{server}: {m} ({of})"),
+            None => format!("{server}: {of}"),
+        };
+        let _ = tx.try_send((n as f64, Some(text)));
+    }
+
+    /// Log lines reach the client in the outcome's `logs`.
+    fn log(&self, _server: &str, _level: &str, _message: String) {}
+
+    fn forward(&self, server: &str, request: Forward) -> BoxFuture<'static, Result<Value, String>> {
+        let peer = self.peer.clone();
+        let caps = peer.peer_info().map(|i| i.capabilities.clone());
+        let server = server.to_string();
+        let turn = self.turn.clone();
+        Box::pin(async move {
+            let (declared, what, request) = match request {
+                Forward::Elicit(params) => (
+                    caps.as_ref().is_some_and(|c| c.elicitation.is_some()),
+                    "elicitation",
+                    serde_json::from_value(params)
+                        .map(|p| ServerRequest::ElicitRequest(rmcp::model::ElicitRequest::new(p))),
+                ),
+                Forward::Sample(params) => (
+                    caps.as_ref().is_some_and(|c| c.sampling.is_some()),
+                    "sampling",
+                    #[allow(deprecated)] // MCP sampling (SEP-2577): older servers still ask.
+                    serde_json::from_value(params).map(|p| {
+                        ServerRequest::CreateMessageRequest(rmcp::model::CreateMessageRequest::new(
+                            p,
+                        ))
+                    }),
+                ),
+            };
+            if !declared {
+                return Err(format!(
+                    "the MCP client of this execution did not declare the {what} capability"
+                ));
+            }
+            let request =
+                request.map_err(|e| format!("the request from {server} is not valid: {e}"))?;
+            let _turn = turn.lock().await;
+            let answer = peer
+                .send_request(request)
+                .await
+                .map_err(|e| format!("the MCP client failed the request: {e}"))?;
+            match answer {
+                ClientResult::ElicitResult(r) => serde_json::to_value(r).map_err(|e| e.to_string()),
+                #[allow(deprecated)]
+                ClientResult::CreateMessageResult(r) => {
+                    serde_json::to_value(r).map_err(|e| e.to_string())
+                }
+                _ => Err("the MCP client answered with something else".into()),
+            }
+        })
+    }
+}

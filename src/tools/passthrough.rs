@@ -1,0 +1,260 @@
+//! What a downstream MCP server says *while* a call runs, routed back to the execution that made
+//! the call: progress notifications (matched by the call's progress token) and log messages
+//! (`notifications/message`, given to every execution with a call open to that server, since
+//! they carry no request id).
+//!
+//! A [`Feedback`] receives them for one execution; [`Routes`] maps each open call's progress
+//! token to its execution's feedback for one server connection. Everything a server sends here
+//! is bounded before it is kept: messages are cut to [`MAX_MESSAGE_BYTES`].
+//!
+//! MCP logging is deprecated by SEP-2577 (rmcp marks its types so), but servers on earlier
+//! protocol versions still send `notifications/message`: they are passed on.
+#![allow(deprecated)]
+
+use futures::future::BoxFuture;
+use rmcp::model::{
+    CallToolRequest, CallToolResponse, ClientRequest, LoggingLevel,
+    LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken, RequestId,
+    ServerResult,
+};
+use rmcp::service::{PeerRequestOptions, ServiceError};
+use rmcp::{ErrorData, Peer, RoleClient};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// A downstream progress message or log line is cut to this many bytes.
+pub const MAX_MESSAGE_BYTES: usize = 2048;
+
+/// How long a finished call stays routed: rmcp handles each notification on a task of its own,
+/// so one the server sent just before its answer may be handled just after it.
+pub const LINGER: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// One execution's receiver of its calls' progress and of its servers' log lines.
+pub trait Feedback: Send + Sync {
+    /// `server` reported progress on a call of this execution.
+    fn progress(&self, server: &str, progress: f64, total: Option<f64>, message: Option<String>);
+    /// `server` sent a log message while this execution had a call open to it.
+    fn log(&self, server: &str, level: &str, message: String);
+    /// `server` sent an elicitation or sampling request during this execution's call: the
+    /// answer (the result's JSON) from whoever can give it, or why not.
+    fn forward(&self, server: &str, request: Forward) -> BoxFuture<'static, Result<Value, String>> {
+        let _ = (server, request);
+        Box::pin(async { Err("not supported here".to_string()) })
+    }
+}
+
+/// A downstream server's request for the upstream client, with its params as JSON.
+#[derive(Debug, Clone)]
+pub enum Forward {
+    /// `elicitation/create`
+    Elicit(Value),
+    /// `sampling/createMessage`
+    Sample(Value),
+}
+
+/// A [`Feedback`] in a [`crate::tools::catalog::CallContext`] (a newtype for `Debug`).
+#[derive(Clone)]
+pub struct FeedbackRef(pub Arc<dyn Feedback>);
+
+impl std::fmt::Debug for FeedbackRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Feedback")
+    }
+}
+
+/// The open calls of one server connection, by progress token.
+#[derive(Default)]
+pub struct Routes {
+    open: Mutex<HashMap<ProgressToken, Arc<dyn Feedback>>>,
+}
+
+impl Routes {
+    /// A progress notification from `server`: to the execution whose call has its token.
+    pub fn on_progress(&self, server: &str, p: ProgressNotificationParam) {
+        let target = self
+            .open
+            .lock()
+            .ok()
+            .and_then(|open| open.get(&p.progress_token).cloned());
+        if let Some(f) = target {
+            let message = p.message.map(|m| clip(&m));
+            f.progress(server, p.progress, p.total, message);
+        }
+    }
+
+    /// A log message from `server`: to every execution with a call open to it (once each).
+    pub fn on_log(&self, server: &str, p: LoggingMessageNotificationParam) {
+        let targets: Vec<Arc<dyn Feedback>> = match self.open.lock() {
+            Ok(open) => {
+                let mut seen: Vec<Arc<dyn Feedback>> = Vec::new();
+                for f in open.values() {
+                    if !seen.iter().any(|s| Arc::ptr_eq(s, f)) {
+                        seen.push(f.clone());
+                    }
+                }
+                seen
+            }
+            Err(_) => return,
+        };
+        if targets.is_empty() {
+            return;
+        }
+        let text = match &p.data {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let text = match &p.logger {
+            Some(logger) => format!("{}: {text}", clip(logger)),
+            None => text,
+        };
+        let text = clip(&text);
+        let level = level(p.level);
+        for f in targets {
+            f.log(server, level, text.clone());
+        }
+    }
+
+    /// A downstream request (elicitation, sampling) for the one execution with calls open to
+    /// this server; refused when none or several executions have (it carries no request id).
+    pub async fn forward<T: serde::de::DeserializeOwned>(
+        &self,
+        server: &str,
+        request: Forward,
+    ) -> Result<T, ErrorData> {
+        let what = match &request {
+            Forward::Elicit(_) => "elicitation",
+            Forward::Sample(_) => "sampling",
+        };
+        let refuse = |why: String| {
+            ErrorData::invalid_request(format!("{what} is not supported: {why}"), None)
+        };
+        let target = {
+            let open = self
+                .open
+                .lock()
+                .map_err(|_| refuse("internal error".into()))?;
+            let mut seen: Vec<Arc<dyn Feedback>> = Vec::new();
+            for f in open.values() {
+                if !seen.iter().any(|s| Arc::ptr_eq(s, f)) {
+                    seen.push(f.clone());
+                }
+            }
+            match seen.len() {
+                1 => seen.pop(),
+                0 => return Err(refuse("no execution has a call open to this server".into())),
+                _ => {
+                    return Err(refuse(
+                        "several executions have calls open to this server, so the sandbox cannot tell whose client to ask".into(),
+                    ))
+                }
+            }
+        };
+        let Some(target) = target else {
+            return Err(refuse("no execution has a call open to this server".into()));
+        };
+        let answer = target.forward(server, request).await.map_err(refuse)?;
+        serde_json::from_value(answer)
+            .map_err(|e| refuse(format!("the upstream client's answer is not valid: {e}")))
+    }
+
+    fn insert(&self, token: ProgressToken, f: Arc<dyn Feedback>) {
+        if let Ok(mut open) = self.open.lock() {
+            open.insert(token, f);
+        }
+    }
+
+    fn remove(&self, token: &ProgressToken) {
+        if let Ok(mut open) = self.open.lock() {
+            open.remove(token);
+        }
+    }
+}
+
+/// The script's log levels for MCP's syslog levels.
+fn level(l: LoggingLevel) -> &'static str {
+    match l {
+        LoggingLevel::Debug => "debug",
+        LoggingLevel::Info | LoggingLevel::Notice => "info",
+        LoggingLevel::Warning => "warn",
+        _ => "error",
+    }
+}
+
+fn clip(s: &str) -> String {
+    let mut end = s.len().min(MAX_MESSAGE_BYTES);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
+}
+
+/// `tools/call` whose progress and log messages reach `feedback` while it is open. Like rmcp's
+/// `call_tool_once`, dropping the future sends `notifications/cancelled` for the request.
+pub async fn call_tool(
+    peer: &Peer<RoleClient>,
+    routes: &Arc<Routes>,
+    params: rmcp::model::CallToolRequestParams,
+    feedback: Arc<dyn Feedback>,
+) -> Result<CallToolResponse, ServiceError> {
+    let handle = peer
+        .send_request_with_option(
+            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+            PeerRequestOptions::no_options(),
+        )
+        .await?;
+    let token = handle.progress_token.clone();
+    routes.insert(token.clone(), feedback);
+    let mut open = OpenCall {
+        peer: peer.clone(),
+        routes: routes.clone(),
+        token,
+        id: Some(handle.id.clone()),
+    };
+    let result = handle.await_response().await;
+    open.id = None;
+    // Notifications sent just before the answer (progress, logs, a changed tool list) are
+    // handled on tasks rmcp spawned before it delivered the answer: let them start first.
+    for _ in 0..3 {
+        tokio::task::yield_now().await;
+    }
+    match result? {
+        ServerResult::CallToolResult(r) => Ok(CallToolResponse::Complete(r)),
+        ServerResult::InputRequiredResult(r) => Ok(CallToolResponse::InputRequired(r)),
+        ServerResult::CreateTaskResult(r) => Ok(CallToolResponse::Task(r)),
+        _ => Err(ServiceError::UnexpectedResponse),
+    }
+}
+
+/// Unroutes a call when it ends; cancels it at its server when it is dropped unanswered.
+struct OpenCall {
+    peer: Peer<RoleClient>,
+    routes: Arc<Routes>,
+    token: ProgressToken,
+    id: Option<RequestId>,
+}
+
+impl Drop for OpenCall {
+    fn drop(&mut self) {
+        let (routes, token) = (self.routes.clone(), self.token.clone());
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                rt.spawn(async move {
+                    tokio::time::sleep(LINGER).await;
+                    routes.remove(&token);
+                });
+            }
+            Err(_) => routes.remove(&token),
+        }
+        let Some(id) = self.id.take() else { return };
+        let peer = self.peer.clone();
+        let params = serde_json::from_value::<rmcp::model::CancelledNotificationParam>(
+            serde_json::json!({"requestId": id, "reason": "the execution no longer waits for this call"}),
+        );
+        if let (Ok(params), Ok(rt)) = (params, tokio::runtime::Handle::try_current()) {
+            rt.spawn(async move {
+                let _ = peer.notify_cancelled(params).await;
+            });
+        }
+    }
+}
