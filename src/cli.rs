@@ -48,6 +48,10 @@ pub enum Command {
     Graph(crate::learning_cli::GraphArgs),
     /// Save, list, show and remove capabilities (code callable as `mcp.namespace.action()`).
     Capability(crate::learning_cli::CapabilityArgs),
+    /// Create, list and revoke API tokens for `serve --http`.
+    Token(crate::team_cli::TokenArgs),
+    /// Query the audit log (one record per execution).
+    Audit(crate::team_cli::AuditArgs),
 }
 
 #[derive(Debug, Args)]
@@ -153,6 +157,8 @@ pub struct RunArgs {
     pub runner: RunnerArgs,
     #[command(flatten)]
     pub state: crate::learning_cli::StateArgs,
+    #[command(flatten)]
+    pub audit: crate::audit::AuditFlags,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -363,7 +369,16 @@ pub async fn run(args: RunArgs) -> Result<i32, UsageError> {
             ..crate::capability::Capabilities::new(store, runner.clone())
         };
         // `capability save --from-last` saves the code of the CLI's last execution.
-        sandbox = sandbox.with_learning(caps).remember_last_code();
+        sandbox = sandbox.with_learning(caps.clone()).remember_last_code();
+        let options = args.audit.options(config.sandbox.audit.as_ref());
+        match crate::audit::Auditor::new(caps.store.clone(), options) {
+            Ok(a) => sandbox = sandbox.with_audit(a),
+            Err(e) => {
+                return Err(UsageError(format!(
+                    "cannot use the audit log in the state store: {e}"
+                )))
+            }
+        }
     }
     let request = ExecRequest {
         code,
@@ -371,6 +386,10 @@ pub async fn run(args: RunArgs) -> Result<i32, UsageError> {
         limits,
         require_layers,
         policy,
+        caller: Some(crate::principal::Caller {
+            front: "run",
+            ..Default::default()
+        }),
         ..Default::default()
     };
     let grace = Duration::from_millis(args.shutdown_grace_ms);

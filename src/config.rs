@@ -90,6 +90,15 @@ pub struct SandboxSection {
     /// The state file (tool graph, capabilities); relative to the config file's directory.
     #[serde(default)]
     pub state: Option<PathBuf>,
+    /// Authentication of `serve --http` (see `gateway_config`).
+    #[serde(default)]
+    pub auth: Option<crate::gateway_config::AuthConfig>,
+    /// Per-caller policies, limits and rate limits, by name.
+    #[serde(default)]
+    pub policies: BTreeMap<String, crate::gateway_config::PrincipalPolicy>,
+    /// What the audit log keeps (see `audit`).
+    #[serde(default)]
+    pub audit: Option<crate::audit::AuditConfig>,
 }
 
 impl SandboxSection {
@@ -197,6 +206,7 @@ impl Config {
         raw.sandbox
             .rules()
             .map_err(|e| format!("sandbox.allow/deny: {e}"))?;
+        crate::gateway_config::validate(raw.sandbox.auth.as_ref(), &raw.sandbox.policies)?;
         Ok(Config {
             servers: raw.mcp_servers,
             sandbox: raw.sandbox,

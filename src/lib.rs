@@ -5,6 +5,7 @@
 //! file, in-process tools), then [`session::execute`] scripts against it.
 
 pub mod analysis;
+pub mod audit;
 pub mod budget;
 pub mod capability;
 pub mod catalog;
@@ -13,6 +14,7 @@ pub mod cli;
 pub mod config;
 pub mod discovery;
 pub mod error;
+pub mod gateway_config;
 pub mod gate;
 pub mod isolation;
 pub mod learning_cli;
@@ -21,6 +23,7 @@ pub mod nesting;
 pub mod outbox;
 pub mod outcome;
 pub mod policy;
+pub mod principal;
 pub mod pool;
 pub mod provenance;
 pub mod runner;
@@ -30,6 +33,7 @@ pub mod session;
 pub mod shutdown;
 pub mod store;
 pub mod suggest;
+pub mod team_cli;
 pub mod term;
 pub mod trace;
 pub mod transpile;

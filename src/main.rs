@@ -28,6 +28,8 @@ fn main() {
             Command::Serve(args) => mcp_sandbox::server::serve(args).await,
             Command::Graph(args) => mcp_sandbox::learning_cli::graph(args),
             Command::Capability(args) => mcp_sandbox::learning_cli::capability(args),
+            Command::Token(args) => mcp_sandbox::team_cli::token(args),
+            Command::Audit(args) => mcp_sandbox::team_cli::audit(args),
         }
     });
     match status {

@@ -58,6 +58,10 @@ pub struct ExecRequest {
     /// The trace id of the call this execution serves (a capability call): stamped as
     /// `parent_trace_id` on this execution's own events.
     pub parent_trace_id: Option<String>,
+    /// Who the execution runs for (the audit log records it; `None`: `local`).
+    pub caller: Option<crate::principal::Caller>,
+    /// Where each call's arguments are noted for the audit log (`None`: not noted).
+    pub audit_args: Option<crate::audit::ArgsSink>,
 }
 
 /// A callback given the runner's pid once it is spawned. It runs synchronously on the session's
@@ -127,6 +131,7 @@ pub async fn execute_pooled(
     let mut run = Run::new(&req.limits);
     run.policy = req.policy.clone();
     run.parent = req.parent_trace_id.clone();
+    run.audit_args = req.audit_args.clone();
     let error = run.drive(catalog, runner, pool, &req).await.err();
     if let Some(pool) = pool {
         pool.refill();
@@ -211,6 +216,8 @@ struct Run {
     policy: Policy,
     /// `parent_trace_id` of this execution's events.
     parent: Option<String>,
+    /// See [`ExecRequest::audit_args`].
+    audit_args: Option<crate::audit::ArgsSink>,
     /// Events of nested work handed back by providers.
     children: crate::catalog::TraceSink,
     /// Argument bytes of the open calls (running or queued).
@@ -240,6 +247,7 @@ impl Run {
             script_error: None,
             policy: Policy::default(),
             parent: None,
+            audit_args: None,
             children: Default::default(),
             args_in_flight: 0,
             routed: HashSet::new(),
@@ -517,6 +525,9 @@ impl Run {
             duration_ms: None,
             error: None,
         });
+        if let Some(sink) = &self.audit_args {
+            sink.note(&trace_id, q.oversized.is_none().then_some(&q.args));
+        }
         self.inflight.insert(
             q.id,
             Call {

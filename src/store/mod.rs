@@ -12,8 +12,10 @@
 //! A host killed in the middle of a write leaves the last committed state: the WAL makes each
 //! transaction atomic.
 
+pub mod audit;
 mod capabilities;
 mod graph;
+pub mod tokens;
 
 pub use capabilities::{
     capability_id, split_name, CapabilityQuota, CapabilityRecord, LastExecution, NewCapability,
@@ -69,6 +71,43 @@ const MIGRATIONS: &[&str] = &[
         key TEXT PRIMARY KEY,
         value TEXT NOT NULL
      );",
+    // 2: API tokens of `serve --http` (hashes only) and the audit log (see `tokens`, `audit`).
+    "CREATE TABLE api_tokens (
+        name TEXT PRIMARY KEY,
+        sha256 TEXT NOT NULL UNIQUE,
+        policy TEXT,
+        tenant TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        expires_at REAL,
+        revoked_at REAL
+     );
+     CREATE TABLE audit (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        ts REAL NOT NULL,
+        principal TEXT NOT NULL,
+        tenant TEXT NOT NULL,
+        client TEXT,
+        front TEXT NOT NULL,
+        code TEXT,
+        code_sha256 TEXT NOT NULL,
+        outcome TEXT NOT NULL,
+        duration_ms REAL NOT NULL
+     );
+     CREATE INDEX audit_by_ts ON audit (ts);
+     CREATE INDEX audit_by_principal ON audit (principal);
+     CREATE TABLE audit_calls (
+        audit_id INTEGER NOT NULL REFERENCES audit (id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        args_sha256 TEXT,
+        args TEXT,
+        error TEXT,
+        duration_ms REAL,
+        PRIMARY KEY (audit_id, seq)
+     ) WITHOUT ROWID;
+     CREATE INDEX audit_calls_by_tool ON audit_calls (tool);
+     CREATE INDEX audit_calls_by_error ON audit_calls (error);",
 ];
 
 /// A failure of the state store.
