@@ -76,11 +76,18 @@ pub fn input_schema() -> Value {
     })
 }
 
+/// Who an execution runs for.
+pub struct Who<'a> {
+    pub principal: &'a crate::principal::Principal,
+    pub caller: crate::principal::Caller,
+}
+
 pub async fn call(
     gateway: &Gateway,
     args: JsonObject,
     cancel: CancellationToken,
     answer: super::responses::AnswerKey,
+    who: Who<'_>,
 ) -> Result<CallToolResult, ErrorData> {
     const FIELDS: [&str; 5] = ["code", "context", "timeout_ms", "language", "limits"];
     if let Some(extra) = args.keys().find(|k| !FIELDS.contains(&k.as_str())) {
@@ -122,17 +129,24 @@ pub async fn call(
             }
         },
     }
-    // What the client asks for may only lower the operator's limits.
-    let (limits, applied) = gateway.limits.narrow(&requested);
+    // The principal's policies narrow the operator's policy and limits; what the client asks
+    // for may only lower them further.
+    let (policy, principal_limits) = gateway.narrowed_for(who.principal);
+    let (limits, applied) = principal_limits.narrow(&requested);
     // Admission on arrival, before the request waits for a runner.
     let context_bytes = context.map_or(0, json_len);
     let held = gateway
         .admission
         .admit(code.len() as u64, limits.source_bytes, context_bytes);
+    let refused = |e| {
+        gateway
+            .sandbox
+            .audit_refusal(Some(who.caller.clone()), code, Outcome::failed(e))
+    };
     let mut outcome = match held {
-        Err(e) => Outcome::failed(e),
+        Err(e) => refused(e).await,
         Ok(_held) => match to_javascript(code, language) {
-            Err(e) => Outcome::failed(e),
+            Err(e) => refused(e).await,
             Ok(js) => {
                 gateway
                     .sandbox
@@ -141,8 +155,9 @@ pub async fn call(
                         context: context.cloned().unwrap_or_default(),
                         limits,
                         require_layers: gateway.require_layers.clone(),
-                        policy: gateway.policy.clone(),
+                        policy,
                         client_cancel: Some(cancel),
+                        caller: Some(who.caller.clone()),
                         ..Default::default()
                     })
                     .await

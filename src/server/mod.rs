@@ -8,10 +8,13 @@
 //! `isError: true`, never a protocol error. Servers that failed to start are reported by both.
 
 pub mod admission;
+pub mod auth;
 mod capabilities;
 pub(crate) mod execute_code;
 pub mod http;
 pub mod jsonrpc;
+pub mod jwt;
+pub mod rate;
 pub mod responses;
 mod search_tools;
 pub mod sessions;
@@ -47,6 +50,41 @@ pub struct Gateway {
     pub store: Option<crate::store::Store>,
     /// Bounds of save_capability: code size, versions kept per name, total size.
     pub capability_quota: crate::store::CapabilityQuota,
+    /// `sandbox.policies`: what each principal's policies narrow.
+    pub policies: std::collections::BTreeMap<String, crate::gateway_config::PrincipalPolicy>,
+    /// Per-principal rate limits (HTTP).
+    pub rate: Arc<rate::RateLimiter>,
+}
+
+impl Gateway {
+    /// The tightest rate bounds of a principal's policies.
+    pub fn rate_of(&self, principal: &crate::principal::Principal) -> rate::Rate {
+        auth::policies_of(principal, &self.policies)
+            .into_iter()
+            .fold(rate::Rate::default(), |acc, (_, p)| {
+                acc.min(rate::Rate {
+                    per_minute: p.executions_per_minute,
+                    concurrent: p.max_concurrent,
+                })
+            })
+    }
+
+    /// The config's policy and limits, narrowed by a principal's policies.
+    pub fn narrowed_for(&self, principal: &crate::principal::Principal) -> (Policy, Limits) {
+        let mut policy = self.policy.clone();
+        let mut limits = self.limits;
+        for (name, p) in auth::policies_of(principal, &self.policies) {
+            policy = match p.rules(name) {
+                Ok(rules) => policy.with(rules),
+                // The config's validation refused bad patterns; fail closed all the same.
+                Err(_) => policy.with(crate::policy::Rules::deny_all(format!("policy '{name}'"))),
+            };
+            if let Some(l) = &p.limits {
+                limits = limits.narrow(l).0;
+            }
+        }
+        (policy, limits)
+    }
 }
 
 /// One MCP session's handler (cheap to clone; HTTP makes one per session).
@@ -104,6 +142,24 @@ impl ServerHandler for GatewayServer {
             "execute_code" => {
                 // Over HTTP, a DELETE of the session also cancels (see `sessions`).
                 let parts = context.extensions.get::<axum::http::request::Parts>();
+                // The HTTP front put the authenticated principal on the request; stdio is local.
+                let principal = parts
+                    .and_then(|p| p.extensions.get::<Arc<crate::principal::Principal>>())
+                    .cloned()
+                    .unwrap_or_else(|| Arc::new(crate::principal::Principal::local()));
+                let client = context
+                    .peer
+                    .peer_info()
+                    .map(|i| i.client_info.name.clone());
+                let caller = crate::principal::Caller::of(
+                    &principal,
+                    client,
+                    if parts.is_some() { "http" } else { "stdio" },
+                );
+                let who = execute_code::Who {
+                    principal: &principal,
+                    caller,
+                };
                 let session = parts
                     .and_then(|p| p.headers.get(sessions::SESSION_HEADER))
                     .and_then(|v| v.to_str().ok());
@@ -114,12 +170,13 @@ impl ServerHandler for GatewayServer {
                 );
                 match session {
                     None => {
-                        execute_code::call(&self.gateway, args, context.ct.clone(), answer).await?
+                        execute_code::call(&self.gateway, args, context.ct.clone(), answer, who)
+                            .await?
                     }
                     Some(id) => {
                         let (cancel, _forward) =
                             sessions::either(&context.ct, &self.gateway.sessions.token(id));
-                        execute_code::call(&self.gateway, args, cancel, answer).await?
+                        execute_code::call(&self.gateway, args, cancel, answer, who).await?
                     }
                 }
             }

@@ -26,8 +26,8 @@ pub struct ServeArgs {
     /// Serve streamable HTTP at this address (path /mcp) instead of stdio, e.g. 127.0.0.1:8080.
     #[arg(long, value_name = "ADDR")]
     pub http: Option<SocketAddr>,
-    /// Allow --http on a non-loopback address. Anyone who can reach it can run code against
-    /// your MCP servers: put authentication in front of it.
+    /// Allow --http on a non-loopback address. The config must also configure authentication
+    /// (sandbox.auth): without it the server refuses to start.
     #[arg(long, requires = "http")]
     pub http_allow_remote: bool,
     /// On SIGINT/SIGTERM, how long running executions may still take before their runners are
@@ -90,6 +90,8 @@ pub struct ServeArgs {
     pub runner: RunnerArgs,
     #[command(flatten)]
     pub state: StateArgs,
+    #[command(flatten)]
+    pub audit: crate::audit::AuditFlags,
 }
 
 /// `mcp-sandbox serve`. Returns the exit status.
@@ -105,6 +107,13 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
         Some(p) => Config::load(p).map_err(|e| UsageError(e.to_string()))?,
         None => Config::default(),
     };
+    if let Some(addr) = args.http {
+        if !addr.ip().is_loopback() && config.sandbox.auth.is_none() {
+            return Err(UsageError(format!(
+                "refusing to serve --http {addr} without authentication: a non-loopback address needs sandbox.auth in the config (API tokens from `mcp-sandbox token create`, or JWTs from an identity provider); no flag turns this off"
+            )));
+        }
+    }
     let policy = args.policy.policy(&config)?;
     let require_layers = args.runner.required_layers()?;
     let limits = config.sandbox.limits.unwrap_or_default();
@@ -127,7 +136,41 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
             require_layers: require_layers.clone(),
             ..crate::capability::Capabilities::new(store.clone(), runner)
         });
+        let options = args.audit.options(config.sandbox.audit.as_ref());
+        let auditor = crate::audit::Auditor::new(store.clone(), options).map_err(|e| {
+            UsageError(format!("cannot use the audit log in the state store: {e}"))
+        })?;
+        sandbox = sandbox.with_audit(auditor.clone());
+        if options.retain_days.is_some() {
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(Duration::from_secs(3600));
+                tick.tick().await;
+                loop {
+                    tick.tick().await;
+                    let a = auditor.clone();
+                    let _ = tokio::task::spawn_blocking(move || a.prune()).await;
+                }
+            });
+        }
     }
+    // Authentication needs the state store (API tokens live there) and gives the audit log
+    // its principals: without the store, an authenticated server does not start.
+    let auth = match (&config.sandbox.auth, args.http) {
+        (Some(auth), Some(_)) => {
+            let Some(store) = store.clone() else {
+                return Err(UsageError(
+                    "sandbox.auth is configured but the state store could not be opened (see the warning above); fix it or pass --state".into(),
+                ));
+            };
+            Some(super::http::AuthSetup {
+                config: auth.clone(),
+                policies: config.sandbox.policies.clone(),
+                base_dir: config.base_dir.clone(),
+                store,
+            })
+        }
+        _ => None,
+    };
     let gateway = Arc::new(Gateway {
         sandbox: sandbox.clone(),
         policy,
@@ -137,6 +180,8 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
         responses: super::responses::ResponseBudget::new(args.max_buffered_response_bytes),
         require_layers,
         store,
+        policies: config.sandbox.policies.clone(),
+        rate: Default::default(),
         capability_quota: crate::store::CapabilityQuota {
             max_code_bytes: args.capability_max_code_bytes,
             max_versions: args.capability_max_versions.max(1),
@@ -165,6 +210,7 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
                     addr,
                     args.http_allow_remote,
                     http_options,
+                    auth,
                     stop.clone(),
                 )
                 .await
