@@ -44,6 +44,7 @@ mod runner_pool;
 mod script_nesting;
 mod search_capabilities;
 mod serve_admission;
+mod serve_auth;
 mod serve_cancellation;
 mod serve_capability_quota;
 mod serve_connections;
