@@ -51,6 +51,7 @@ mod serve_connections;
 mod serve_learning;
 mod serve_limits;
 mod serve_origin;
+mod serve_principal_policy;
 mod serve_protocol_errors;
 mod serve_python_sdk;
 mod serve_sessions;

@@ -101,3 +101,30 @@ pub async fn post_as(
         .collect();
     exchange(addr, &post_bytes(addr, session, &body.to_string(), &extra)).await
 }
+
+/// initialize + notifications/initialized with a token; returns the session id.
+pub async fn open_session_as(addr: &str, token: &str) -> String {
+    let a = post_as(addr, Some(token), None, &super::http::initialize_body(1)).await;
+    assert_eq!(a.status, 200, "{a:?}");
+    let id = a.header("mcp-session-id").unwrap().to_string();
+    let n = post_as(
+        addr,
+        Some(token),
+        Some(&id),
+        &serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await;
+    assert_eq!(n.status, 202, "{n:?}");
+    id
+}
+
+/// One execute_code over raw HTTP with a token.
+pub async fn execute_as(addr: &str, token: &str, session: &str, id: i64, code: &str) -> Answer {
+    post_as(
+        addr,
+        Some(token),
+        Some(session),
+        &super::http::execute_body(id, serde_json::json!({ "code": code })),
+    )
+    .await
+}
