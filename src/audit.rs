@@ -189,9 +189,11 @@ impl Auditor {
         args: &ArgsSink,
     ) -> AuditRecord {
         let mut calls = Vec::new();
-        for start in outcome.traces.iter().filter(|e| {
-            matches!(e.kind, TraceKind::ToolStart | TraceKind::CapabilityStart)
-        }) {
+        for start in outcome
+            .traces
+            .iter()
+            .filter(|e| matches!(e.kind, TraceKind::ToolStart | TraceKind::CapabilityStart))
+        {
             let end = outcome.traces.iter().find(|e| {
                 e.trace_id == start.trace_id
                     && matches!(e.kind, TraceKind::ToolEnd | TraceKind::CapabilityEnd)

@@ -85,7 +85,11 @@ pub struct PrincipalPolicy {
 
 impl PrincipalPolicy {
     pub fn rules(&self, name: &str) -> Result<Rules, PolicyError> {
-        Rules::new(format!("policy '{name}'"), self.allow.as_deref(), &self.deny)
+        Rules::new(
+            format!("policy '{name}'"),
+            self.allow.as_deref(),
+            &self.deny,
+        )
     }
 }
 

@@ -121,14 +121,8 @@ impl Sandbox {
             None => outcome,
             Some(a) => {
                 let ts = crate::trace::now_ms() - outcome.metrics.duration_ms;
-                a.commit(
-                    &caller.unwrap_or_default(),
-                    code,
-                    ts,
-                    outcome,
-                    &a.sink(),
-                )
-                .await
+                a.commit(&caller.unwrap_or_default(), code, ts, outcome, &a.sink())
+                    .await
             }
         }
     }

@@ -185,7 +185,9 @@ pub fn token(args: TokenArgs) -> Result<i32, UsageError> {
                     escape(&t.tenant),
                     escape(t.policy.as_deref().unwrap_or("-")),
                     time_text(t.created_at),
-                    t.expires_at.map(time_text).unwrap_or_else(|| "never".into()),
+                    t.expires_at
+                        .map(time_text)
+                        .unwrap_or_else(|| "never".into()),
                     state
                 ));
             }

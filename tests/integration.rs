@@ -9,6 +9,7 @@ mod serve_support;
 mod abandoned_results;
 mod arg_size_limit;
 mod args_in_flight;
+mod audit_log;
 mod broken_pipe;
 mod builtins_sweep;
 mod capabilities;

@@ -16,14 +16,12 @@ use std::time::Duration;
 async fn missing_wrong_revoked_and_expired_tokens_get_401() {
     let h = start_http_with(json!({"auth": {}}), &[]).await;
     assert!(
-        h.stderr().contains("mcp-sandbox: authentication: on (API tokens)"),
+        h.stderr()
+            .contains("mcp-sandbox: authentication: on (API tokens)"),
         "{}",
         h.stderr()
     );
-    let metadata_url = format!(
-        "http://{}/.well-known/oauth-protected-resource/mcp",
-        h.addr
-    );
+    let metadata_url = format!("http://{}/.well-known/oauth-protected-resource/mcp", h.addr);
     let good = create_token(&h.state, "good", &[]);
     let revoked = create_token(&h.state, "gone", &[]);
     let expired = create_token(&h.state, "old", &["--expires", "1s"]);
@@ -123,7 +121,10 @@ async fn the_python_sdk_runs_code_with_a_token_and_is_refused_without() {
     assert_eq!(out["results"][0]["out"]["result"], json!("hi"), "{out}");
     let out = sdk(&url(&h), None, &calls);
     assert!(
-        out["error"].as_str().unwrap_or("").contains("authentication required"),
+        out["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("authentication required"),
         "{out}"
     );
     assert_eq!(out["results"], json!([]), "{out}");
@@ -177,8 +178,9 @@ fn non_loopback_http_without_authentication_refuses_to_start() {
 async fn loopback_without_auth_says_authentication_is_off() {
     let h = start_http(&[]).await;
     assert!(
-        h.stderr()
-            .contains("mcp-sandbox: authentication: off (no sandbox.auth in the config; loopback only)"),
+        h.stderr().contains(
+            "mcp-sandbox: authentication: off (no sandbox.auth in the config; loopback only)"
+        ),
         "{}",
         h.stderr()
     );

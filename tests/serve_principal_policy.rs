@@ -30,7 +30,11 @@ async fn a_policy_denies_its_tools_to_its_principals_only() {
     let out = sdk(&url(&h), Some(&limited), &calls);
     let r = &out["results"];
     assert_eq!(r[0]["is_error"], json!(true), "{out}");
-    assert_eq!(r[0]["out"]["error"]["code"], json!("PERMISSION_DENIED"), "{out}");
+    assert_eq!(
+        r[0]["out"]["error"]["code"],
+        json!("PERMISSION_DENIED"),
+        "{out}"
+    );
     assert!(
         r[0]["out"]["error"]["message"]
             .as_str()
@@ -50,7 +54,11 @@ async fn a_policy_denies_its_tools_to_its_principals_only() {
     let out = sdk(&url(&h), Some(&frugal), &calls);
     let r = &out["results"];
     assert_eq!(r[0]["out"]["result"], json!("x"), "{out}");
-    assert_eq!(r[2]["out"]["error"]["code"], json!("LIMIT_EXCEEDED"), "{out}");
+    assert_eq!(
+        r[2]["out"]["error"]["code"],
+        json!("LIMIT_EXCEEDED"),
+        "{out}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -66,7 +74,10 @@ async fn executions_per_minute_over_the_bound_get_429_with_retry_after() {
     for id in 1..=2 {
         let a = execute_as(&h.addr, &token, &s, id, "return 1").await;
         assert_eq!(a.status, 200, "{a:?}");
-        assert_eq!(a.reply(id)["result"]["structuredContent"]["result"], json!(1));
+        assert_eq!(
+            a.reply(id)["result"]["structuredContent"]["result"],
+            json!(1)
+        );
     }
     let a = execute_as(&h.addr, &token, &s, 3, "return 1").await;
     assert_eq!(a.status, 429, "{a:?}");
@@ -101,16 +112,33 @@ async fn concurrent_executions_over_the_bound_get_429_and_recover() {
     let s = open_session_as(&h.addr, &token).await;
     let (addr, t, sid) = (h.addr.clone(), token.clone(), s.clone());
     let slow = tokio::spawn(async move {
-        execute_as(&addr, &t, &sid, 1, "await mcp.fixture.sleep({ms: 1500}); return 'slow'").await
+        execute_as(
+            &addr,
+            &t,
+            &sid,
+            1,
+            "await mcp.fixture.sleep({ms: 1500}); return 'slow'",
+        )
+        .await
     });
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     let a = execute_as(&h.addr, &token, &s, 2, "return 'fast'").await;
     assert_eq!(a.status, 429, "{a:?}");
     assert_eq!(a.header("retry-after"), Some("1"));
-    assert!(a.body.contains("may run 1 executions at once"), "{}", a.body);
+    assert!(
+        a.body.contains("may run 1 executions at once"),
+        "{}",
+        a.body
+    );
     let done = slow.await.unwrap();
-    assert_eq!(done.reply(1)["result"]["structuredContent"]["result"], json!("slow"));
+    assert_eq!(
+        done.reply(1)["result"]["structuredContent"]["result"],
+        json!("slow")
+    );
     let a = execute_as(&h.addr, &token, &s, 3, "return 'fast'").await;
     assert_eq!(a.status, 200, "{a:?}");
-    assert_eq!(a.reply(3)["result"]["structuredContent"]["result"], json!("fast"));
+    assert_eq!(
+        a.reply(3)["result"]["structuredContent"]["result"],
+        json!("fast")
+    );
 }

@@ -509,7 +509,10 @@ pub async fn serve_http(
                 async move { ([("content-type", "application/json")], doc) }
             };
             router
-                .route(super::auth::METADATA_PATH, axum::routing::get(answer.clone()))
+                .route(
+                    super::auth::METADATA_PATH,
+                    axum::routing::get(answer.clone()),
+                )
                 .route(
                     &format!("{}/mcp", super::auth::METADATA_PATH),
                     axum::routing::get(answer),

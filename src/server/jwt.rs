@@ -183,7 +183,9 @@ impl Claims {
             },
         };
         if self.sub.is_empty() || self.sub.len() > 256 || self.sub.chars().any(char::is_control) {
-            return Err(AuthFailure::Invalid("the token's sub claim is not usable".into()));
+            return Err(AuthFailure::Invalid(
+                "the token's sub claim is not usable".into(),
+            ));
         }
         Ok(Principal {
             name: format!("jwt:{}", self.sub),

@@ -82,7 +82,11 @@ impl RateLimiter {
         let now = Instant::now();
         let mut usage = self.usage.lock().unwrap_or_else(|p| p.into_inner());
         let u = usage.entry(principal.to_string()).or_default();
-        while u.starts.front().is_some_and(|t| now.duration_since(*t) >= WINDOW) {
+        while u
+            .starts
+            .front()
+            .is_some_and(|t| now.duration_since(*t) >= WINDOW)
+        {
             u.starts.pop_front();
         }
         if let Some(max) = rate.concurrent {
@@ -137,7 +141,11 @@ mod tests {
         drop(a);
         let _c = l.acquire("p", rate).unwrap();
         let e = l.acquire("p", rate).err().unwrap();
-        assert!(e.message.contains("3 executions per minute"), "{}", e.message);
+        assert!(
+            e.message.contains("3 executions per minute"),
+            "{}",
+            e.message
+        );
         assert!(e.retry_after > Duration::from_secs(55));
         assert!(l.acquire("q", rate).is_ok());
         assert!(l.acquire("p", Rate::default()).unwrap().is_none());

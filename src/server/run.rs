@@ -137,9 +137,8 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
             ..crate::capability::Capabilities::new(store.clone(), runner)
         });
         let options = args.audit.options(config.sandbox.audit.as_ref());
-        let auditor = crate::audit::Auditor::new(store.clone(), options).map_err(|e| {
-            UsageError(format!("cannot use the audit log in the state store: {e}"))
-        })?;
+        let auditor = crate::audit::Auditor::new(store.clone(), options)
+            .map_err(|e| UsageError(format!("cannot use the audit log in the state store: {e}")))?;
         sandbox = sandbox.with_audit(auditor.clone());
         if options.retain_days.is_some() {
             tokio::spawn(async move {
