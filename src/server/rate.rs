@@ -135,11 +135,12 @@ mod tests {
             concurrent: Some(2),
         };
         let a = l.acquire("p", rate).unwrap();
-        let _b = l.acquire("p", rate).unwrap();
+        let b = l.acquire("p", rate).unwrap();
         let e = l.acquire("p", rate).err().unwrap();
         assert_eq!(e.retry_after, Duration::from_secs(1));
         drop(a);
         let _c = l.acquire("p", rate).unwrap();
+        drop(b);
         let e = l.acquire("p", rate).err().unwrap();
         assert!(
             e.message.contains("3 executions per minute"),
