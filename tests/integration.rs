@@ -49,6 +49,7 @@ mod serve_auth;
 mod serve_cancellation;
 mod serve_capability_quota;
 mod serve_connections;
+mod serve_jwt;
 mod serve_learning;
 mod serve_limits;
 mod serve_origin;
