@@ -65,3 +65,13 @@ impl Caller {
         }
     }
 }
+
+/// Tenant names: 1 to 64 letters, digits, `-` or `_` (they appear in capability ids, which
+/// are dot-separated).
+pub fn valid_tenant_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
+}

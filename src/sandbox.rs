@@ -192,6 +192,16 @@ impl Sandbox {
         let Some(caps) = &self.learning else {
             return self.run_on_worker(self.catalog.clone(), req).await;
         };
+        // Capabilities are resolved in the caller's tenant only.
+        let tenant = req.caller.as_ref().map(|c| c.tenant.as_str());
+        let scoped;
+        let caps = match tenant {
+            Some(t) if t != caps.store.tenant() => {
+                scoped = caps.for_tenant(t);
+                &scoped
+            }
+            _ => caps,
+        };
         let code = self.remember_last.then(|| req.code.clone());
         let outcome = match caps.prepare(&self.catalog, &req.code, &req.limits).await {
             Ok(full) => self.run_on_worker(Arc::new(full), req).await,

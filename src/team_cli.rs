@@ -113,9 +113,9 @@ pub fn token(args: TokenArgs) -> Result<i32, UsageError> {
                     escape(&name)
                 )));
             }
-            if !valid_token_name(&tenant) {
+            if !crate::principal::valid_tenant_name(&tenant) {
                 return Err(UsageError(format!(
-                    "tenant {:?} is not allowed: use letters, digits, '-', '_' or '.' (at most 64)",
+                    "tenant {:?} is not allowed: use letters, digits, '-' or '_' (at most 64)",
                     escape(&tenant)
                 )));
             }

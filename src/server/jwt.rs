@@ -174,7 +174,7 @@ impl Claims {
         let tenant = match &verifier.tenant_claim {
             None => DEFAULT_TENANT.to_string(),
             Some(claim) => match self.rest.get(claim).and_then(|v| v.as_str()) {
-                Some(t) if crate::store::tokens::valid_token_name(t) => t.to_string(),
+                Some(t) if crate::principal::valid_tenant_name(t) => t.to_string(),
                 _ => {
                     return Err(AuthFailure::Forbidden(format!(
                         "the token's {claim} claim (the tenant) is missing or not a valid name"

@@ -136,17 +136,20 @@ impl ServerHandler for GatewayServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let args = request.arguments.unwrap_or_default();
+        // The HTTP front put the authenticated principal on the request; stdio is local.
+        let principal = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.extensions.get::<Arc<crate::principal::Principal>>())
+            .cloned()
+            .unwrap_or_else(|| Arc::new(crate::principal::Principal::local()));
+        let tenant = principal.tenant.as_str();
         let result: CallToolResult = match request.name.as_ref() {
             // rmcp cancels `context.ct` on `notifications/cancelled` for this request and when
             // the session ends.
             "execute_code" => {
                 // Over HTTP, a DELETE of the session also cancels (see `sessions`).
                 let parts = context.extensions.get::<axum::http::request::Parts>();
-                // The HTTP front put the authenticated principal on the request; stdio is local.
-                let principal = parts
-                    .and_then(|p| p.extensions.get::<Arc<crate::principal::Principal>>())
-                    .cloned()
-                    .unwrap_or_else(|| Arc::new(crate::principal::Principal::local()));
                 let client = context
                     .peer
                     .peer_info()
@@ -180,9 +183,9 @@ impl ServerHandler for GatewayServer {
                     }
                 }
             }
-            "search_tools" => search_tools::call(&self.gateway, args).await?,
-            "save_capability" => capabilities::save(&self.gateway, args).await?,
-            "list_capabilities" => capabilities::list(&self.gateway, args).await?,
+            "search_tools" => search_tools::call(&self.gateway, args, tenant).await?,
+            "save_capability" => capabilities::save(&self.gateway, args, tenant).await?,
+            "list_capabilities" => capabilities::list(&self.gateway, args, tenant).await?,
             other => {
                 return Err(ErrorData::invalid_params(
                     format!(
