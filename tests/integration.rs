@@ -59,6 +59,7 @@ mod serve_python_sdk;
 mod serve_sessions;
 mod serve_shutdown;
 mod serve_soak;
+mod serve_tenants;
 mod serve_unread_answers;
 mod server_env;
 mod server_process_tree;
