@@ -60,6 +60,7 @@ mod serve_sessions;
 mod serve_shutdown;
 mod serve_soak;
 mod serve_tenants;
+mod serve_tls;
 mod serve_unread_answers;
 mod server_env;
 mod server_process_tree;

@@ -50,6 +50,8 @@ pub struct HttpOptions {
     pub handshake_timeout: Duration,
     /// A session without requests for this long ends.
     pub session_idle: Duration,
+    /// Serve HTTPS with this certificate chain and key (PEM files).
+    pub tls: Option<(std::path::PathBuf, std::path::PathBuf)>,
 }
 
 /// Request bodies read and not yet handed on, in total: past it, reading a body waits (the
@@ -436,6 +438,11 @@ pub async fn serve_http(
         .await
         .map_err(|e| UsageError(format!("cannot listen on {addr}: {e}")))?;
     let bound = listener.local_addr().unwrap_or(addr);
+    let tls = match &opts.tls {
+        None => None,
+        Some((cert, key)) => Some(super::tls::acceptor(cert, key).map_err(UsageError)?),
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let auth = match auth {
         None => None,
         Some(setup) => {
@@ -443,7 +450,7 @@ pub async fn serve_http(
                 .config
                 .resource
                 .clone()
-                .unwrap_or_else(|| format!("http://{bound}/mcp"));
+                .unwrap_or_else(|| format!("{scheme}://{bound}/mcp"));
             let a = super::auth::Authenticator::new(
                 &setup.config,
                 setup.policies,
@@ -527,7 +534,11 @@ pub async fn serve_http(
         }
     );
     // Scripts and tests read this line to find the port when ADDR ends in :0.
-    eprintln!("mcp-sandbox: serving MCP over HTTP at http://{bound}/mcp");
+    if tls.is_some() {
+        eprintln!("mcp-sandbox: serving MCP over HTTPS at https://{bound}/mcp");
+    } else {
+        eprintln!("mcp-sandbox: serving MCP over HTTP at http://{bound}/mcp");
+    }
     let reaper = {
         let front = front.clone();
         let stop = stop.clone();
@@ -570,31 +581,18 @@ pub async fn serve_http(
         let router = router.clone();
         let stop = stop.clone();
         let opts = opts.clone();
+        let tls = tls.clone();
         tokio::spawn(async move {
             let _permit = permit;
-            let svc = hyper::service::service_fn(
-                move |mut req: hyper::Request<hyper::body::Incoming>| {
-                    req.extensions_mut().insert(ClientAddr(peer.ip()));
-                    router.clone().oneshot(req.map(Body::new))
-                },
-            );
-            let io = TokioIo::new(StallGuard::new(stream, opts.write_timeout));
-            let mut builder = hyper::server::conn::http1::Builder::new();
-            builder
-                .timer(TokioTimer::new())
-                .header_read_timeout(opts.header_timeout)
-                .keep_alive(true);
-            let conn = builder.serve_connection(io, svc);
-            tokio::pin!(conn);
-            tokio::select! {
-                r = conn.as_mut() => {
-                    if let Err(e) = r {
-                        tracing::debug!("connection from {peer} ended: {e}");
+            match tls {
+                None => serve_connection(stream, peer, router, opts, stop).await,
+                Some(acceptor) => {
+                    // The handshake gets the header timeout, like a request's head.
+                    match tokio::time::timeout(opts.header_timeout, acceptor.accept(stream)).await {
+                        Ok(Ok(s)) => serve_connection(s, peer, router, opts, stop).await,
+                        Ok(Err(e)) => tracing::debug!("TLS handshake with {peer} failed: {e}"),
+                        Err(_) => tracing::debug!("TLS handshake with {peer} timed out"),
                     }
-                }
-                () = stop.cancelled() => {
-                    conn.as_mut().graceful_shutdown();
-                    let _ = tokio::time::timeout(TRANSPORT_CLOSE, conn).await;
                 }
             }
         });
@@ -613,6 +611,41 @@ pub async fn serve_http(
         );
     }
     Ok(())
+}
+
+/// Serves HTTP/1.1 on one accepted connection (plain or TLS) until it ends or `stop` fires.
+async fn serve_connection<S>(
+    stream: S,
+    peer: SocketAddr,
+    router: axum::Router,
+    opts: HttpOptions,
+    stop: CancellationToken,
+) where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let svc = hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+        req.extensions_mut().insert(ClientAddr(peer.ip()));
+        router.clone().oneshot(req.map(Body::new))
+    });
+    let io = TokioIo::new(StallGuard::new(stream, opts.write_timeout));
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(opts.header_timeout)
+        .keep_alive(true);
+    let conn = builder.serve_connection(io, svc);
+    tokio::pin!(conn);
+    tokio::select! {
+        r = conn.as_mut() => {
+            if let Err(e) = r {
+                tracing::debug!("connection from {peer} ended: {e}");
+            }
+        }
+        () = stop.cancelled() => {
+            conn.as_mut().graceful_shutdown();
+            let _ = tokio::time::timeout(TRANSPORT_CLOSE, conn).await;
+        }
+    }
 }
 
 /// A connection whose writes may not wait for the client longer than a timeout: a client that

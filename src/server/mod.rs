@@ -19,6 +19,7 @@ pub mod responses;
 mod search_tools;
 pub mod sessions;
 pub mod stdio;
+pub mod tls;
 
 use crate::limits::Limits;
 use crate::policy::Policy;

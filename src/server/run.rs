@@ -30,6 +30,12 @@ pub struct ServeArgs {
     /// (sandbox.auth): without it the server refuses to start.
     #[arg(long, requires = "http")]
     pub http_allow_remote: bool,
+    /// HTTP: serve HTTPS with this certificate chain (PEM; leaf first). Needs --tls-key.
+    #[arg(long, value_name = "PEM", requires_all = ["http", "tls_key"])]
+    pub tls_cert: Option<PathBuf>,
+    /// HTTP: the private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
     /// On SIGINT/SIGTERM, how long running executions may still take before their runners are
     /// killed.
     #[arg(long, value_name = "N", default_value_t = 5000)]
@@ -199,6 +205,7 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
         max_sessions_per_client: args.max_sessions_per_client.max(1),
         handshake_timeout: Duration::from_millis(args.handshake_timeout_ms),
         session_idle: Duration::from_millis(args.session_idle_ms),
+        tls: args.tls_cert.clone().zip(args.tls_key.clone()),
     };
     let transport = async {
         match args.http {

@@ -5,6 +5,7 @@ tests/audit_log.rs.
 usage: team_client.py URL TOKEN CALLS
   TOKEN  a bearer token, or - for none
   CALLS  a JSON array of execute_code arguments, run in order in one session
+  $TEAM_CA_FILE  for an https URL: the only CA certificate trusted
 
 Prints one JSON line: {"results": [{"is_error": bool, "out": structuredContent}, ...]}, or
 {"error": "...", "status": HTTP status or null} when the session could not be used.
@@ -12,7 +13,11 @@ Prints one JSON line: {"results": [{"is_error": bool, "out": structuredContent},
 
 import asyncio
 import json
+import os
+import ssl
 import sys
+
+import httpx2
 
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -41,7 +46,17 @@ async def main() -> None:
     headers = {} if token == "-" else {"Authorization": f"Bearer {token}"}
     results = []
     try:
-        async with create_mcp_http_client(headers=headers) as http:
+        ca = os.environ.get("TEAM_CA_FILE")
+        http = (
+            httpx2.AsyncClient(
+                headers=headers,
+                timeout=httpx2.Timeout(30, read=300),
+                verify=ssl.create_default_context(cafile=ca),
+            )
+            if ca
+            else create_mcp_http_client(headers=headers)
+        )
+        async with http:
             async with streamable_http_client(url, http_client=http) as streams:
                 async with ClientSession(
                     streams[0], streams[1], client_info=Implementation(name="team-client", version="1")

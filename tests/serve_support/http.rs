@@ -62,7 +62,10 @@ pub async fn start_http_with(sandbox: Value, args: &[&str]) -> HttpServed {
     tokio::spawn(async move {
         let mut tx = Some(tx);
         while let Ok(Some(line)) = lines.next_line().await {
-            if let Some(url) = line.strip_prefix("mcp-sandbox: serving MCP over HTTP at http://") {
+            let url = line
+                .strip_prefix("mcp-sandbox: serving MCP over HTTP at http://")
+                .or_else(|| line.strip_prefix("mcp-sandbox: serving MCP over HTTPS at https://"));
+            if let Some(url) = url {
                 if let Some(tx) = tx.take() {
                     let _ = tx.send(url.trim_end_matches("/mcp").to_string());
                 }

@@ -61,6 +61,11 @@ pub fn audit(state: &Path, args: &[&str]) -> Vec<Value> {
 /// The Python SDK as a client with `token` (`None`: no Authorization header), running the
 /// execute_code `calls` in one session: `{"results": [...]}` or `{"error", "status"}`.
 pub fn sdk(url: &str, token: Option<&str>, calls: &Value) -> Value {
+    sdk_trusting(url, token, calls, None)
+}
+
+/// Like [`sdk`]; for an https URL, `ca` is the only certificate trusted.
+pub fn sdk_trusting(url: &str, token: Option<&str>, calls: &Value, ca: Option<&Path>) -> Value {
     let py = repo_root().join(".venv/bin/python");
     assert!(
         py.exists(),
@@ -71,6 +76,7 @@ pub fn sdk(url: &str, token: Option<&str>, calls: &Value) -> Value {
         .arg(url)
         .arg(token.unwrap_or("-"))
         .arg(calls.to_string())
+        .envs(ca.map(|c| ("TEAM_CA_FILE", c.as_os_str())))
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
