@@ -51,9 +51,13 @@ pub struct JwtConfig {
     /// A JWKS file (relative to the config's directory).
     #[serde(default)]
     pub jwks_file: Option<PathBuf>,
-    /// A JWKS URL, fetched at start and cached.
+    /// A JWKS URL (https; plain http only on loopback), fetched at start and cached; fetched
+    /// again when a token names an unknown key id, at most once per `jwks_refetch_after_s`.
     #[serde(default)]
     pub jwks_url: Option<String>,
+    /// Seconds between JWKS fetches triggered by unknown key ids (default 60).
+    #[serde(default)]
+    pub jwks_refetch_after_s: Option<u64>,
     /// Scope → policy name (in `sandbox.policies`). A token needs at least one of these scopes
     /// (403 otherwise); each of its mapped scopes' policies applies.
     #[serde(default)]
@@ -112,11 +116,20 @@ pub fn validate(
             return Err("sandbox.auth.jwt: give exactly one of jwks_file and jwks_url".into());
         }
         if let Some(url) = &jwt.jwks_url {
-            if !url.starts_with("https://") && !url.starts_with("http://") {
+            let loopback = ["http://127.0.0.1", "http://localhost", "http://[::1]"]
+                .iter()
+                .any(|p| {
+                    url.strip_prefix(p)
+                        .is_some_and(|rest| rest.is_empty() || rest.starts_with([':', '/']))
+                });
+            if !url.starts_with("https://") && !loopback {
                 return Err(format!(
-                    "sandbox.auth.jwt.jwks_url {url:?} is not an http(s) URL"
+                    "sandbox.auth.jwt.jwks_url {url:?} must be an https URL (plain http only on loopback): keys fetched in the clear could be replaced"
                 ));
             }
+        }
+        if jwt.jwks_refetch_after_s == Some(0) {
+            return Err("sandbox.auth.jwt.jwks_refetch_after_s must be at least 1".into());
         }
         for (scope, policy) in &jwt.scopes {
             if !policies.contains_key(policy) {

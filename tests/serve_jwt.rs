@@ -122,3 +122,100 @@ async fn jwts_are_checked_for_signature_time_issuer_audience_and_scope() {
     assert_eq!(records[0]["tenant"], json!("team-a"));
     assert!(!h.stderr().contains(t["good"].as_str().unwrap()));
 }
+
+/// A one-file HTTP server for the JWKS: answers every GET with the current `body` and counts
+/// the requests.
+async fn jwks_server(
+    body: std::sync::Arc<std::sync::Mutex<String>>,
+    hits: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut s, _)) = listener.accept().await else {
+                return;
+            };
+            let (body, hits) = (body.clone(), hits.clone());
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf).await;
+                hits.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let text = body.lock().unwrap().clone();
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}",
+                    text.len()
+                );
+                let _ = s.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    format!("http://{addr}/jwks.json")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_jwks_url_is_fetched_at_start_and_again_for_a_new_key() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+    let keys = tempfile::tempdir().unwrap();
+    let t = tokens(keys.path());
+    let body = Arc::new(Mutex::new(
+        std::fs::read_to_string(keys.path().join("jwks.json")).unwrap(),
+    ));
+    let hits = Arc::new(AtomicUsize::new(0));
+    let url = jwks_server(body.clone(), hits.clone()).await;
+    let h = start_http_with(
+        json!({
+            "auth": {"tokens": false, "jwt": {
+                "issuer": ISSUER, "audience": AUDIENCE, "jwks_url": url,
+                "jwks_refetch_after_s": 1, "scopes": {"mcp:run": "runner"}}},
+            "policies": {"runner": {}}
+        }),
+        &[],
+    )
+    .await;
+    assert_eq!(hits.load(Ordering::SeqCst), 1, "fetched once at start");
+    let good = t["good"].as_str().unwrap();
+    let rotated = t["rotated"].as_str().unwrap();
+    let a = post_as(&h.addr, Some(good), None, &initialize_body(1)).await;
+    assert_eq!(a.status, 200, "{a:?}");
+    assert_eq!(
+        hits.load(Ordering::SeqCst),
+        1,
+        "a known key is not fetched again"
+    );
+    // The identity provider rotates in key "b".
+    *body.lock().unwrap() = std::fs::read_to_string(keys.path().join("jwks_rotated.json")).unwrap();
+    // Within the refetch interval the unknown kid is refused without a fetch…
+    let a = post_as(&h.addr, Some(rotated), None, &initialize_body(1)).await;
+    assert_eq!(a.status, 401, "{a:?}");
+    assert_eq!(hits.load(Ordering::SeqCst), 1);
+    // …after it, the JWKS is fetched again and the new key is accepted.
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let a = post_as(&h.addr, Some(rotated), None, &initialize_body(1)).await;
+    assert_eq!(a.status, 200, "{a:?}");
+    assert_eq!(hits.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn a_plain_http_jwks_url_off_loopback_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("mcp.json");
+    std::fs::write(
+        &config,
+        json!({"sandbox": {"auth": {"jwt": {"issuer": ISSUER, "audience": AUDIENCE,
+            "jwks_url": "http://idp.example/jwks.json"}}}})
+        .to_string(),
+    )
+    .unwrap();
+    let (status, _, err) = cli(&[
+        "serve".as_ref(),
+        "--http".as_ref(),
+        "127.0.0.1:0".as_ref(),
+        "--config".as_ref(),
+        config.as_os_str(),
+    ]);
+    assert_eq!(status, 2, "{err}");
+    assert!(err.contains("must be an https URL"), "{err}");
+}

@@ -13,9 +13,11 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
 
 /// Largest JWKS document read.
-const MAX_JWKS_BYTES: u64 = 1024 * 1024;
+const MAX_JWKS_BYTES: u64 = super::jwks::MAX_JWKS_BYTES as u64;
 /// Clock skew allowed for `exp` and `nbf`, in seconds.
 const LEEWAY_SECS: u64 = 30;
 
@@ -31,10 +33,16 @@ const ALLOWED: [Algorithm; 9] = [
     Algorithm::EdDSA,
 ];
 
+type Keys = Vec<(Option<String>, DecodingKey, Option<Algorithm>)>;
+
 pub struct JwtVerifier {
     issuer: String,
     audience: String,
-    keys: Vec<(Option<String>, DecodingKey, Option<Algorithm>)>,
+    keys: RwLock<Arc<Keys>>,
+    /// `jwks_url`, refetched when a token names an unknown key id.
+    url: Option<String>,
+    last_fetch: Mutex<Instant>,
+    refetch_after: std::time::Duration,
     scopes: BTreeMap<String, String>,
     tenant_claim: Option<String>,
 }
@@ -67,33 +75,24 @@ impl JwtVerifier {
                 std::fs::read_to_string(&path)
                     .map_err(|e| format!("sandbox.auth.jwt.jwks_file {}: {e}", path.display()))?
             }
-            (None, Some(url)) => {
-                return Err(format!(
-                    "sandbox.auth.jwt.jwks_url ({url}) is not supported by this build yet; download the JWKS and name it in jwks_file"
-                ))
+            (None, Some(url)) => super::jwks::fetch(url)
+                .await
+                .map_err(|e| format!("sandbox.auth.jwt.jwks_url: {e}"))?,
+            (None, None) => {
+                return Err("sandbox.auth.jwt: one of jwks_file and jwks_url is required".into())
             }
-            (None, None) => return Err("sandbox.auth.jwt: jwks_file is required".into()),
         };
-        let set: JwkSet = serde_json::from_str(&text)
-            .map_err(|e| format!("sandbox.auth.jwt: the JWKS is not valid: {e}"))?;
-        let mut keys = Vec::new();
-        for jwk in &set.keys {
-            let alg = jwk
-                .common
-                .key_algorithm
-                .and_then(|a| a.to_string().parse::<Algorithm>().ok());
-            match DecodingKey::from_jwk(jwk) {
-                Ok(k) => keys.push((jwk.common.key_id.clone(), k, alg)),
-                Err(e) => tracing::warn!("JWKS key {:?} skipped: {e}", jwk.common.key_id),
-            }
-        }
-        if keys.is_empty() {
-            return Err("sandbox.auth.jwt: the JWKS has no usable key".into());
-        }
+        let keys = parse_keys(&text).map_err(|e| format!("sandbox.auth.jwt: {e}"))?;
         Ok(JwtVerifier {
             issuer: config.issuer.clone(),
             audience: config.audience.clone(),
-            keys,
+            keys: RwLock::new(Arc::new(keys)),
+            url: config.jwks_url.clone(),
+            last_fetch: Mutex::new(Instant::now()),
+            refetch_after: config
+                .jwks_refetch_after_s
+                .map(std::time::Duration::from_secs)
+                .unwrap_or(super::jwks::REFETCH_AFTER),
             scopes: config.scopes.clone(),
             tenant_claim: config.tenant_claim.clone(),
         })
@@ -107,6 +106,30 @@ impl JwtVerifier {
         self.scopes.keys().cloned().collect()
     }
 
+    fn current_keys(&self) -> Arc<Keys> {
+        self.keys.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// With `jwks_url`: fetches the JWKS again if the last fetch is older than
+    /// `jwks_refetch_after_s` (a key id the cached set does not have was seen).
+    async fn refresh(&self) {
+        let Some(url) = &self.url else { return };
+        {
+            let mut last = self.last_fetch.lock().unwrap_or_else(|p| p.into_inner());
+            if last.elapsed() < self.refetch_after {
+                return;
+            }
+            *last = Instant::now();
+        }
+        match super::jwks::fetch(url).await.and_then(|t| parse_keys(&t)) {
+            Ok(keys) => {
+                tracing::info!("JWKS refreshed from {url}: {} keys", keys.len());
+                *self.keys.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(keys);
+            }
+            Err(e) => tracing::warn!("JWKS refresh failed (keeping the cached keys): {e}"),
+        }
+    }
+
     /// Verifies a token; the message says why it is refused (never the token).
     pub async fn verify(&self, token: &str) -> Result<Claims, String> {
         let header =
@@ -114,13 +137,23 @@ impl JwtVerifier {
         if !ALLOWED.contains(&header.alg) {
             return Err(format!("JWT algorithm {:?} is not accepted", header.alg));
         }
+        let known = |keys: &Keys| {
+            header
+                .kid
+                .as_deref()
+                .is_none_or(|kid| keys.iter().any(|(k, _, _)| k.as_deref() == Some(kid)))
+        };
+        if !known(&self.current_keys()) {
+            self.refresh().await;
+        }
+        let keys = self.current_keys();
         let mut validation = Validation::new(header.alg);
         validation.set_issuer(&[&self.issuer]);
         validation.set_audience(&[&self.audience]);
         validation.validate_nbf = true;
         validation.leeway = LEEWAY_SECS;
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
-        let candidates = self.keys.iter().filter(|(kid, _, alg)| {
+        let candidates = keys.iter().filter(|(kid, _, alg)| {
             (header.kid.is_none() || kid.as_deref() == header.kid.as_deref())
                 && alg.is_none_or(|a| a == header.alg)
         });
@@ -148,6 +181,27 @@ impl JwtVerifier {
         }
         Err(last)
     }
+}
+
+/// The usable keys of a JWKS document.
+fn parse_keys(text: &str) -> Result<Keys, String> {
+    let set: JwkSet =
+        serde_json::from_str(text).map_err(|e| format!("the JWKS is not valid: {e}"))?;
+    let mut keys = Vec::new();
+    for jwk in &set.keys {
+        let alg = jwk
+            .common
+            .key_algorithm
+            .and_then(|a| a.to_string().parse::<Algorithm>().ok());
+        match DecodingKey::from_jwk(jwk) {
+            Ok(k) => keys.push((jwk.common.key_id.clone(), k, alg)),
+            Err(e) => tracing::warn!("JWKS key {:?} skipped: {e}", jwk.common.key_id),
+        }
+    }
+    if keys.is_empty() {
+        return Err("the JWKS has no usable key".into());
+    }
+    Ok(keys)
 }
 
 impl Claims {

@@ -13,6 +13,7 @@ mod capabilities;
 pub(crate) mod execute_code;
 pub mod http;
 pub mod jsonrpc;
+pub mod jwks;
 pub mod jwt;
 pub mod rate;
 pub mod responses;

@@ -2,7 +2,8 @@
 cryptography come with the MCP SDK in .venv).
 
 usage: jwt_tokens.py DIR ISSUER AUDIENCE
-Writes DIR/jwks.json (the public key "a"), prints a JSON object of tokens:
+Writes DIR/jwks.json (the public key "a") and DIR/jwks_rotated.json (keys "a" and "b"),
+prints a JSON object of tokens:
   good        signed by "a", scope "mcp:run", tenant claim "team-a"
   other_key   signed by another key, claiming kid "a"
   expired     exp an hour ago
@@ -10,7 +11,8 @@ Writes DIR/jwks.json (the public key "a"), prints a JSON object of tokens:
   wrong_aud   another audience
   wrong_iss   another issuer
   no_scope    valid, without any mapped scope
-  hs256       HS256 with the public key's modulus as the secret (key confusion attempt)
+  hs256       HS256 with a shared secret (refused: only asymmetric algorithms)
+  rotated     signed by "b" (kid "b"), valid once the JWKS has "b"
 """
 
 import json
@@ -33,6 +35,10 @@ def main() -> None:
     jwk.update({"kid": "a", "alg": "RS256", "use": "sig"})
     with open(os.path.join(out_dir, "jwks.json"), "w") as f:
         json.dump({"keys": [jwk]}, f)
+    jwk_b = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(b.public_key()))
+    jwk_b.update({"kid": "b", "alg": "RS256", "use": "sig"})
+    with open(os.path.join(out_dir, "jwks_rotated.json"), "w") as f:
+        json.dump({"keys": [jwk, jwk_b]}, f)
     now = int(time.time())
 
     def token(signer=a, kid="a", alg="RS256", **over):
@@ -50,6 +56,7 @@ def main() -> None:
         "wrong_aud": token(aud="someone-else"),
         "wrong_iss": token(iss="https://evil.example"),
         "no_scope": token(scope="other"),
+        "rotated": token(signer=b, kid="b"),
         "hs256": jwt.encode({"iss": issuer, "aud": audience, "sub": "mallory", "exp": now + 3600,
                              "scope": "mcp:run"}, "secret", algorithm="HS256", headers={"kid": "a"}),
     }))
