@@ -141,3 +141,55 @@ pub fn validate(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+    use std::path::Path;
+
+    #[test]
+    fn bad_gateway_keys_are_refused_with_a_reason() {
+        let bad = [
+            (
+                r#"{"sandbox": {"policies": {"p": {"deny": ["a:b:c"]}}}}"#,
+                "sandbox.policies.p",
+            ),
+            (
+                r#"{"sandbox": {"policies": {"p": {"executions_per_minute": 0}}}}"#,
+                "at least 1",
+            ),
+            (
+                r#"{"sandbox": {"policies": {"p": {"limits": {"bogus": 1}}}}}"#,
+                "unknown field",
+            ),
+            (r#"{"sandbox": {"auth": {"bogus": true}}}"#, "unknown field"),
+            (
+                r#"{"sandbox": {"auth": {"jwt": {"issuer": "i", "audience": "a"}}}}"#,
+                "exactly one of jwks_file and jwks_url",
+            ),
+            (
+                r#"{"sandbox": {"auth": {"jwt": {"issuer": "i", "audience": "a", "jwks_url": "http://10.0.0.1/k"}}}}"#,
+                "must be an https URL",
+            ),
+            (
+                r#"{"sandbox": {"auth": {"jwt": {"issuer": "i", "audience": "a", "jwks_file": "k", "scopes": {"s": "missing"}}}}}"#,
+                "not in sandbox.policies",
+            ),
+            (
+                r#"{"sandbox": {"audit": {"code": "some"}}}"#,
+                "unknown variant",
+            ),
+        ];
+        for (text, needle) in bad {
+            let err = Config::parse(text, Path::new("/")).unwrap_err();
+            assert!(err.contains(needle), "{text}: {err}");
+        }
+        let ok = r#"{"sandbox": {"auth": {"jwt": {"issuer": "i", "audience": "a",
+            "jwks_url": "http://127.0.0.1:9/k", "scopes": {"s": "p"}}},
+            "policies": {"p": {"allow": ["x:*"], "max_concurrent": 2}},
+            "audit": {"code": "hash", "args": "full", "retain_days": 7}}}"#;
+        let c = Config::parse(ok, Path::new("/")).unwrap();
+        assert!(c.sandbox.auth.unwrap().tokens);
+        assert_eq!(c.sandbox.policies["p"].max_concurrent, Some(2));
+    }
+}
