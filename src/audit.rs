@@ -50,6 +50,9 @@ pub struct AuditConfig {
     /// `serve`).
     #[serde(default)]
     pub retain_days: Option<u32>,
+    /// Only the newest this many records are kept (pruned like `retain_days`).
+    #[serde(default)]
+    pub retain_records: Option<u64>,
 }
 
 /// `--audit-code`, `--audit-args`, `--audit-retain-days` of `run` and `serve`.
@@ -65,6 +68,9 @@ pub struct AuditFlags {
     /// Audit log: delete records older than this many days (default: keep everything).
     #[arg(long, value_name = "DAYS")]
     pub audit_retain_days: Option<u32>,
+    /// Audit log: keep only the newest this many records (default: keep everything).
+    #[arg(long, value_name = "N")]
+    pub audit_retain_records: Option<u64>,
 }
 
 impl AuditFlags {
@@ -75,6 +81,7 @@ impl AuditFlags {
             code: self.audit_code.or(c.code).unwrap_or_default(),
             args: self.audit_args.or(c.args).unwrap_or_default(),
             retain_days: self.audit_retain_days.or(c.retain_days),
+            retain_records: self.audit_retain_records.or(c.retain_records),
         }
     }
 }
@@ -84,6 +91,7 @@ pub struct AuditOptions {
     pub code: AuditCode,
     pub args: AuditArgs,
     pub retain_days: Option<u32>,
+    pub retain_records: Option<u64>,
 }
 
 /// Largest arguments kept whole for one call with `--audit-args full`.
@@ -164,15 +172,23 @@ impl Auditor {
         self.options
     }
 
-    /// Deletes records older than the retention period; returns how many.
+    /// Deletes records older than the retention period and past the retained count; returns
+    /// how many.
     pub fn prune(&self) -> Result<usize, StoreError> {
-        match self.options.retain_days {
-            None => Ok(0),
-            Some(days) => {
-                let before = crate::trace::now_ms() - f64::from(days) * 86_400_000.0;
-                self.store.prune_audit(before)
-            }
+        let mut n = 0;
+        if let Some(days) = self.options.retain_days {
+            let before = crate::trace::now_ms() - f64::from(days) * 86_400_000.0;
+            n += self.store.prune_audit(before)?;
         }
+        if let Some(keep) = self.options.retain_records {
+            n += self.store.prune_audit_to(keep)?;
+        }
+        Ok(n)
+    }
+
+    /// Whether a retention rule is set (`serve` then prunes hourly).
+    pub fn retains(&self) -> bool {
+        self.options.retain_days.is_some() || self.options.retain_records.is_some()
     }
 
     pub fn sink(&self) -> ArgsSink {

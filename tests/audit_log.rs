@@ -286,3 +286,38 @@ async fn every_answer_received_before_a_sigkill_is_in_the_log() {
         "answered but not in the audit log: {missing:?}"
     );
 }
+
+#[test]
+fn retention_keeps_the_newest_records_when_the_host_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = fixture_config_file(dir.path(), json!({}));
+    let state = dir.path().join("state.db");
+    for i in 0..3 {
+        assert_eq!(run_cli(&config, &state, &format!("return {i}"), &[]).0, 0);
+    }
+    assert_eq!(audit(&state, &[]).len(), 3);
+    // Pruned to 2 at start, then this execution's record: the newest 3 remain.
+    let (status, err) = run_cli(
+        &config,
+        &state,
+        "return 3",
+        &["--audit-retain-records", "2"],
+    );
+    assert_eq!(status, 0, "{err}");
+    let codes: Vec<Value> = audit(&state, &[])
+        .iter()
+        .map(|r| r["code"].clone())
+        .collect();
+    assert_eq!(
+        codes,
+        vec![json!("return 1"), json!("return 2"), json!("return 3")]
+    );
+    // Records older than 0 days (all of them) go at the next start.
+    let (status, _) = run_cli(&config, &state, "return 4", &["--audit-retain-days", "0"]);
+    assert_eq!(status, 0);
+    let codes: Vec<Value> = audit(&state, &[])
+        .iter()
+        .map(|r| r["code"].clone())
+        .collect();
+    assert_eq!(codes, vec![json!("return 4")]);
+}

@@ -146,7 +146,7 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
         let auditor = crate::audit::Auditor::new(store.clone(), options)
             .map_err(|e| UsageError(format!("cannot use the audit log in the state store: {e}")))?;
         sandbox = sandbox.with_audit(auditor.clone());
-        if options.retain_days.is_some() {
+        if auditor.retains() {
             tokio::spawn(async move {
                 let mut tick = tokio::time::interval(Duration::from_secs(3600));
                 tick.tick().await;

@@ -3,7 +3,7 @@
 //! execution, before the execution's outcome is handed back; scripts have no way to reach it.
 
 use super::{Store, StoreError};
-use rusqlite::params;
+use rusqlite::{params, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 /// One execution.
@@ -175,6 +175,23 @@ impl Store {
         })
     }
 
+    /// Keeps the newest `keep` records, deleting older ones; returns how many were deleted.
+    pub fn prune_audit_to(&self, keep: u64) -> Result<usize, StoreError> {
+        let keep = i64::try_from(keep).unwrap_or(i64::MAX);
+        self.write(|tx| {
+            let cut: Option<i64> = tx
+                .query_row(
+                    "SELECT id FROM audit ORDER BY id DESC LIMIT 1 OFFSET ?1",
+                    params![keep],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            let Some(cut) = cut else { return Ok(0) };
+            tx.execute("DELETE FROM audit_calls WHERE audit_id <= ?1", params![cut])?;
+            Ok(tx.execute("DELETE FROM audit WHERE id <= ?1", params![cut])?)
+        })
+    }
+
     /// Deletes records older than `before_ms`; returns how many.
     pub fn prune_audit(&self, before_ms: f64) -> Result<usize, StoreError> {
         self.write(|tx| {
@@ -184,5 +201,64 @@ impl Store {
             )?;
             Ok(tx.execute("DELETE FROM audit WHERE ts < ?1", params![before_ms])?)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(ts: f64) -> AuditRecord {
+        AuditRecord {
+            id: 0,
+            ts,
+            principal: "p".into(),
+            tenant: "default".into(),
+            client: None,
+            front: "run".into(),
+            code: None,
+            code_sha256: "00".into(),
+            outcome: "OK".into(),
+            duration_ms: 1.0,
+            calls: vec![AuditCall {
+                kind: "tool".into(),
+                tool: "s:t".into(),
+                args_sha256: None,
+                args: None,
+                error: None,
+                duration_ms: None,
+            }],
+        }
+    }
+
+    #[test]
+    fn retention_by_age_and_by_count() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("s.db")).unwrap();
+        for ts in 1..=10 {
+            s.append_audit(&record(f64::from(ts))).unwrap();
+        }
+        assert_eq!(s.prune_audit(3.0).unwrap(), 2);
+        assert_eq!(s.prune_audit_to(5).unwrap(), 3);
+        assert_eq!(s.prune_audit_to(5).unwrap(), 0);
+        let all = s
+            .query_audit(&AuditFilter {
+                limit: 100,
+                ..Default::default()
+            })
+            .unwrap();
+        let ts: Vec<f64> = all.iter().map(|r| r.ts).collect();
+        assert_eq!(ts, [6.0, 7.0, 8.0, 9.0, 10.0]);
+        assert!(all.iter().all(|r| r.calls.len() == 1));
+        let orphans: i64 = s
+            .with(|c| {
+                Ok(c.query_row(
+                    "SELECT COUNT(*) FROM audit_calls WHERE audit_id NOT IN (SELECT id FROM audit)",
+                    [],
+                    |r| r.get(0),
+                )?)
+            })
+            .unwrap();
+        assert_eq!(orphans, 0);
     }
 }
