@@ -442,6 +442,8 @@ impl ToolProvider for CapabilityServer {
             parent_trace_id: Some(ctx.trace_id.clone()),
             // The capability's own calls obey the caller's policy.
             policy: ctx.policy.clone(),
+            // …and are audited with the caller's execution.
+            audit_args: ctx.audit_args.clone(),
             ..Default::default()
         };
         let runner = self.env.runner.clone();

@@ -581,6 +581,7 @@ impl Run {
             deadline: std_deadline(self.deadline),
             children: self.children.clone(),
             policy: self.policy.clone(),
+            audit_args: self.audit_args.clone(),
         };
         let fut =
             match catalog.provider(&q.server) {

@@ -321,3 +321,50 @@ fn retention_keeps_the_newest_records_when_the_host_starts() {
         .collect();
     assert_eq!(codes, vec![json!("return 4")]);
 }
+
+#[test]
+fn a_capability_call_and_the_calls_inside_it_are_in_the_callers_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = fixture_config_file(dir.path(), json!({}));
+    let state = dir.path().join("state.db");
+    let file = dir.path().join("cap.js");
+    std::fs::write(&file, "return await mcp.fixture.echo({message: args.m})").unwrap();
+    let (status, _, err) = cli(&[
+        "capability".as_ref(),
+        "save".as_ref(),
+        "notes:say".as_ref(),
+        "--file".as_ref(),
+        file.as_os_str(),
+        "--state".as_ref(),
+        state.as_os_str(),
+    ]);
+    assert_eq!(status, 0, "{err}");
+    let (status, err) = run_cli(
+        &config,
+        &state,
+        "return await mcp.notes.say({m: 'hey'})",
+        &[],
+    );
+    assert_eq!(status, 0, "{err}");
+    let records = audit(&state, &[]);
+    assert_eq!(records.len(), 1, "one record per execution: {records:?}");
+    let calls = records[0]["calls"].as_array().unwrap();
+    let kinds: Vec<(&str, &str)> = calls
+        .iter()
+        .map(|c| (c["kind"].as_str().unwrap(), c["tool"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![("capability", "notes:say"), ("tool", "fixture:echo")]
+    );
+    assert_eq!(calls[0]["args_sha256"], json!(sha256_hex(r#"{"m":"hey"}"#)));
+    assert_eq!(
+        calls[1]["args_sha256"],
+        json!(sha256_hex(r#"{"message":"hey"}"#))
+    );
+    assert_eq!(
+        audit(&state, &["--tool", "fixture:echo"]).len(),
+        1,
+        "calls inside a capability are found by --tool"
+    );
+}

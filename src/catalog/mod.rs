@@ -45,6 +45,8 @@ pub struct CallContext {
     pub children: TraceSink,
     /// The caller's policy: nested work (a capability's own calls) obeys it too.
     pub policy: crate::policy::Policy,
+    /// Where nested calls note their arguments for the audit log (the caller's sink).
+    pub audit_args: Option<crate::audit::ArgsSink>,
 }
 
 impl CallContext {
@@ -55,6 +57,7 @@ impl CallContext {
             deadline,
             children: TraceSink::default(),
             policy: crate::policy::Policy::default(),
+            audit_args: None,
         }
     }
 }
