@@ -30,6 +30,8 @@ fn main() {
             Command::Graph(args) => mcp_sandbox::front::cli::learning::graph(args),
             Command::Capability(args) => mcp_sandbox::front::cli::learning::capability(args),
             Command::Auth(args) => cli::auth::command(args).await,
+            Command::Token(args) => cli::team::token(args),
+            Command::Audit(args) => cli::team::audit(args),
         }
     });
     match status {

@@ -56,6 +56,8 @@ pub struct Sandbox {
     learning: Option<crate::exec::capability::Capabilities>,
     /// See [`Sandbox::remember_last_code`].
     remember_last: bool,
+    /// The audit log (see [`crate::audit`]), when a state store is attached.
+    audit: Option<crate::exec::audit::Auditor>,
 }
 
 impl Sandbox {
@@ -80,6 +82,7 @@ impl Sandbox {
             closing: CancellationToken::new(),
             learning: None,
             remember_last: false,
+            audit: None,
         }
     }
 
@@ -96,6 +99,34 @@ impl Sandbox {
         self
     }
 
+    /// Records every execution in the audit log before its outcome is returned.
+    pub fn with_audit(mut self, auditor: crate::exec::audit::Auditor) -> Self {
+        self.audit = Some(auditor);
+        self
+    }
+
+    pub fn auditor(&self) -> Option<&crate::exec::audit::Auditor> {
+        self.audit.as_ref()
+    }
+
+    /// Records an execution refused before it reached the sandbox (bad input, a rate limit) in
+    /// the audit log, and returns its outcome (`SANDBOX_UNAVAILABLE` if it cannot be recorded).
+    pub async fn audit_refusal(
+        &self,
+        caller: Option<crate::context::principal::Caller>,
+        code: &str,
+        outcome: Outcome,
+    ) -> Outcome {
+        match &self.audit {
+            None => outcome,
+            Some(a) => {
+                let ts = crate::trace::now_ms() - outcome.metrics.duration_ms;
+                a.commit(&caller.unwrap_or_default(), code, ts, outcome, &a.sink())
+                    .await
+            }
+        }
+    }
+
     pub fn catalog(&self) -> &Arc<Catalog> {
         &self.catalog
     }
@@ -104,8 +135,22 @@ impl Sandbox {
         &self.runner
     }
 
-    /// Runs one script, waiting for a free runner slot if needed.
+    /// Runs one script, waiting for a free runner slot if needed. With an audit log, the
+    /// execution's record is committed before the outcome is returned.
     pub async fn execute(&self, mut req: ExecRequest) -> Outcome {
+        let Some(auditor) = self.audit.clone() else {
+            return self.execute_unaudited(req).await;
+        };
+        let ts = crate::trace::now_ms();
+        let code = req.code.clone();
+        let caller = req.request.caller.clone();
+        let sink = auditor.sink();
+        req.audit_args = Some(sink.clone());
+        let outcome = self.execute_unaudited(req).await;
+        auditor.commit(&caller, &code, ts, outcome, &sink).await
+    }
+
+    async fn execute_unaudited(&self, mut req: ExecRequest) -> Outcome {
         if self.closing.is_cancelled() {
             return Outcome::failed(shutting_down());
         }
@@ -146,6 +191,16 @@ impl Sandbox {
         req.cancel = Some(token);
         let Some(caps) = &self.learning else {
             return self.run_on_worker(self.catalog.clone(), req).await;
+        };
+        // Capabilities are resolved in the caller's tenant only.
+        let tenant = Some(req.request.caller.tenant.as_str());
+        let scoped;
+        let caps = match tenant {
+            Some(t) if t != caps.store.tenant() => {
+                scoped = caps.for_tenant(t);
+                &scoped
+            }
+            _ => caps,
         };
         let code = self.remember_last.then(|| req.code.clone());
         let outcome = match caps

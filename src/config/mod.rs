@@ -6,6 +6,7 @@
 //!  "sandbox": {"limits": {"timeout_ms": 10000}}}
 //! ```
 
+pub mod gateway;
 pub mod server_entry;
 
 use crate::context::limits::Limits;
@@ -140,6 +141,15 @@ pub struct SandboxSection {
     /// The state file (tool graph, capabilities); relative to the config file's directory.
     #[serde(default)]
     pub state: Option<PathBuf>,
+    /// Authentication of `serve --http` (see `gateway_config`).
+    #[serde(default)]
+    pub auth: Option<crate::config::gateway::AuthConfig>,
+    /// Per-caller policies, limits and rate limits, by name.
+    #[serde(default)]
+    pub policies: BTreeMap<String, crate::config::gateway::PrincipalPolicy>,
+    /// What the audit log keeps (see `audit`).
+    #[serde(default)]
+    pub audit: Option<crate::store::audit_options::AuditConfig>,
 }
 
 impl SandboxSection {
@@ -241,6 +251,7 @@ impl Config {
         Policy::allow_all()
             .with_ask("config", &raw.sandbox.ask)
             .map_err(|e| format!("sandbox.ask: {e}"))?;
+        gateway::validate(raw.sandbox.auth.as_ref(), &raw.sandbox.policies)?;
         Ok(Config {
             servers: raw.mcp_servers,
             sandbox: raw.sandbox,

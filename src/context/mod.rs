@@ -11,6 +11,7 @@
 
 pub mod limits;
 pub mod policy;
+pub mod principal;
 
 use limits::{AppliedLimit, Limits, RequestedLimits};
 use policy::Policy;
@@ -65,6 +66,9 @@ impl std::fmt::Display for Client {
 pub struct RequestContext {
     /// Who sent the request.
     pub client: Client,
+    /// Who the execution runs for: principal, tenant, client name and front (the audit log
+    /// records it; per-principal policy and limits have already narrowed `policy`/`limits`).
+    pub caller: principal::Caller,
     /// The limits that apply: the operator's, narrowed by the request (never widened).
     pub limits: Limits,
     /// The limits the request asked for, each with the value that applied (shown in the
@@ -90,6 +94,7 @@ impl RequestContext {
     pub fn new(client: Client, limits: Limits, policy: Policy) -> Self {
         RequestContext {
             client,
+            caller: principal::Caller::default(),
             limits,
             applied_limits: BTreeMap::new(),
             policy,
@@ -101,6 +106,12 @@ impl RequestContext {
     /// The same request with these limits (the operator's or the CLI's; not narrowed).
     pub fn with_limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// The same request on behalf of `caller`.
+    pub fn with_caller(mut self, caller: principal::Caller) -> Self {
+        self.caller = caller;
         self
     }
 
@@ -125,6 +136,7 @@ impl RequestContext {
     pub fn nested(&self, trace_id: &str, limits: Limits) -> Self {
         RequestContext {
             client: self.client.clone(),
+            caller: self.caller.clone(),
             limits,
             applied_limits: BTreeMap::new(),
             policy: self.policy.clone(),

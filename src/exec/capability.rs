@@ -78,6 +78,14 @@ impl Capabilities {
         }
     }
 
+    /// The same, seeing only `tenant`'s capabilities.
+    pub fn for_tenant(&self, tenant: &str) -> Capabilities {
+        Capabilities {
+            store: self.store.for_tenant(tenant),
+            ..self.clone()
+        }
+    }
+
     /// The catalog to run `code` with: `catalog` plus the capabilities it calls. Fails with
     /// `TOOL_NOT_FOUND`, `CAPABILITY_CYCLE`, `CAPABILITY_DEPTH` or `INVALID_ARGUMENTS` (a stored
     /// schema that does not compile) before anything runs. Code that does not parse is passed
@@ -432,6 +440,8 @@ impl ToolProvider for CapabilityServer {
             // The capability's own calls obey the caller's policy and belong to its trace.
             request: ctx.request.nested(&ctx.trace_id, limits),
             require_layers: self.env.require_layers.clone(),
+            // …and are audited with the caller's execution.
+            audit_args: ctx.audit_args.clone(),
             ..Default::default()
         };
         let runner = self.env.runner.clone();

@@ -4,6 +4,7 @@
 //!
 //! May import `gate`, `tools`, `config`, `script`, `store`, `context`, `error`, `trace`, `term`.
 
+pub mod audit;
 pub mod budget;
 pub mod capability;
 pub mod isolation;

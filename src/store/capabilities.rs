@@ -1,7 +1,10 @@
 //! Saved capabilities (named, versioned code) and the CLI's last execution.
 //!
 //! A capability is named `namespace:action` and identified by
-//! `local.default.<namespace>.<action>.<first 4 hex digits of the SHA-256 of its code>`.
+//! `local.<tenant>.<namespace>.<action>.<first 4 hex digits of the SHA-256 of its code>`
+//! (`local.default.…` for the CLI and callers without a tenant). Each tenant has its own
+//! capabilities: a [`Store`] handle sees only those of its tenant ([`Store::for_tenant`]), and
+//! the storage quota counts per tenant.
 //! Saving different code under a name adds a version (the latest wins when resolving); saving
 //! the code of the latest version again only updates its description and schema; saving the code
 //! of an older version makes that version the latest again (same id, new version number).
@@ -80,11 +83,16 @@ pub fn split_name(name: &str) -> Result<(&str, &str), StoreError> {
     Ok((ns, action))
 }
 
-/// The id of `code` saved as `name`.
+/// The id of `code` saved as `name` in the default tenant.
 pub fn capability_id(name: &str, code: &str) -> Result<String, StoreError> {
+    capability_id_in(crate::context::principal::DEFAULT_TENANT, name, code)
+}
+
+/// The id of `code` saved as `name` in `tenant`.
+pub fn capability_id_in(tenant: &str, name: &str, code: &str) -> Result<String, StoreError> {
     let (ns, action) = split_name(name)?;
     Ok(format!(
-        "local.default.{ns}.{action}.{}",
+        "local.{tenant}.{ns}.{action}.{}",
         &sha256_hex(code)[..4]
     ))
 }
@@ -167,7 +175,8 @@ impl Store {
         quota: &CapabilityQuota,
     ) -> Result<CapabilityRecord, StoreError> {
         quota.check_code(&new.code)?;
-        let id = capability_id(&new.name, &new.code)?;
+        let tenant = self.tenant.clone();
+        let id = capability_id_in(&tenant, &new.name, &new.code)?;
         let sha = sha256_hex(&new.code);
         let schema = match &new.input_schema {
             Some(s) => {
@@ -184,8 +193,8 @@ impl Store {
                 )
                 .optional()?;
             let latest: Option<i64> = tx.query_row(
-                "SELECT MAX(version) FROM capabilities WHERE name = ?1",
-                params![new.name],
+                "SELECT MAX(version) FROM capabilities WHERE tenant = ?2 AND name = ?1",
+                params![new.name, &*tenant],
                 |r| r.get(0),
             )?;
             let next = latest.unwrap_or(0) + 1;
@@ -211,7 +220,7 @@ impl Store {
                 None => {
                     tx.execute(
                         "INSERT INTO capabilities (id, name, version, code, code_sha256, description,
-                            input_schema, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                            input_schema, created_at, tenant) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
                         params![
                             id,
                             new.name,
@@ -220,7 +229,8 @@ impl Store {
                             sha,
                             new.description,
                             schema,
-                            now_ms()
+                            now_ms(),
+                            &*tenant
                         ],
                     )?;
                 }
@@ -228,14 +238,15 @@ impl Store {
             // Keep the newest versions of this name only.
             let keep = i64::try_from(quota.max_versions.max(1)).unwrap_or(i64::MAX);
             tx.execute(
-                "DELETE FROM capabilities WHERE name = ?1 AND version <=
-                    (SELECT MAX(version) FROM capabilities WHERE name = ?1) - ?2",
-                params![new.name, keep],
+                "DELETE FROM capabilities WHERE tenant = ?3 AND name = ?1 AND version <=
+                    (SELECT MAX(version) FROM capabilities WHERE tenant = ?3 AND name = ?1) - ?2",
+                params![new.name, keep, &*tenant],
             )?;
             let total: i64 = tx.query_row(
                 "SELECT COALESCE(SUM(LENGTH(CAST(code AS BLOB)) + COALESCE(LENGTH(CAST(description AS BLOB)), 0)
-                    + COALESCE(LENGTH(CAST(input_schema AS BLOB)), 0)), 0) FROM capabilities",
-                [],
+                    + COALESCE(LENGTH(CAST(input_schema AS BLOB)), 0)), 0) FROM capabilities
+                    WHERE tenant = ?1",
+                params![&*tenant],
                 |r| r.get(0),
             )?;
             if total as u64 > quota.max_total_bytes {
@@ -259,9 +270,9 @@ impl Store {
         self.with(|conn| {
             conn.query_row(
                 &format!(
-                    "SELECT {COLUMNS} FROM capabilities WHERE name = ?1 ORDER BY version DESC LIMIT 1"
+                    "SELECT {COLUMNS} FROM capabilities WHERE tenant = ?2 AND name = ?1 ORDER BY version DESC LIMIT 1"
                 ),
-                params![name],
+                params![name, &*self.tenant],
                 from_row,
             )
             .optional()?
@@ -280,8 +291,8 @@ impl Store {
         }
         self.with(|conn| {
             conn.query_row(
-                &format!("SELECT {COLUMNS} FROM capabilities WHERE id = ?1"),
-                params![name_or_id],
+                &format!("SELECT {COLUMNS} FROM capabilities WHERE tenant = ?2 AND id = ?1"),
+                params![name_or_id, &*self.tenant],
                 from_row,
             )
             .optional()?
@@ -294,10 +305,11 @@ impl Store {
     pub fn list_capabilities(&self) -> Result<Vec<CapabilityRecord>, StoreError> {
         self.with(|conn| {
             let mut stmt = conn.prepare(&format!(
-                "SELECT {COLUMNS} FROM capabilities c WHERE version =
-                    (SELECT MAX(version) FROM capabilities WHERE name = c.name) ORDER BY name"
+                "SELECT {COLUMNS} FROM capabilities c WHERE tenant = ?1 AND version =
+                    (SELECT MAX(version) FROM capabilities WHERE tenant = ?1 AND name = c.name)
+                 ORDER BY name"
             ))?;
-            let rows = stmt.query_map([], from_row)?;
+            let rows = stmt.query_map(params![&*self.tenant], from_row)?;
             let mut out = Vec::new();
             for row in rows {
                 out.push(finish(row?)?);
@@ -310,9 +322,9 @@ impl Store {
     pub fn capability_versions(&self, name: &str) -> Result<Vec<CapabilityRecord>, StoreError> {
         self.with(|conn| {
             let mut stmt = conn.prepare(&format!(
-                "SELECT {COLUMNS} FROM capabilities WHERE name = ?1 ORDER BY version DESC"
+                "SELECT {COLUMNS} FROM capabilities WHERE tenant = ?2 AND name = ?1 ORDER BY version DESC"
             ))?;
-            let rows = stmt.query_map(params![name], from_row)?;
+            let rows = stmt.query_map(params![name, &*self.tenant], from_row)?;
             let mut out = Vec::new();
             for row in rows {
                 out.push(finish(row?)?);
@@ -326,13 +338,13 @@ impl Store {
         self.write(|tx| {
             let n = if name_or_id.contains(':') {
                 tx.execute(
-                    "DELETE FROM capabilities WHERE name = ?1",
-                    params![name_or_id],
+                    "DELETE FROM capabilities WHERE tenant = ?2 AND name = ?1",
+                    params![name_or_id, &*self.tenant],
                 )?
             } else {
                 tx.execute(
-                    "DELETE FROM capabilities WHERE id = ?1",
-                    params![name_or_id],
+                    "DELETE FROM capabilities WHERE tenant = ?2 AND id = ?1",
+                    params![name_or_id, &*self.tenant],
                 )?
             };
             Ok(n)

@@ -130,6 +130,7 @@ pub fn is_aborted(code: ErrorCode) -> bool {
 /// Records one execution's traces in an open write transaction.
 pub(super) fn record(
     tx: &Transaction<'_>,
+    tenant: &str,
     traces: &[TraceEvent],
     aborted: bool,
 ) -> Result<(), StoreError> {
@@ -138,25 +139,32 @@ pub(super) fn record(
         for call in &seq {
             if !call.success {
                 tx.execute(
-                    "INSERT INTO tool_stats (tool, calls, failures, last_seen) VALUES (?1, 1, 1, ?2)
-                     ON CONFLICT (tool) DO UPDATE SET calls = calls + 1, failures = failures + 1,
-                        last_seen = excluded.last_seen",
-                    params![call.tool, now],
+                    "INSERT INTO tool_stats (tool, calls, failures, last_seen, tenant)
+                        VALUES (?1, 1, 1, ?2, ?3)
+                     ON CONFLICT (tenant, tool) DO UPDATE SET calls = calls + 1,
+                        failures = failures + 1, last_seen = excluded.last_seen",
+                    params![call.tool, now, tenant],
                 )?;
             } else if !aborted {
                 let successes: i64 = tx.query_row(
-                    "INSERT INTO tool_stats (tool, calls, successes, total_ms, last_seen)
-                        VALUES (?1, 1, 1, ?2, ?3)
-                     ON CONFLICT (tool) DO UPDATE SET calls = calls + 1,
+                    "INSERT INTO tool_stats (tool, calls, successes, total_ms, last_seen, tenant)
+                        VALUES (?1, 1, 1, ?2, ?3, ?4)
+                     ON CONFLICT (tenant, tool) DO UPDATE SET calls = calls + 1,
                         successes = successes + 1, total_ms = total_ms + excluded.total_ms,
                         last_seen = excluded.last_seen
                      RETURNING successes",
-                    params![call.tool, call.duration_ms, now],
+                    params![call.tool, call.duration_ms, now, tenant],
                     |r| r.get(0),
                 )?;
                 tx.execute(
-                    "INSERT OR REPLACE INTO tool_durations (tool, slot, duration_ms) VALUES (?1, ?2, ?3)",
-                    params![call.tool, (successes - 1).rem_euclid(P95_WINDOW), call.duration_ms],
+                    "INSERT OR REPLACE INTO tool_durations (tool, slot, duration_ms, tenant)
+                        VALUES (?1, ?2, ?3, ?4)",
+                    params![
+                        call.tool,
+                        (successes - 1).rem_euclid(P95_WINDOW),
+                        call.duration_ms,
+                        tenant
+                    ],
                 )?;
             }
         }
@@ -166,10 +174,11 @@ pub(super) fn record(
         let ok: Vec<&Finished> = seq.iter().filter(|c| c.success).collect();
         for pair in ok.windows(2) {
             tx.execute(
-                "INSERT INTO edges (source, target, count, last_seen) VALUES (?1, ?2, 1, ?3)
-                 ON CONFLICT (source, target) DO UPDATE SET count = count + 1,
+                "INSERT INTO edges (source, target, count, last_seen, tenant)
+                    VALUES (?1, ?2, 1, ?3, ?4)
+                 ON CONFLICT (tenant, source, target) DO UPDATE SET count = count + 1,
                     last_seen = excluded.last_seen",
-                params![pair[0].tool, pair[1].tool, now],
+                params![pair[0].tool, pair[1].tool, now, tenant],
             )?;
         }
     }
@@ -179,7 +188,7 @@ pub(super) fn record(
 impl Store {
     /// Records one execution's traces (see the module documentation for exactly what).
     pub fn record_traces(&self, traces: &[TraceEvent], aborted: bool) -> Result<(), StoreError> {
-        self.write(|tx| record(tx, traces, aborted))
+        self.write(|tx| record(tx, &self.tenant, traces, aborted))
     }
 
     /// Stats of every tool (or of `tool` and its neighbours) and the edges (touching `tool`).
@@ -189,10 +198,10 @@ impl Store {
             {
                 let mut stmt = conn.prepare(
                     "SELECT source, target, count, last_seen FROM edges
-                     WHERE ?1 IS NULL OR source = ?1 OR target = ?1
+                     WHERE tenant = ?2 AND (?1 IS NULL OR source = ?1 OR target = ?1)
                      ORDER BY count DESC, source, target",
                 )?;
-                let rows = stmt.query_map(params![tool], |r| {
+                let rows = stmt.query_map(params![tool, &*self.tenant], |r| {
                     Ok(Edge {
                         source: r.get(0)?,
                         target: r.get(1)?,
@@ -219,9 +228,9 @@ impl Store {
             {
                 let mut stmt = conn.prepare(
                     "SELECT tool, calls, successes, failures, total_ms, last_seen FROM tool_stats
-                     ORDER BY tool",
+                     WHERE tenant = ?1 ORDER BY tool",
                 )?;
-                let rows = stmt.query_map([], |r| {
+                let rows = stmt.query_map(params![&*self.tenant], |r| {
                     Ok((
                         r.get::<_, String>(0)?,
                         r.get::<_, i64>(1)?,
@@ -257,11 +266,12 @@ impl Store {
                 }
             }
             let mut stmt = conn.prepare(
-                "SELECT duration_ms FROM tool_durations WHERE tool = ?1 ORDER BY duration_ms",
+                "SELECT duration_ms FROM tool_durations WHERE tenant = ?2 AND tool = ?1
+                 ORDER BY duration_ms",
             )?;
             for t in &mut tools {
                 let durations: Vec<f64> = stmt
-                    .query_map(params![t.tool], |r| r.get(0))?
+                    .query_map(params![t.tool, &*self.tenant], |r| r.get(0))?
                     .collect::<Result<_, _>>()?;
                 t.p95_ms = nearest_rank(&durations, 0.95);
             }

@@ -12,9 +12,12 @@
 //! A host killed in the middle of a write leaves the last committed state: the WAL makes each
 //! transaction atomic.
 
+pub mod audit;
+pub mod audit_options;
 mod capabilities;
 mod graph;
 pub mod location;
+pub mod tokens;
 
 pub use capabilities::{
     capability_id, split_name, CapabilityQuota, CapabilityRecord, LastExecution, NewCapability,
@@ -70,6 +73,98 @@ const MIGRATIONS: &[&str] = &[
         key TEXT PRIMARY KEY,
         value TEXT NOT NULL
      );",
+    // 2: API tokens of `serve --http` (hashes only) and the audit log (see `tokens`, `audit`).
+    "CREATE TABLE api_tokens (
+        name TEXT PRIMARY KEY,
+        sha256 TEXT NOT NULL UNIQUE,
+        policy TEXT,
+        tenant TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        expires_at REAL,
+        revoked_at REAL
+     );
+     CREATE TABLE audit (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        ts REAL NOT NULL,
+        principal TEXT NOT NULL,
+        tenant TEXT NOT NULL,
+        client TEXT,
+        front TEXT NOT NULL,
+        code TEXT,
+        code_sha256 TEXT NOT NULL,
+        outcome TEXT NOT NULL,
+        duration_ms REAL NOT NULL
+     );
+     CREATE INDEX audit_by_ts ON audit (ts);
+     CREATE INDEX audit_by_principal ON audit (principal);
+     CREATE TABLE audit_calls (
+        audit_id INTEGER NOT NULL REFERENCES audit (id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        args_sha256 TEXT,
+        args TEXT,
+        error TEXT,
+        duration_ms REAL,
+        PRIMARY KEY (audit_id, seq)
+     ) WITHOUT ROWID;
+     CREATE INDEX audit_calls_by_tool ON audit_calls (tool);
+     CREATE INDEX audit_calls_by_error ON audit_calls (error);",
+    // 3: capabilities per tenant: the same name may exist once per tenant.
+    "CREATE TABLE capabilities_by_tenant (
+        id TEXT PRIMARY KEY,
+        tenant TEXT NOT NULL,
+        name TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        code TEXT NOT NULL,
+        code_sha256 TEXT NOT NULL,
+        description TEXT,
+        input_schema TEXT,
+        created_at REAL NOT NULL,
+        UNIQUE (tenant, name, version)
+     );
+     INSERT INTO capabilities_by_tenant
+        SELECT id, 'default', name, version, code, code_sha256, description, input_schema, created_at
+        FROM capabilities;
+     DROP TABLE capabilities;
+     ALTER TABLE capabilities_by_tenant RENAME TO capabilities;
+     CREATE TABLE tool_stats_by_tenant (
+        tenant TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        calls INTEGER NOT NULL DEFAULT 0,
+        successes INTEGER NOT NULL DEFAULT 0,
+        failures INTEGER NOT NULL DEFAULT 0,
+        total_ms REAL NOT NULL DEFAULT 0,
+        last_seen REAL NOT NULL DEFAULT 0,
+        PRIMARY KEY (tenant, tool)
+     ) WITHOUT ROWID;
+     INSERT INTO tool_stats_by_tenant
+        SELECT 'default', tool, calls, successes, failures, total_ms, last_seen FROM tool_stats;
+     DROP TABLE tool_stats;
+     ALTER TABLE tool_stats_by_tenant RENAME TO tool_stats;
+     CREATE TABLE tool_durations_by_tenant (
+        tenant TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        slot INTEGER NOT NULL,
+        duration_ms REAL NOT NULL,
+        PRIMARY KEY (tenant, tool, slot)
+     ) WITHOUT ROWID;
+     INSERT INTO tool_durations_by_tenant
+        SELECT 'default', tool, slot, duration_ms FROM tool_durations;
+     DROP TABLE tool_durations;
+     ALTER TABLE tool_durations_by_tenant RENAME TO tool_durations;
+     CREATE TABLE edges_by_tenant (
+        tenant TEXT NOT NULL,
+        source TEXT NOT NULL,
+        target TEXT NOT NULL,
+        count INTEGER NOT NULL DEFAULT 0,
+        last_seen REAL NOT NULL DEFAULT 0,
+        PRIMARY KEY (tenant, source, target)
+     ) WITHOUT ROWID;
+     INSERT INTO edges_by_tenant SELECT 'default', source, target, count, last_seen FROM edges;
+     DROP TABLE edges;
+     ALTER TABLE edges_by_tenant RENAME TO edges;
+     CREATE INDEX edges_by_target ON edges (tenant, target);",
 ];
 
 /// A failure of the state store.
@@ -113,11 +208,16 @@ pub enum StoreError {
 pub struct Store {
     conn: Arc<Mutex<Connection>>,
     path: PathBuf,
+    /// The tenant whose capabilities this handle sees (see [`Store::for_tenant`]).
+    tenant: Arc<str>,
 }
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("path", &self.path).finish()
+        f.debug_struct("Store")
+            .field("path", &self.path)
+            .field("tenant", &self.tenant)
+            .finish()
     }
 }
 
@@ -156,7 +256,22 @@ impl Store {
         Ok(Store {
             conn: Arc::new(Mutex::new(conn)),
             path: path.to_path_buf(),
+            tenant: Arc::from(crate::context::principal::DEFAULT_TENANT),
         })
+    }
+
+    /// A handle on the same file that sees (lists, resolves, saves, removes) only `tenant`'s
+    /// capabilities; a fresh handle sees the `default` tenant's.
+    pub fn for_tenant(&self, tenant: &str) -> Store {
+        Store {
+            tenant: Arc::from(tenant),
+            ..self.clone()
+        }
+    }
+
+    /// The tenant this handle sees.
+    pub fn tenant(&self) -> &str {
+        &self.tenant
     }
 
     /// The file this store uses.
@@ -269,7 +384,7 @@ impl Store {
             None => None,
         };
         self.write(|tx| {
-            graph::record(tx, outcome.traces(), aborted)?;
+            graph::record(tx, &self.tenant, outcome.traces(), aborted)?;
             if let Some(text) = &last {
                 capabilities::set_kv(tx, capabilities::LAST_EXECUTION_KEY, text)?;
             }

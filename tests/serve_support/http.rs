@@ -25,11 +25,17 @@ pub struct HttpServed {
 
 /// Starts `mcp-sandbox serve --http 127.0.0.1:0 --config <fixture> --state <tmp> ARGS`.
 pub async fn start_http(args: &[&str]) -> HttpServed {
+    start_http_with(json!({}), args).await
+}
+
+/// Like [`start_http`], with `sandbox` as the config's `sandbox` section.
+pub async fn start_http_with(sandbox: Value, args: &[&str]) -> HttpServed {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("mcp.json");
     std::fs::write(
         &config,
-        json!({"mcpServers": {"fixture": {"command": bin("fixture-mcp-server")}}}).to_string(),
+        json!({"mcpServers": {"fixture": {"command": bin("fixture-mcp-server")}}, "sandbox": sandbox})
+            .to_string(),
     )
     .unwrap();
     let state = dir.path().join("state.db");
@@ -56,7 +62,10 @@ pub async fn start_http(args: &[&str]) -> HttpServed {
     tokio::spawn(async move {
         let mut tx = Some(tx);
         while let Ok(Some(line)) = lines.next_line().await {
-            if let Some(url) = line.strip_prefix("mcp-sandbox: serving MCP over HTTP at http://") {
+            let url = line
+                .strip_prefix("mcp-sandbox: serving MCP over HTTP at http://")
+                .or_else(|| line.strip_prefix("mcp-sandbox: serving MCP over HTTPS at https://"));
+            if let Some(url) = url {
                 if let Some(tx) = tx.take() {
                     let _ = tx.send(url.trim_end_matches("/mcp").to_string());
                 }

@@ -159,3 +159,4 @@ pub fn alive(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 pub mod http;
+pub mod team;

@@ -62,6 +62,9 @@ impl Run {
             by: None,
             rule: None,
         });
+        if let Some(sink) = &self.audit_args {
+            sink.note(&trace_id, q.oversized.is_none().then_some(&q.args));
+        }
         self.inflight.insert(
             q.id,
             Call {
@@ -119,6 +122,7 @@ impl Run {
             feedback: Some(crate::tools::passthrough::FeedbackRef(
                 self.feedback.clone(),
             )),
+            audit_args: self.audit_args.clone(),
         };
         // A call an `ask` rule matches waits for approval first, outside its call timeout.
         let approval = self.request.policy.asks(&q.server, &q.tool).map(|rule| {

@@ -74,6 +74,9 @@ pub struct ExecRequest {
     /// Where the servers' progress (and log messages) for this execution's calls go besides its
     /// logs (`serve`: progress notifications of the `execute_code` request).
     pub progress: Option<crate::tools::passthrough::FeedbackRef>,
+    /// Where each call's arguments are noted for the audit log (`None`: not noted). The
+    /// caller's sink is passed on to a capability's nested execution.
+    pub audit_args: Option<crate::store::audit_options::ArgsSink>,
     /// Isolation layers that must be enforced besides the always-required ones.
     pub require_layers: Vec<String>,
     /// Called with the runner's pid right after it is spawned, before the host reads from it
@@ -120,6 +123,7 @@ pub async fn execute_pooled(
     let started = Instant::now();
     let mut run = Run::new(Arc::new(req.request.clone()));
     run.approvals = crate::gate::approval::Gate::new(req.approvals.clone());
+    run.audit_args = req.audit_args.clone();
     run.feedback = Arc::new(crate::exec::passthrough::ExecFeedback::new(
         run.limits.log_bytes,
         req.progress.clone().map(|f| f.0),
@@ -159,6 +163,8 @@ struct Run {
     result: Option<Value>,
     /// The script's own error, reported by the runner.
     script_error: Option<ExecError>,
+    /// See [`ExecRequest::audit_args`].
+    audit_args: Option<crate::store::audit_options::ArgsSink>,
     /// Events of nested work handed back by providers.
     children: crate::tools::catalog::TraceSink,
     /// Argument bytes of the open calls (running or queued).
@@ -192,6 +198,7 @@ impl Run {
             queue: VecDeque::new(),
             result: None,
             script_error: None,
+            audit_args: None,
             children: Default::default(),
             args_in_flight: 0,
             routed: HashSet::new(),

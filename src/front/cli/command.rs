@@ -5,6 +5,7 @@ use super::auth::AuthArgs;
 use super::check::CheckArgs;
 use super::learning::{CapabilityArgs, GraphArgs};
 use super::run::RunArgs;
+use super::team::{AuditArgs, TokenArgs};
 use super::tools::ToolsArgs;
 use clap::{Parser, Subcommand};
 
@@ -36,4 +37,8 @@ pub enum Command {
     Capability(CapabilityArgs),
     /// OAuth logins for remote MCP servers (`auth login NAME`, `auth status`, `auth logout NAME`).
     Auth(AuthArgs),
+    /// Create, list and revoke API tokens for `serve --http`.
+    Token(TokenArgs),
+    /// Query the audit log (one record per execution).
+    Audit(AuditArgs),
 }

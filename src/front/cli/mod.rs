@@ -9,6 +9,7 @@ pub mod check;
 pub mod command;
 pub mod learning;
 pub mod run;
+pub mod team;
 pub mod tools;
 
 use crate::config::Config;

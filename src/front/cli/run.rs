@@ -5,6 +5,7 @@ use super::learning::StateArgs;
 use super::{load_catalog_of, PolicyArgs, RunnerArgs, UsageError, EXIT_FAILED};
 use crate::config::Config;
 use crate::context::limits::Limits;
+use crate::context::principal::Caller;
 use crate::context::{Client, RequestContext};
 use crate::exec::outcome::Outcome;
 use crate::exec::session::ExecRequest;
@@ -69,6 +70,8 @@ pub struct RunArgs {
     pub runner: RunnerArgs,
     #[command(flatten)]
     pub state: StateArgs,
+    #[command(flatten)]
+    pub audit: crate::exec::audit::AuditFlags,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -208,12 +211,24 @@ pub async fn command(args: RunArgs) -> Result<i32, UsageError> {
             ..crate::exec::capability::Capabilities::new(store, runner.clone())
         };
         // `capability save --from-last` saves the code of the CLI's last execution.
-        sandbox = sandbox.with_learning(caps).remember_last_code();
+        sandbox = sandbox.with_learning(caps.clone()).remember_last_code();
+        let options = args.audit.options(config.sandbox.audit.as_ref());
+        match crate::exec::audit::Auditor::new(caps.store.clone(), options) {
+            Ok(a) => sandbox = sandbox.with_audit(a),
+            Err(e) => {
+                return Err(UsageError(format!(
+                    "cannot use the audit log in the state store: {e}"
+                )))
+            }
+        }
     }
     let request = ExecRequest {
         code,
         context,
-        request: RequestContext::new(Client::Cli, limits, policy),
+        request: RequestContext::new(Client::Cli, limits, policy).with_caller(Caller {
+            front: "run",
+            ..Default::default()
+        }),
         require_layers,
         approvals: Some(approvals),
         ..Default::default()

@@ -66,8 +66,8 @@ fn failed(code: ErrorCode, message: String) -> CallToolResult {
         .with_text(format!("error {}: {message}", code.as_str()))
 }
 
-fn store(gateway: &Gateway) -> Result<Store, CallToolResult> {
-    gateway.store.clone().ok_or_else(|| {
+fn store(gateway: &Gateway, tenant: &str) -> Result<Store, CallToolResult> {
+    gateway.store.as_ref().map(|s| s.for_tenant(tenant)).ok_or_else(|| {
         failed(
             ErrorCode::SandboxUnavailable,
             "this server runs without a state store (it could not be opened at start; see its log); restart it with a usable --state PATH".into(),
@@ -92,7 +92,11 @@ async fn blocking<T: Send + 'static>(
     }
 }
 
-pub async fn save(gateway: &Gateway, args: JsonObject) -> Result<CallToolResult, ErrorData> {
+pub async fn save(
+    gateway: &Gateway,
+    args: JsonObject,
+    tenant: &str,
+) -> Result<CallToolResult, ErrorData> {
     const FIELDS: [&str; 4] = ["name", "code", "description", "input_schema"];
     if let Some(extra) = args.keys().find(|k| !FIELDS.contains(&k.as_str())) {
         return Err(bad_args(format!(
@@ -143,7 +147,7 @@ pub async fn save(gateway: &Gateway, args: JsonObject) -> Result<CallToolResult,
             return invalid(format!("input_schema is not a valid JSON Schema: {e}"));
         }
     }
-    let store = match store(gateway) {
+    let store = match store(gateway, tenant) {
         Ok(s) => s,
         Err(result) => return Ok(result),
     };
@@ -168,13 +172,17 @@ pub async fn save(gateway: &Gateway, args: JsonObject) -> Result<CallToolResult,
     }
 }
 
-pub async fn list(gateway: &Gateway, args: JsonObject) -> Result<CallToolResult, ErrorData> {
+pub async fn list(
+    gateway: &Gateway,
+    args: JsonObject,
+    tenant: &str,
+) -> Result<CallToolResult, ErrorData> {
     if let Some(extra) = args.keys().next() {
         return Err(bad_args(format!(
             "list_capabilities: unknown argument `{extra}`; it takes none"
         )));
     }
-    let store = match store(gateway) {
+    let store = match store(gateway, tenant) {
         Ok(s) => s,
         Err(result) => return Ok(result),
     };

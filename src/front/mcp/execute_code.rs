@@ -136,10 +136,15 @@ pub async fn call(
     let held = gateway
         .admission
         .admit(code.len() as u64, limits.source_bytes, context_bytes);
+    let refused = |e| {
+        gateway
+            .sandbox
+            .audit_refusal(Some(request.caller.clone()), code, Outcome::failed(e))
+    };
     let mut outcome = match held {
-        Err(e) => Outcome::failed(e),
+        Err(e) => refused(e).await,
         Ok(_held) => match to_javascript(code, language) {
-            Err(e) => Outcome::failed(e),
+            Err(e) => refused(e).await,
             Ok(js) => {
                 gateway
                     .sandbox

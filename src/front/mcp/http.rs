@@ -50,6 +50,8 @@ pub struct HttpOptions {
     pub handshake_timeout: Duration,
     /// A session without requests for this long ends.
     pub session_idle: Duration,
+    /// Serve HTTPS with this certificate chain and key (PEM files).
+    pub tls: Option<(std::path::PathBuf, std::path::PathBuf)>,
 }
 
 /// Request bodies read and not yet handed on, in total: past it, reading a body waits (the
@@ -73,6 +75,8 @@ struct SessionInfo {
     client: IpAddr,
     created: Instant,
     initialized: bool,
+    /// The principal that opened the session; no other may use it.
+    principal: String,
 }
 
 /// What the middleware shares.
@@ -86,6 +90,8 @@ struct Front {
     opts: HttpOptions,
     /// Permits for [`MAX_BUFFERED_BODY_BYTES`].
     bodies: Arc<Semaphore>,
+    /// `None`: no authentication (loopback only); every caller is `anonymous`.
+    auth: super::auth::SharedAuth,
 }
 
 impl Front {
@@ -158,13 +164,32 @@ fn rpc_refusal(r: &jsonrpc::Refusal) -> Response {
         .into_response()
 }
 
-async fn guard(State(front): State<Arc<Front>>, req: Request, next: Next) -> Response {
+async fn guard(State(front): State<Arc<Front>>, mut req: Request, next: Next) -> Response {
+    // Who is calling, before anything else is looked at.
+    let principal = match &front.auth {
+        None => crate::context::principal::Principal::anonymous(),
+        Some(auth) => match auth.authenticate(req.headers()).await {
+            Ok(p) => p,
+            Err(failure) => return auth.refusal(&failure),
+        },
+    };
+    let principal = Arc::new(principal);
+    req.extensions_mut().insert(principal.clone());
     let session = req
         .headers()
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
     let client = req.extensions().get::<ClientAddr>().map(|c| c.0);
+    if let Some(id) = &session {
+        let owner = front.sessions().get(id).map(|s| s.principal.clone());
+        if owner.is_some_and(|o| o != principal.name) {
+            return refuse(
+                StatusCode::FORBIDDEN,
+                "this session was opened by another principal; open your own session (initialize)",
+            );
+        }
+    }
     match *req.method() {
         Method::DELETE => {
             let response = next.run(req).await;
@@ -222,6 +247,15 @@ async fn guard(State(front): State<Arc<Front>>, req: Request, next: Next) -> Res
                         .into_response();
                 }
             }
+            // Rate limits apply to executions, counted from arrival until the answer is sent.
+            let mut rate_permit = None;
+            if message.code_bytes.is_some() {
+                let rate = front.gateway.rate_of(&principal);
+                match front.gateway.rate.acquire(&principal.name, rate) {
+                    Ok(p) => rate_permit = p,
+                    Err(refusal) => return rate_refused(message.id.clone(), &refusal),
+                }
+            }
             let method = message.method.as_deref();
             let mut reservation = None;
             if method == Some("initialize") && session.is_none() {
@@ -251,6 +285,7 @@ async fn guard(State(front): State<Arc<Front>>, req: Request, next: Next) -> Res
                             client,
                             created: Instant::now(),
                             initialized: false,
+                            principal: principal.name.clone(),
                         },
                     );
                 }
@@ -270,7 +305,7 @@ async fn guard(State(front): State<Arc<Front>>, req: Request, next: Next) -> Res
                     };
                     let (parts, body) = response.into_parts();
                     let stream = futures::StreamExt::map(body.into_data_stream(), move |chunk| {
-                        let _ = &guard;
+                        let _ = (&guard, &rate_permit);
                         chunk
                     });
                     Response::from_parts(parts, Body::from_stream(stream))
@@ -280,6 +315,25 @@ async fn guard(State(front): State<Arc<Front>>, req: Request, next: Next) -> Res
         }
         _ => next.run(req).await,
     }
+}
+
+/// 429 with `Retry-After` and a JSON-RPC error whose data has `LIMIT_EXCEEDED`.
+fn rate_refused(id: Option<serde_json::Value>, refusal: &super::rate::RateRefusal) -> Response {
+    let secs = refusal.retry_after.as_secs().max(1);
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {
+        "code": -32000,
+        "message": format!("LIMIT_EXCEEDED: {}", refusal.message),
+        "data": {"code": "LIMIT_EXCEEDED", "retry_after_s": secs}}});
+    let mut r = (
+        StatusCode::TOO_MANY_REQUESTS,
+        [("content-type", "application/json")],
+        body.to_string(),
+    )
+        .into_response();
+    if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+        r.headers_mut().insert("retry-after", v);
+    }
+    r
 }
 
 /// Frees an answer's room in the response budget when dropped.
@@ -356,6 +410,14 @@ fn reserve(
     }))
 }
 
+/// What the HTTP front needs to authenticate callers (`sandbox.auth` is configured).
+pub struct AuthSetup {
+    pub config: crate::config::gateway::AuthConfig,
+    pub policies: std::collections::BTreeMap<String, crate::config::gateway::PrincipalPolicy>,
+    pub base_dir: std::path::PathBuf,
+    pub store: crate::store::Store,
+}
+
 /// Origins a browser page on this machine has, allowed when the server is bound to loopback.
 fn loopback_origins() -> Vec<String> {
     ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"]
@@ -369,8 +431,38 @@ pub async fn serve_http(
     addr: SocketAddr,
     allow_remote: bool,
     opts: HttpOptions,
+    auth: Option<AuthSetup>,
     stop: CancellationToken,
 ) -> Result<(), UsageError> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| UsageError(format!("cannot listen on {addr}: {e}")))?;
+    let bound = listener.local_addr().unwrap_or(addr);
+    let tls = match &opts.tls {
+        None => None,
+        Some((cert, key)) => Some(super::tls::acceptor(cert, key).map_err(UsageError)?),
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let auth = match auth {
+        None => None,
+        Some(setup) => {
+            let resource = setup
+                .config
+                .resource
+                .clone()
+                .unwrap_or_else(|| format!("{scheme}://{bound}/mcp"));
+            let a = super::auth::Authenticator::new(
+                &setup.config,
+                setup.policies,
+                &setup.base_dir,
+                setup.store,
+                resource,
+            )
+            .await
+            .map_err(UsageError)?;
+            Some(Arc::new(a))
+        }
+    };
     let mut config = StreamableHttpServerConfig::default();
     if allow_remote {
         // The default Host check accepts loopback names only; a remote bind accepts its own address.
@@ -409,16 +501,44 @@ pub async fn serve_http(
         reserved: Mutex::new(HashMap::new()),
         opts: opts.clone(),
         bodies: Arc::new(Semaphore::new(MAX_BUFFERED_BODY_BYTES)),
+        auth: auth.clone(),
     });
     let router = axum::Router::new()
         .nest_service("/mcp", service)
         .layer(axum::middleware::from_fn_with_state(front.clone(), guard));
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| UsageError(format!("cannot listen on {addr}: {e}")))?;
-    let bound = listener.local_addr().unwrap_or(addr);
+    // The protected-resource metadata is public (clients read it to learn how to authenticate).
+    let router = match &auth {
+        None => router,
+        Some(a) => {
+            let doc = a.metadata().to_string();
+            let answer = move || {
+                let doc = doc.clone();
+                async move { ([("content-type", "application/json")], doc) }
+            };
+            router
+                .route(
+                    super::auth::METADATA_PATH,
+                    axum::routing::get(answer.clone()),
+                )
+                .route(
+                    &format!("{}/mcp", super::auth::METADATA_PATH),
+                    axum::routing::get(answer),
+                )
+        }
+    };
+    eprintln!(
+        "mcp-sandbox: authentication: {}",
+        match &auth {
+            Some(a) => a.describe(),
+            None => "off (no sandbox.auth in the config; loopback only)".to_string(),
+        }
+    );
     // Scripts and tests read this line to find the port when ADDR ends in :0.
-    eprintln!("mcp-sandbox: serving MCP over HTTP at http://{bound}/mcp");
+    if tls.is_some() {
+        eprintln!("mcp-sandbox: serving MCP over HTTPS at https://{bound}/mcp");
+    } else {
+        eprintln!("mcp-sandbox: serving MCP over HTTP at http://{bound}/mcp");
+    }
     let reaper = {
         let front = front.clone();
         let stop = stop.clone();
@@ -461,31 +581,18 @@ pub async fn serve_http(
         let router = router.clone();
         let stop = stop.clone();
         let opts = opts.clone();
+        let tls = tls.clone();
         tokio::spawn(async move {
             let _permit = permit;
-            let svc = hyper::service::service_fn(
-                move |mut req: hyper::Request<hyper::body::Incoming>| {
-                    req.extensions_mut().insert(ClientAddr(peer.ip()));
-                    router.clone().oneshot(req.map(Body::new))
-                },
-            );
-            let io = TokioIo::new(StallGuard::new(stream, opts.write_timeout));
-            let mut builder = hyper::server::conn::http1::Builder::new();
-            builder
-                .timer(TokioTimer::new())
-                .header_read_timeout(opts.header_timeout)
-                .keep_alive(true);
-            let conn = builder.serve_connection(io, svc);
-            tokio::pin!(conn);
-            tokio::select! {
-                r = conn.as_mut() => {
-                    if let Err(e) = r {
-                        tracing::debug!("connection from {peer} ended: {e}");
+            match tls {
+                None => serve_connection(stream, peer, router, opts, stop).await,
+                Some(acceptor) => {
+                    // The handshake gets the header timeout, like a request's head.
+                    match tokio::time::timeout(opts.header_timeout, acceptor.accept(stream)).await {
+                        Ok(Ok(s)) => serve_connection(s, peer, router, opts, stop).await,
+                        Ok(Err(e)) => tracing::debug!("TLS handshake with {peer} failed: {e}"),
+                        Err(_) => tracing::debug!("TLS handshake with {peer} timed out"),
                     }
-                }
-                () = stop.cancelled() => {
-                    conn.as_mut().graceful_shutdown();
-                    let _ = tokio::time::timeout(TRANSPORT_CLOSE, conn).await;
                 }
             }
         });
@@ -504,6 +611,41 @@ pub async fn serve_http(
         );
     }
     Ok(())
+}
+
+/// Serves HTTP/1.1 on one accepted connection (plain or TLS) until it ends or `stop` fires.
+async fn serve_connection<S>(
+    stream: S,
+    peer: SocketAddr,
+    router: axum::Router,
+    opts: HttpOptions,
+    stop: CancellationToken,
+) where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let svc = hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+        req.extensions_mut().insert(ClientAddr(peer.ip()));
+        router.clone().oneshot(req.map(Body::new))
+    });
+    let io = TokioIo::new(StallGuard::new(stream, opts.write_timeout));
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(opts.header_timeout)
+        .keep_alive(true);
+    let conn = builder.serve_connection(io, svc);
+    tokio::pin!(conn);
+    tokio::select! {
+        r = conn.as_mut() => {
+            if let Err(e) = r {
+                tracing::debug!("connection from {peer} ended: {e}");
+            }
+        }
+        () = stop.cancelled() => {
+            conn.as_mut().graceful_shutdown();
+            let _ = tokio::time::timeout(TRANSPORT_CLOSE, conn).await;
+        }
+    }
 }
 
 /// A connection whose writes may not wait for the client longer than a timeout: a client that

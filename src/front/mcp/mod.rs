@@ -8,19 +8,25 @@
 //! `isError: true`, never a protocol error. Servers that failed to start are reported by both.
 
 pub mod admission;
+pub mod auth;
 mod capabilities;
 pub mod elicit;
 pub(crate) mod execute_code;
 pub mod http;
 pub mod jsonrpc;
+pub mod jwks;
+pub mod jwt;
 pub mod passthrough;
+pub mod rate;
 pub mod responses;
 mod search_tools;
 pub mod sessions;
 pub mod stdio;
+pub mod tls;
 
 use crate::context::limits::Limits;
 use crate::context::policy::Policy;
+use crate::context::principal::{Caller, Principal};
 use crate::context::{Client, McpTransport};
 use crate::sandbox::Sandbox;
 use rmcp::model::{
@@ -54,6 +60,46 @@ pub struct Gateway {
     pub pre_approved: crate::context::policy::PreApproved,
     /// `--approval-timeout-ms`.
     pub approval_timeout: std::time::Duration,
+    /// `sandbox.policies`: what each principal's policies narrow.
+    pub policies: std::collections::BTreeMap<String, crate::config::gateway::PrincipalPolicy>,
+    /// Per-principal rate limits (HTTP).
+    pub rate: Arc<rate::RateLimiter>,
+}
+
+impl Gateway {
+    /// The tightest rate bounds of a principal's policies.
+    pub fn rate_of(&self, principal: &crate::context::principal::Principal) -> rate::Rate {
+        auth::policies_of(principal, &self.policies)
+            .into_iter()
+            .fold(rate::Rate::default(), |acc, (_, p)| {
+                acc.min(rate::Rate {
+                    per_minute: p.executions_per_minute,
+                    concurrent: p.max_concurrent,
+                })
+            })
+    }
+
+    /// The config's policy and limits, narrowed by a principal's policies.
+    pub fn narrowed_for(
+        &self,
+        principal: &crate::context::principal::Principal,
+    ) -> (Policy, Limits) {
+        let mut policy = self.policy.clone();
+        let mut limits = self.limits;
+        for (name, p) in auth::policies_of(principal, &self.policies) {
+            policy = match p.rules(name) {
+                Ok(rules) => policy.with(rules),
+                // The config's validation refused bad patterns; fail closed all the same.
+                Err(_) => policy.with(crate::context::policy::Rules::deny_all(format!(
+                    "policy '{name}'"
+                ))),
+            };
+            if let Some(l) = &p.limits {
+                limits = limits.narrow(l).0;
+            }
+        }
+        (policy, limits)
+    }
 }
 
 /// One MCP session's handler (cheap to clone; HTTP makes one per session).
@@ -78,12 +124,21 @@ impl GatewayServer {
         &self,
         context: &RequestContext<RoleServer>,
         over_http: bool,
+        principal: &Principal,
     ) -> crate::context::RequestContext {
         let (name, version) = context
             .peer
             .peer_info()
             .map(|i| (i.client_info.name.clone(), i.client_info.version.clone()))
             .unwrap_or_default();
+        let caller = Caller::of(
+            principal,
+            (!name.is_empty()).then(|| name.clone()),
+            if over_http { "http" } else { "stdio" },
+        );
+        // The principal's policies narrow the operator's policy and limits; what the request
+        // asks for may only lower them further (`RequestContext::narrowed`).
+        let (policy, limits) = self.gateway.narrowed_for(principal);
         let client = Client::Mcp {
             transport: if over_http {
                 McpTransport::Http
@@ -93,11 +148,7 @@ impl GatewayServer {
             name,
             version,
         };
-        crate::context::RequestContext::new(
-            client,
-            self.gateway.limits,
-            self.gateway.policy.clone(),
-        )
+        crate::context::RequestContext::new(client, limits, policy).with_caller(caller)
     }
 }
 
@@ -138,6 +189,17 @@ impl ServerHandler for GatewayServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let args = request.arguments.unwrap_or_default();
+        // The HTTP front put the authenticated principal on the request; stdio is local.
+        let principal = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| {
+                p.extensions
+                    .get::<Arc<crate::context::principal::Principal>>()
+            })
+            .cloned()
+            .unwrap_or_else(|| Arc::new(crate::context::principal::Principal::local()));
+        let tenant = principal.tenant.as_str();
         let result: CallToolResult = match request.name.as_ref() {
             // rmcp cancels `context.ct` on `notifications/cancelled` for this request and when
             // the session ends.
@@ -152,7 +214,7 @@ impl ServerHandler for GatewayServer {
                     session.unwrap_or(if parts.is_some() { "http" } else { "stdio" }).to_string(),
                     serde_json::to_string(&context.id).unwrap_or_default(),
                 );
-                let request = self.request_context(&context, parts.is_some());
+                let request = self.request_context(&context, parts.is_some(), &principal);
                 // Calls an `ask` rule matches are asked to this client (elicitation).
                 let approvals = Arc::new(
                     elicit::approvals(
@@ -184,9 +246,9 @@ impl ServerHandler for GatewayServer {
                     }
                 }
             }
-            "search_tools" => search_tools::call(&self.gateway, args).await?,
-            "save_capability" => capabilities::save(&self.gateway, args).await?,
-            "list_capabilities" => capabilities::list(&self.gateway, args).await?,
+            "search_tools" => search_tools::call(&self.gateway, args, tenant).await?,
+            "save_capability" => capabilities::save(&self.gateway, args, tenant).await?,
+            "list_capabilities" => capabilities::list(&self.gateway, args, tenant).await?,
             other => {
                 return Err(ErrorData::invalid_params(
                     format!(

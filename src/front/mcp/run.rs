@@ -26,10 +26,16 @@ pub struct ServeArgs {
     /// Serve streamable HTTP at this address (path /mcp) instead of stdio, e.g. 127.0.0.1:8080.
     #[arg(long, value_name = "ADDR")]
     pub http: Option<SocketAddr>,
-    /// Allow --http on a non-loopback address. Anyone who can reach it can run code against
-    /// your MCP servers: put authentication in front of it.
+    /// Allow --http on a non-loopback address. The config must also configure authentication
+    /// (sandbox.auth): without it the server refuses to start.
     #[arg(long, requires = "http")]
     pub http_allow_remote: bool,
+    /// HTTP: serve HTTPS with this certificate chain (PEM; leaf first). Needs --tls-key.
+    #[arg(long, value_name = "PEM", requires_all = ["http", "tls_key"])]
+    pub tls_cert: Option<PathBuf>,
+    /// HTTP: the private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
     /// On SIGINT/SIGTERM, how long running executions may still take before their runners are
     /// killed.
     #[arg(long, value_name = "N", default_value_t = 5000)]
@@ -90,6 +96,8 @@ pub struct ServeArgs {
     pub runner: RunnerArgs,
     #[command(flatten)]
     pub state: StateArgs,
+    #[command(flatten)]
+    pub audit: crate::exec::audit::AuditFlags,
 }
 
 /// `mcp-sandbox serve`. Returns the exit status.
@@ -105,6 +113,13 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
         Some(p) => Config::load(p).map_err(|e| UsageError(e.to_string()))?,
         None => Config::default(),
     };
+    if let Some(addr) = args.http {
+        if !addr.ip().is_loopback() && config.sandbox.auth.is_none() {
+            return Err(UsageError(format!(
+                "refusing to serve --http {addr} without authentication: a non-loopback address needs sandbox.auth in the config (API tokens from `mcp-sandbox token create`, or JWTs from an identity provider); no flag turns this off"
+            )));
+        }
+    }
     let policy = args.policy.policy(&config)?;
     let require_layers = args.runner.required_layers()?;
     let limits = config.sandbox.limits.unwrap_or_default();
@@ -130,7 +145,40 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
             require_layers: require_layers.clone(),
             ..crate::exec::capability::Capabilities::new(store.clone(), runner)
         });
+        let options = args.audit.options(config.sandbox.audit.as_ref());
+        let auditor = crate::exec::audit::Auditor::new(store.clone(), options)
+            .map_err(|e| UsageError(format!("cannot use the audit log in the state store: {e}")))?;
+        sandbox = sandbox.with_audit(auditor.clone());
+        if auditor.retains() {
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(Duration::from_secs(3600));
+                tick.tick().await;
+                loop {
+                    tick.tick().await;
+                    let a = auditor.clone();
+                    let _ = tokio::task::spawn_blocking(move || a.prune()).await;
+                }
+            });
+        }
     }
+    // Authentication needs the state store (API tokens live there) and gives the audit log
+    // its principals: without the store, an authenticated server does not start.
+    let auth = match (&config.sandbox.auth, args.http) {
+        (Some(auth), Some(_)) => {
+            let Some(store) = store.clone() else {
+                return Err(UsageError(
+                    "sandbox.auth is configured but the state store could not be opened (see the warning above); fix it or pass --state".into(),
+                ));
+            };
+            Some(super::http::AuthSetup {
+                config: auth.clone(),
+                policies: config.sandbox.policies.clone(),
+                base_dir: config.base_dir.clone(),
+                store,
+            })
+        }
+        _ => None,
+    };
     let gateway = Arc::new(Gateway {
         sandbox: sandbox.clone(),
         policy,
@@ -140,6 +188,8 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
         responses: super::responses::ResponseBudget::new(args.max_buffered_response_bytes),
         require_layers,
         store,
+        policies: config.sandbox.policies.clone(),
+        rate: Default::default(),
         capability_quota: crate::store::CapabilityQuota {
             max_code_bytes: args.capability_max_code_bytes,
             max_versions: args.capability_max_versions.max(1),
@@ -160,6 +210,7 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
         max_sessions_per_client: args.max_sessions_per_client.max(1),
         handshake_timeout: Duration::from_millis(args.handshake_timeout_ms),
         session_idle: Duration::from_millis(args.session_idle_ms),
+        tls: args.tls_cert.clone().zip(args.tls_key.clone()),
     };
     let transport = async {
         match args.http {
@@ -170,6 +221,7 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
                     addr,
                     args.http_allow_remote,
                     http_options,
+                    auth,
                     stop.clone(),
                 )
                 .await

@@ -36,7 +36,11 @@ pub fn input_schema() -> Value {
 /// How many of the best text matches the tool graph is asked about.
 pub const ANCHORS: usize = 3;
 
-pub async fn call(gateway: &Gateway, args: JsonObject) -> Result<CallToolResult, ErrorData> {
+pub async fn call(
+    gateway: &Gateway,
+    args: JsonObject,
+    tenant: &str,
+) -> Result<CallToolResult, ErrorData> {
     let field = |name: &str| -> Result<Option<String>, ErrorData> {
         match args.get(name) {
             None | Some(Value::Null) => Ok(None),
@@ -55,7 +59,7 @@ pub async fn call(gateway: &Gateway, args: JsonObject) -> Result<CallToolResult,
     // Saved capabilities are found like tools (`mcp.<namespace>.<action>`).
     let capabilities = match &gateway.store {
         Some(store) => {
-            let store = store.clone();
+            let store = store.for_tenant(tenant);
             match tokio::task::spawn_blocking(move || store.list_capabilities()).await {
                 Ok(Ok(records)) => capability_tools(catalog, &records),
                 Ok(Err(e)) => {
@@ -107,7 +111,7 @@ pub async fn call(gateway: &Gateway, args: JsonObject) -> Result<CallToolResult,
                 .into_iter()
                 .filter(|t| server.as_deref().is_none_or(|s| t.server == s))
                 .collect();
-            related = with_related(store, &mut found, candidates).await;
+            related = with_related(&store.for_tenant(tenant), &mut found, candidates).await;
         }
     }
     let total = found.len();

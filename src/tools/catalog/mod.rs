@@ -58,6 +58,8 @@ pub struct CallContext {
     pub request: std::sync::Arc<crate::context::RequestContext>,
     /// Where the server's progress and log messages for this call go (`None`: dropped).
     pub feedback: Option<crate::tools::passthrough::FeedbackRef>,
+    /// Where nested calls note their arguments for the audit log (the caller's sink).
+    pub audit_args: Option<crate::store::audit_options::ArgsSink>,
 }
 
 impl CallContext {
@@ -69,6 +71,7 @@ impl CallContext {
             children: TraceSink::default(),
             request: Default::default(),
             feedback: None,
+            audit_args: None,
         }
     }
 }

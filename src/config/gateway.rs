@@ -1,0 +1,195 @@
+//! The config keys of a shared gateway, in the `sandbox` section: `auth` (who may call
+//! `serve --http`), `policies` (what each kind of caller may do) and `audit` (see
+//! [`crate::exec::audit::AuditConfig`]).
+//!
+//! ```json
+//! "sandbox": {
+//!   "auth": {"tokens": true,
+//!            "jwt": {"issuer": "https://idp.example", "audience": "mcp-sandbox",
+//!                    "jwks_file": "jwks.json", "scopes": {"mcp:read": "readonly"}}},
+//!   "policies": {"readonly": {"deny": ["filesystem:write_*"], "limits": {"timeout_ms": 5000},
+//!                             "executions_per_minute": 60, "max_concurrent": 4}},
+//!   "audit": {"code": "hash", "args": "digest", "retain_days": 90}
+//! }
+//! ```
+
+use crate::context::limits::RequestedLimits;
+use crate::context::policy::{PolicyError, Rules};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// `sandbox.auth`: present means authentication is configured (and required on every HTTP
+/// request).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthConfig {
+    /// Accept API tokens made with `mcp-sandbox token create` (default true).
+    #[serde(default = "yes")]
+    pub tokens: bool,
+    /// Accept JWT access tokens from an identity provider.
+    #[serde(default)]
+    pub jwt: Option<JwtConfig>,
+    /// The public URL of the MCP endpoint (`https://gateway.example/mcp`), named in the
+    /// protected-resource metadata; default: `http://<bound address>/mcp`.
+    #[serde(default)]
+    pub resource: Option<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `sandbox.auth.jwt`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JwtConfig {
+    /// Required `iss`.
+    pub issuer: String,
+    /// Required in `aud`.
+    pub audience: String,
+    /// A JWKS file (relative to the config's directory).
+    #[serde(default)]
+    pub jwks_file: Option<PathBuf>,
+    /// A JWKS URL (https; plain http only on loopback), fetched at start and cached; fetched
+    /// again when a token names an unknown key id, at most once per `jwks_refetch_after_s`.
+    #[serde(default)]
+    pub jwks_url: Option<String>,
+    /// Seconds between JWKS fetches triggered by unknown key ids (default 60).
+    #[serde(default)]
+    pub jwks_refetch_after_s: Option<u64>,
+    /// Scope → policy name (in `sandbox.policies`). A token needs at least one of these scopes
+    /// (403 otherwise); each of its mapped scopes' policies applies.
+    #[serde(default)]
+    pub scopes: BTreeMap<String, String>,
+    /// The claim naming the caller's tenant (default: none; every subject is in `default`).
+    #[serde(default)]
+    pub tenant_claim: Option<String>,
+}
+
+/// One entry of `sandbox.policies`: narrows the config's policy and limits for the callers it
+/// applies to, and bounds their rate.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrincipalPolicy {
+    #[serde(default)]
+    pub allow: Option<Vec<String>>,
+    #[serde(default)]
+    pub deny: Vec<String>,
+    /// Each may only lower the config's limits.
+    #[serde(default)]
+    pub limits: Option<RequestedLimits>,
+    /// Executions a principal may start in any 60 s.
+    #[serde(default)]
+    pub executions_per_minute: Option<u32>,
+    /// Executions a principal may have running at once.
+    #[serde(default)]
+    pub max_concurrent: Option<u32>,
+}
+
+impl PrincipalPolicy {
+    pub fn rules(&self, name: &str) -> Result<Rules, PolicyError> {
+        Rules::new(
+            format!("policy '{name}'"),
+            self.allow.as_deref(),
+            &self.deny,
+        )
+    }
+}
+
+/// Checks the gateway keys of a parsed `sandbox` section.
+pub fn validate(
+    auth: Option<&AuthConfig>,
+    policies: &BTreeMap<String, PrincipalPolicy>,
+) -> Result<(), String> {
+    for (name, p) in policies {
+        p.rules(name)
+            .map_err(|e| format!("sandbox.policies.{name}: {e}"))?;
+        if p.executions_per_minute == Some(0) || p.max_concurrent == Some(0) {
+            return Err(format!(
+                "sandbox.policies.{name}: executions_per_minute and max_concurrent must be at least 1 (leave them out for no bound)"
+            ));
+        }
+    }
+    if let Some(jwt) = auth.and_then(|a| a.jwt.as_ref()) {
+        if jwt.jwks_file.is_some() == jwt.jwks_url.is_some() {
+            return Err("sandbox.auth.jwt: give exactly one of jwks_file and jwks_url".into());
+        }
+        if let Some(url) = &jwt.jwks_url {
+            let loopback = ["http://127.0.0.1", "http://localhost", "http://[::1]"]
+                .iter()
+                .any(|p| {
+                    url.strip_prefix(p)
+                        .is_some_and(|rest| rest.is_empty() || rest.starts_with([':', '/']))
+                });
+            if !url.starts_with("https://") && !loopback {
+                return Err(format!(
+                    "sandbox.auth.jwt.jwks_url {url:?} must be an https URL (plain http only on loopback): keys fetched in the clear could be replaced"
+                ));
+            }
+        }
+        if jwt.jwks_refetch_after_s == Some(0) {
+            return Err("sandbox.auth.jwt.jwks_refetch_after_s must be at least 1".into());
+        }
+        for (scope, policy) in &jwt.scopes {
+            if !policies.contains_key(policy) {
+                return Err(format!(
+                    "sandbox.auth.jwt.scopes: scope {scope:?} maps to policy {policy:?}, which is not in sandbox.policies"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+    use std::path::Path;
+
+    #[test]
+    fn bad_gateway_keys_are_refused_with_a_reason() {
+        let bad = [
+            (
+                r#"{"sandbox": {"policies": {"p": {"deny": ["a:b:c"]}}}}"#,
+                "sandbox.policies.p",
+            ),
+            (
+                r#"{"sandbox": {"policies": {"p": {"executions_per_minute": 0}}}}"#,
+                "at least 1",
+            ),
+            (
+                r#"{"sandbox": {"policies": {"p": {"limits": {"bogus": 1}}}}}"#,
+                "unknown field",
+            ),
+            (r#"{"sandbox": {"auth": {"bogus": true}}}"#, "unknown field"),
+            (
+                r#"{"sandbox": {"auth": {"jwt": {"issuer": "i", "audience": "a"}}}}"#,
+                "exactly one of jwks_file and jwks_url",
+            ),
+            (
+                r#"{"sandbox": {"auth": {"jwt": {"issuer": "i", "audience": "a", "jwks_url": "http://10.0.0.1/k"}}}}"#,
+                "must be an https URL",
+            ),
+            (
+                r#"{"sandbox": {"auth": {"jwt": {"issuer": "i", "audience": "a", "jwks_file": "k", "scopes": {"s": "missing"}}}}}"#,
+                "not in sandbox.policies",
+            ),
+            (
+                r#"{"sandbox": {"audit": {"code": "some"}}}"#,
+                "unknown variant",
+            ),
+        ];
+        for (text, needle) in bad {
+            let err = Config::parse(text, Path::new("/")).unwrap_err();
+            assert!(err.contains(needle), "{text}: {err}");
+        }
+        let ok = r#"{"sandbox": {"auth": {"jwt": {"issuer": "i", "audience": "a",
+            "jwks_url": "http://127.0.0.1:9/k", "scopes": {"s": "p"}}},
+            "policies": {"p": {"allow": ["x:*"], "max_concurrent": 2}},
+            "audit": {"code": "hash", "args": "full", "retain_days": 7}}}"#;
+        let c = Config::parse(ok, Path::new("/")).unwrap();
+        assert!(c.sandbox.auth.unwrap().tokens);
+        assert_eq!(c.sandbox.policies["p"].max_concurrent, Some(2));
+    }
+}

@@ -1,0 +1,154 @@
+//! Per-principal rate limits of `serve --http`: executions started in any 60 s and executions
+//! running at once (`sandbox.policies.<name>.executions_per_minute`, `max_concurrent`). Over
+//! either, the request is refused at once with 429 and `Retry-After`.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The window of `executions_per_minute`.
+pub const WINDOW: Duration = Duration::from_secs(60);
+
+/// A principal's bounds (`None`: unbounded).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rate {
+    pub per_minute: Option<u32>,
+    pub concurrent: Option<u32>,
+}
+
+impl Rate {
+    /// The tighter of two bounds.
+    pub fn min(self, other: Rate) -> Rate {
+        fn m(a: Option<u32>, b: Option<u32>) -> Option<u32> {
+            match (a, b) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            }
+        }
+        Rate {
+            per_minute: m(self.per_minute, other.per_minute),
+            concurrent: m(self.concurrent, other.concurrent),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Usage {
+    starts: VecDeque<Instant>,
+    running: u32,
+}
+
+/// Usage per principal.
+#[derive(Default)]
+pub struct RateLimiter {
+    usage: Mutex<HashMap<String, Usage>>,
+}
+
+/// A running execution, counted until dropped.
+pub struct RatePermit {
+    limiter: Arc<RateLimiter>,
+    principal: String,
+}
+
+impl Drop for RatePermit {
+    fn drop(&mut self) {
+        let mut usage = self.limiter.usage.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(u) = usage.get_mut(&self.principal) {
+            u.running = u.running.saturating_sub(1);
+            if u.running == 0 && u.starts.is_empty() {
+                usage.remove(&self.principal);
+            }
+        }
+    }
+}
+
+/// Why an execution may not start now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RateRefusal {
+    pub retry_after: Duration,
+    pub message: String,
+}
+
+impl RateLimiter {
+    /// Counts one execution of `principal` under `rate`, or says when to retry.
+    pub fn acquire(
+        self: &Arc<Self>,
+        principal: &str,
+        rate: Rate,
+    ) -> Result<Option<RatePermit>, RateRefusal> {
+        if rate == Rate::default() {
+            return Ok(None);
+        }
+        let now = Instant::now();
+        let mut usage = self.usage.lock().unwrap_or_else(|p| p.into_inner());
+        let u = usage.entry(principal.to_string()).or_default();
+        while u
+            .starts
+            .front()
+            .is_some_and(|t| now.duration_since(*t) >= WINDOW)
+        {
+            u.starts.pop_front();
+        }
+        if let Some(max) = rate.concurrent {
+            if u.running >= max {
+                return Err(RateRefusal {
+                    retry_after: Duration::from_secs(1),
+                    message: format!(
+                        "rate limit: {principal} may run {max} executions at once and has {} running; retry when one finishes",
+                        u.running
+                    ),
+                });
+            }
+        }
+        if let Some(max) = rate.per_minute {
+            if u.starts.len() >= max as usize {
+                let oldest = u.starts.front().copied().unwrap_or(now);
+                let wait = WINDOW.saturating_sub(now.duration_since(oldest));
+                let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+                return Err(RateRefusal {
+                    retry_after: Duration::from_secs(secs.max(1)),
+                    message: format!(
+                        "rate limit: {principal} may start {max} executions per minute; retry in {} s",
+                        secs.max(1)
+                    ),
+                });
+            }
+            u.starts.push_back(now);
+        }
+        u.running += 1;
+        Ok(Some(RatePermit {
+            limiter: self.clone(),
+            principal: principal.to_string(),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_concurrent_and_per_minute() {
+        let l = Arc::new(RateLimiter::default());
+        let rate = Rate {
+            per_minute: Some(3),
+            concurrent: Some(2),
+        };
+        let a = l.acquire("p", rate).unwrap();
+        let b = l.acquire("p", rate).unwrap();
+        let e = l.acquire("p", rate).err().unwrap();
+        assert_eq!(e.retry_after, Duration::from_secs(1));
+        drop(a);
+        let _c = l.acquire("p", rate).unwrap();
+        drop(b);
+        let e = l.acquire("p", rate).err().unwrap();
+        assert!(
+            e.message.contains("3 executions per minute"),
+            "{}",
+            e.message
+        );
+        assert!(e.retry_after > Duration::from_secs(55));
+        assert!(l.acquire("q", rate).is_ok());
+        assert!(l.acquire("p", Rate::default()).unwrap().is_none());
+    }
+}

@@ -1,0 +1,264 @@
+//! The audit log: one record per execution (who, from where, which code, what came out) and one
+//! row per tool or capability call in it. Written only by the host, in one transaction per
+//! execution, before the execution's outcome is handed back; scripts have no way to reach it.
+
+use super::{Store, StoreError};
+use rusqlite::{params, OptionalExtension};
+use serde::{Deserialize, Serialize};
+
+/// One execution.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditRecord {
+    /// Assigned by the store.
+    #[serde(default)]
+    pub id: i64,
+    /// Milliseconds since the Unix epoch, when the execution was admitted.
+    pub ts: f64,
+    pub principal: String,
+    pub tenant: String,
+    /// The MCP client's name (`clientInfo.name`), when it gave one.
+    pub client: Option<String>,
+    /// `run`, `stdio`, `http` or `library`.
+    pub front: String,
+    /// The code, unless the log keeps hashes only (`--audit-code hash`).
+    pub code: Option<String>,
+    pub code_sha256: String,
+    /// `OK`, or the error code of the outcome.
+    pub outcome: String,
+    pub duration_ms: f64,
+    pub calls: Vec<AuditCall>,
+}
+
+/// One tool or capability call of an execution, in start order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditCall {
+    /// `tool` or `capability`.
+    pub kind: String,
+    /// `server:tool`.
+    pub tool: String,
+    pub args_sha256: Option<String>,
+    /// The arguments as JSON, when the log keeps them (`--audit-args full`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<String>,
+    /// The error code when the call failed.
+    pub error: Option<String>,
+    pub duration_ms: Option<f64>,
+}
+
+/// What `audit` selects; every given filter must hold.
+#[derive(Debug, Clone, Default)]
+pub struct AuditFilter {
+    /// Records at or after this time (ms since the epoch).
+    pub since_ms: Option<f64>,
+    pub principal: Option<String>,
+    pub tenant: Option<String>,
+    /// Records with at least one call of this `server:tool`.
+    pub tool: Option<String>,
+    /// Records whose outcome, or one of whose calls, has this error code.
+    pub error: Option<String>,
+    /// At most this many records, newest last.
+    pub limit: usize,
+}
+
+impl Store {
+    /// Appends one record (and its calls) in one transaction; returns its id.
+    pub fn append_audit(&self, r: &AuditRecord) -> Result<i64, StoreError> {
+        self.write(|tx| {
+            tx.execute(
+                "INSERT INTO audit (ts, principal, tenant, client, front, code, code_sha256, outcome, duration_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                params![
+                    r.ts,
+                    r.principal,
+                    r.tenant,
+                    r.client,
+                    r.front,
+                    r.code,
+                    r.code_sha256,
+                    r.outcome,
+                    r.duration_ms
+                ],
+            )?;
+            let id = tx.last_insert_rowid();
+            let mut stmt = tx.prepare_cached(
+                "INSERT INTO audit_calls (audit_id, seq, kind, tool, args_sha256, args, error, duration_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )?;
+            for (seq, c) in r.calls.iter().enumerate() {
+                stmt.execute(params![
+                    id,
+                    seq as i64,
+                    c.kind,
+                    c.tool,
+                    c.args_sha256,
+                    c.args,
+                    c.error,
+                    c.duration_ms
+                ])?;
+            }
+            Ok(id)
+        })
+    }
+
+    /// The records matching `filter`, oldest first (the newest `limit` of them).
+    pub fn query_audit(&self, filter: &AuditFilter) -> Result<Vec<AuditRecord>, StoreError> {
+        self.with(|conn| {
+            let mut sql = String::from(
+                "SELECT id, ts, principal, tenant, client, front, code, code_sha256, outcome, duration_ms
+                 FROM audit a WHERE 1 = 1",
+            );
+            let mut args: Vec<rusqlite::types::Value> = Vec::new();
+            if let Some(since) = filter.since_ms {
+                args.push(since.into());
+                sql.push_str(&format!(" AND a.ts >= ?{}", args.len()));
+            }
+            if let Some(p) = &filter.principal {
+                args.push(p.clone().into());
+                sql.push_str(&format!(" AND a.principal = ?{}", args.len()));
+            }
+            if let Some(t) = &filter.tenant {
+                args.push(t.clone().into());
+                sql.push_str(&format!(" AND a.tenant = ?{}", args.len()));
+            }
+            if let Some(tool) = &filter.tool {
+                args.push(tool.clone().into());
+                sql.push_str(&format!(
+                    " AND EXISTS (SELECT 1 FROM audit_calls c WHERE c.audit_id = a.id AND c.tool = ?{})",
+                    args.len()
+                ));
+            }
+            if let Some(code) = &filter.error {
+                args.push(code.clone().into());
+                let n = args.len();
+                sql.push_str(&format!(
+                    " AND (a.outcome = ?{n} OR EXISTS (SELECT 1 FROM audit_calls c WHERE c.audit_id = a.id AND c.error = ?{n}))"
+                ));
+            }
+            args.push((filter.limit.max(1) as i64).into());
+            sql.push_str(&format!(" ORDER BY a.id DESC LIMIT ?{}", args.len()));
+            let mut stmt = conn.prepare(&sql)?;
+            let rows = stmt.query_map(rusqlite::params_from_iter(args), |r| {
+                Ok(AuditRecord {
+                    id: r.get(0)?,
+                    ts: r.get(1)?,
+                    principal: r.get(2)?,
+                    tenant: r.get(3)?,
+                    client: r.get(4)?,
+                    front: r.get(5)?,
+                    code: r.get(6)?,
+                    code_sha256: r.get(7)?,
+                    outcome: r.get(8)?,
+                    duration_ms: r.get(9)?,
+                    calls: Vec::new(),
+                })
+            })?;
+            let mut records = rows.collect::<Result<Vec<_>, _>>()?;
+            records.reverse();
+            let mut calls = conn.prepare_cached(
+                "SELECT kind, tool, args_sha256, args, error, duration_ms FROM audit_calls
+                 WHERE audit_id = ?1 ORDER BY seq",
+            )?;
+            for rec in &mut records {
+                let rows = calls.query_map(params![rec.id], |r| {
+                    Ok(AuditCall {
+                        kind: r.get(0)?,
+                        tool: r.get(1)?,
+                        args_sha256: r.get(2)?,
+                        args: r.get(3)?,
+                        error: r.get(4)?,
+                        duration_ms: r.get(5)?,
+                    })
+                })?;
+                rec.calls = rows.collect::<Result<Vec<_>, _>>()?;
+            }
+            Ok(records)
+        })
+    }
+
+    /// Keeps the newest `keep` records, deleting older ones; returns how many were deleted.
+    pub fn prune_audit_to(&self, keep: u64) -> Result<usize, StoreError> {
+        let keep = i64::try_from(keep).unwrap_or(i64::MAX);
+        self.write(|tx| {
+            let cut: Option<i64> = tx
+                .query_row(
+                    "SELECT id FROM audit ORDER BY id DESC LIMIT 1 OFFSET ?1",
+                    params![keep],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            let Some(cut) = cut else { return Ok(0) };
+            tx.execute("DELETE FROM audit_calls WHERE audit_id <= ?1", params![cut])?;
+            Ok(tx.execute("DELETE FROM audit WHERE id <= ?1", params![cut])?)
+        })
+    }
+
+    /// Deletes records older than `before_ms`; returns how many.
+    pub fn prune_audit(&self, before_ms: f64) -> Result<usize, StoreError> {
+        self.write(|tx| {
+            tx.execute(
+                "DELETE FROM audit_calls WHERE audit_id IN (SELECT id FROM audit WHERE ts < ?1)",
+                params![before_ms],
+            )?;
+            Ok(tx.execute("DELETE FROM audit WHERE ts < ?1", params![before_ms])?)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(ts: f64) -> AuditRecord {
+        AuditRecord {
+            id: 0,
+            ts,
+            principal: "p".into(),
+            tenant: "default".into(),
+            client: None,
+            front: "run".into(),
+            code: None,
+            code_sha256: "00".into(),
+            outcome: "OK".into(),
+            duration_ms: 1.0,
+            calls: vec![AuditCall {
+                kind: "tool".into(),
+                tool: "s:t".into(),
+                args_sha256: None,
+                args: None,
+                error: None,
+                duration_ms: None,
+            }],
+        }
+    }
+
+    #[test]
+    fn retention_by_age_and_by_count() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("s.db")).unwrap();
+        for ts in 1..=10 {
+            s.append_audit(&record(f64::from(ts))).unwrap();
+        }
+        assert_eq!(s.prune_audit(3.0).unwrap(), 2);
+        assert_eq!(s.prune_audit_to(5).unwrap(), 3);
+        assert_eq!(s.prune_audit_to(5).unwrap(), 0);
+        let all = s
+            .query_audit(&AuditFilter {
+                limit: 100,
+                ..Default::default()
+            })
+            .unwrap();
+        let ts: Vec<f64> = all.iter().map(|r| r.ts).collect();
+        assert_eq!(ts, [6.0, 7.0, 8.0, 9.0, 10.0]);
+        assert!(all.iter().all(|r| r.calls.len() == 1));
+        let orphans: i64 = s
+            .with(|c| {
+                Ok(c.query_row(
+                    "SELECT COUNT(*) FROM audit_calls WHERE audit_id NOT IN (SELECT id FROM audit)",
+                    [],
+                    |r| r.get(0),
+                )?)
+            })
+            .unwrap();
+        assert_eq!(orphans, 0);
+    }
+}

@@ -1,0 +1,148 @@
+//! What the audit log keeps: the options (config `sandbox.audit`, `--audit-*` flags) and the
+//! arguments each call notes at the door ([`ArgsSink`], carried by every provider call so a
+//! capability's nested calls land in the caller's record). The host side that writes records
+//! is `exec::audit`; the table is [`super::audit`].
+
+use serde::Deserialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// What the log keeps of the code.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum AuditCode {
+    /// The code itself (and its SHA-256).
+    #[default]
+    Full,
+    /// Only its SHA-256.
+    Hash,
+}
+
+/// What the log keeps of each call's arguments.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum AuditArgs {
+    /// The SHA-256 of the arguments' JSON.
+    #[default]
+    Digest,
+    /// The arguments' JSON too (up to [`MAX_FULL_ARGS_PER_CALL`] bytes a call and
+    /// [`MAX_FULL_ARGS_PER_EXECUTION`] an execution; past that, the digest only).
+    Full,
+}
+
+/// The `sandbox.audit` section of the config (flags override it).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditConfig {
+    #[serde(default)]
+    pub code: Option<AuditCode>,
+    #[serde(default)]
+    pub args: Option<AuditArgs>,
+    /// Records older than this many days are deleted when the host starts (and hourly by
+    /// `serve`).
+    #[serde(default)]
+    pub retain_days: Option<u32>,
+    /// Only the newest this many records are kept (pruned like `retain_days`).
+    #[serde(default)]
+    pub retain_records: Option<u64>,
+}
+
+/// `--audit-code`, `--audit-args`, `--audit-retain-days` of `run` and `serve`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct AuditFlags {
+    /// Audit log: keep each execution's code (`full`, default) or only its SHA-256 (`hash`).
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub audit_code: Option<AuditCode>,
+    /// Audit log: keep a SHA-256 of each tool call's arguments (`digest`, default) or the
+    /// arguments themselves (`full`).
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub audit_args: Option<AuditArgs>,
+    /// Audit log: delete records older than this many days (default: keep everything).
+    #[arg(long, value_name = "DAYS")]
+    pub audit_retain_days: Option<u32>,
+    /// Audit log: keep only the newest this many records (default: keep everything).
+    #[arg(long, value_name = "N")]
+    pub audit_retain_records: Option<u64>,
+}
+
+impl AuditFlags {
+    /// The flags over the config's `sandbox.audit`.
+    pub fn options(&self, config: Option<&AuditConfig>) -> AuditOptions {
+        let c = config.cloned().unwrap_or_default();
+        AuditOptions {
+            code: self.audit_code.or(c.code).unwrap_or_default(),
+            args: self.audit_args.or(c.args).unwrap_or_default(),
+            retain_days: self.audit_retain_days.or(c.retain_days),
+            retain_records: self.audit_retain_records.or(c.retain_records),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AuditOptions {
+    pub code: AuditCode,
+    pub args: AuditArgs,
+    pub retain_days: Option<u32>,
+    pub retain_records: Option<u64>,
+}
+
+/// Largest arguments kept whole for one call with `--audit-args full`.
+pub const MAX_FULL_ARGS_PER_CALL: usize = 64 * 1024;
+/// Largest total of arguments kept whole for one execution.
+pub const MAX_FULL_ARGS_PER_EXECUTION: usize = 1024 * 1024;
+/// Calls noted per execution (the execution's own `max_calls` is lower by default).
+const MAX_NOTES: usize = 100_000;
+
+/// Where the session notes each call's arguments (digest, or JSON) by trace id, at the door.
+#[derive(Debug, Clone, Default)]
+pub struct ArgsSink {
+    full: bool,
+    notes: Arc<Mutex<Notes>>,
+}
+
+#[derive(Debug, Default)]
+struct Notes {
+    by_trace: HashMap<String, (Option<String>, Option<String>)>,
+    full_bytes: usize,
+}
+
+impl ArgsSink {
+    pub fn new(mode: AuditArgs) -> Self {
+        ArgsSink {
+            full: mode == AuditArgs::Full,
+            notes: Default::default(),
+        }
+    }
+
+    /// Notes the arguments of the call `trace_id` (`None`: too large to be decoded; no digest).
+    pub fn note(&self, trace_id: &str, args: Option<&Value>) {
+        let json = args.and_then(|a| serde_json::to_vec(a).ok());
+        let digest = json.as_deref().map(sha256_hex);
+        let mut notes = self.notes.lock().unwrap_or_else(|p| p.into_inner());
+        if notes.by_trace.len() >= MAX_NOTES {
+            return;
+        }
+        let mut kept = None;
+        if let Some(json) = json.filter(|j| self.full && j.len() <= MAX_FULL_ARGS_PER_CALL) {
+            if notes.full_bytes + json.len() <= MAX_FULL_ARGS_PER_EXECUTION {
+                notes.full_bytes += json.len();
+                kept = String::from_utf8(json).ok();
+            }
+        }
+        notes.by_trace.insert(trace_id.to_string(), (digest, kept));
+    }
+
+    pub fn take(&self, trace_id: &str) -> (Option<String>, Option<String>) {
+        let mut notes = self.notes.lock().unwrap_or_else(|p| p.into_inner());
+        notes.by_trace.remove(trace_id).unwrap_or((None, None))
+    }
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}

@@ -1,0 +1,187 @@
+//! API tokens of `serve --http`: only the SHA-256 of each token is stored (the token itself is
+//! printed once by `token create` and never kept). A lookup hashes the presented token and
+//! compares it with every stored hash in constant time.
+
+use super::{Store, StoreError};
+use rusqlite::{params, OptionalExtension};
+use serde::Serialize;
+use subtle::ConstantTimeEq;
+
+/// Longest token name.
+pub const MAX_TOKEN_NAME: usize = 64;
+
+/// One stored token, without its hash.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TokenRecord {
+    pub name: String,
+    /// The name of a policy in the config's `sandbox.policies` (none: the config's own policy).
+    pub policy: Option<String>,
+    pub tenant: String,
+    /// Milliseconds since the Unix epoch.
+    pub created_at: f64,
+    pub expires_at: Option<f64>,
+    pub revoked_at: Option<f64>,
+}
+
+impl TokenRecord {
+    /// Why the token may not be used at `now_ms`, if it may not.
+    pub fn unusable(&self, now_ms: f64) -> Option<&'static str> {
+        if self.revoked_at.is_some() {
+            Some("the token was revoked")
+        } else if self.expires_at.is_some_and(|e| e <= now_ms) {
+            Some("the token has expired")
+        } else {
+            None
+        }
+    }
+}
+
+/// Token names: letters, digits, `-`, `_`, `.`, 1 to [`MAX_TOKEN_NAME`] characters.
+pub fn valid_token_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_TOKEN_NAME
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<TokenRecord> {
+    Ok(TokenRecord {
+        name: r.get(0)?,
+        policy: r.get(1)?,
+        tenant: r.get(2)?,
+        created_at: r.get(3)?,
+        expires_at: r.get(4)?,
+        revoked_at: r.get(5)?,
+    })
+}
+
+const COLUMNS: &str = "name, policy, tenant, created_at, expires_at, revoked_at";
+
+impl Store {
+    /// Stores a new token's hash. A name in use by a token that is neither revoked nor expired
+    /// is refused; a revoked or expired one is replaced.
+    pub fn create_token(&self, record: &TokenRecord, sha256_hex: &str) -> Result<(), StoreError> {
+        if !valid_token_name(&record.name) {
+            return Err(StoreError::Capability(format!(
+                "token name {:?} is not allowed: use 1 to {MAX_TOKEN_NAME} letters, digits, '-', '_' or '.'",
+                record.name
+            )));
+        }
+        self.write(|tx| {
+            let existing = tx
+                .query_row(
+                    &format!("SELECT {COLUMNS} FROM api_tokens WHERE name = ?1"),
+                    params![record.name],
+                    row_to_record,
+                )
+                .optional()?;
+            if let Some(old) = existing {
+                if old.unusable(record.created_at).is_none() {
+                    return Err(StoreError::Capability(format!(
+                        "a token named '{}' exists; revoke it first (mcp-sandbox token revoke {}) or choose another name",
+                        record.name, record.name
+                    )));
+                }
+                tx.execute("DELETE FROM api_tokens WHERE name = ?1", params![record.name])?;
+            }
+            tx.execute(
+                "INSERT INTO api_tokens (name, sha256, policy, tenant, created_at, expires_at, revoked_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL)",
+                params![
+                    record.name,
+                    sha256_hex,
+                    record.policy,
+                    record.tenant,
+                    record.created_at,
+                    record.expires_at
+                ],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Every token, by name (revoked and expired ones included).
+    pub fn list_tokens(&self) -> Result<Vec<TokenRecord>, StoreError> {
+        self.with(|conn| {
+            let mut stmt =
+                conn.prepare(&format!("SELECT {COLUMNS} FROM api_tokens ORDER BY name"))?;
+            let rows = stmt.query_map([], row_to_record)?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+    }
+
+    /// Marks a token revoked at `now_ms`; false when no usable token has that name.
+    pub fn revoke_token(&self, name: &str, now_ms: f64) -> Result<bool, StoreError> {
+        self.write(|tx| {
+            let n = tx.execute(
+                "UPDATE api_tokens SET revoked_at = ?2 WHERE name = ?1 AND revoked_at IS NULL",
+                params![name, now_ms],
+            )?;
+            Ok(n > 0)
+        })
+    }
+
+    /// The token whose hash is `sha256` (32 bytes), compared with every stored hash in constant
+    /// time; revoked and expired tokens are returned too (the caller says why they fail).
+    pub fn find_token(&self, sha256: &[u8]) -> Result<Option<TokenRecord>, StoreError> {
+        self.with(|conn| {
+            let mut stmt = conn.prepare(&format!("SELECT {COLUMNS}, sha256 FROM api_tokens"))?;
+            let mut rows = stmt.query([])?;
+            let mut found = None;
+            while let Some(row) = rows.next()? {
+                let stored: String = row.get(6)?;
+                let stored = decode_hex(&stored).unwrap_or_default();
+                // Every row is compared, whatever matched before.
+                let equal: bool = stored.as_slice().ct_eq(sha256).into();
+                if equal {
+                    found = Some(row_to_record(row)?);
+                }
+            }
+            Ok(found)
+        })
+    }
+}
+
+fn decode_hex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(name: &str, now: f64) -> TokenRecord {
+        TokenRecord {
+            name: name.into(),
+            policy: None,
+            tenant: "default".into(),
+            created_at: now,
+            expires_at: None,
+            revoked_at: None,
+        }
+    }
+
+    #[test]
+    fn create_find_revoke() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("s.db")).unwrap();
+        let hash = [7u8; 32];
+        let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
+        s.create_token(&record("ci", 1.0), &hex).unwrap();
+        assert!(s.create_token(&record("ci", 2.0), &hex).is_err());
+        assert!(s.create_token(&record("a b", 2.0), "00").is_err());
+        assert_eq!(s.find_token(&hash).unwrap().unwrap().name, "ci");
+        assert!(s.find_token(&[8u8; 32]).unwrap().is_none());
+        assert!(s.revoke_token("ci", 3.0).unwrap());
+        assert!(!s.revoke_token("ci", 4.0).unwrap());
+        let r = s.find_token(&hash).unwrap().unwrap();
+        assert_eq!(r.unusable(5.0), Some("the token was revoked"));
+    }
+}
