@@ -1,0 +1,371 @@
+//! The middleware in front of rmcp's service: authentication, each message checked
+//! ([`super::super::jsonrpc`]), sessions capped (in total and per client address) and tied to the
+//! principal that opened them, rate limits, handshakes that never complete expired, and a deleted
+//! session's executions cancelled.
+
+use super::super::jsonrpc;
+use super::super::Gateway;
+use super::*;
+use crate::front::mcp::sessions::SESSION_HEADER;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::SessionManager;
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// The client's address, put on every request by the accept loop.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ClientAddr(pub(super) IpAddr);
+
+#[derive(Debug)]
+pub(super) struct SessionInfo {
+    pub(super) client: IpAddr,
+    pub(super) created: Instant,
+    pub(super) initialized: bool,
+    /// The principal that opened the session; no other may use it.
+    pub(super) principal: String,
+}
+
+/// What the middleware shares.
+pub(super) struct Front {
+    pub(super) gateway: Arc<Gateway>,
+    pub(super) manager: Arc<LocalSessionManager>,
+    pub(super) sessions: Mutex<HashMap<String, SessionInfo>>,
+    /// Initializations admitted and not answered yet, per client: counted against the caps so
+    /// concurrent requests cannot all pass the check.
+    pub(super) reserved: Mutex<HashMap<IpAddr, usize>>,
+    pub(super) opts: HttpOptions,
+    /// Permits for [`MAX_BUFFERED_BODY_BYTES`].
+    pub(super) bodies: Arc<Semaphore>,
+    /// `None`: no authentication (loopback only); every caller is `anonymous`.
+    pub(super) auth: crate::front::mcp::auth::SharedAuth,
+}
+
+impl Front {
+    pub(super) fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, SessionInfo>> {
+        self.sessions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Ends sessions whose handshake is overdue; forgets sessions rmcp has closed.
+    pub(super) async fn reap(&self) {
+        let alive: std::collections::HashSet<String> = self
+            .manager
+            .sessions
+            .read()
+            .await
+            .keys()
+            .map(|k| k.to_string())
+            .collect();
+        let overdue: Vec<String> = {
+            let mut sessions = self.sessions();
+            sessions.retain(|id, _| alive.contains(id));
+            sessions
+                .iter()
+                .filter(|(_, s)| {
+                    !s.initialized && s.created.elapsed() > self.opts.handshake_timeout
+                })
+                .map(|(id, _)| id.clone())
+                .collect()
+        };
+        for id in overdue {
+            tracing::info!(session = %id, "the handshake did not complete in time; closing the session");
+            self.sessions().remove(&id);
+            let _ = self.manager.close_session(&id.clone().into()).await;
+        }
+        self.gateway.sessions.retain(|id| alive.contains(id));
+        self.gateway.responses.expire(self.opts.write_timeout * 2);
+    }
+}
+
+pub(super) fn refuse(status: StatusCode, message: &str) -> Response {
+    let mut r = (
+        status,
+        [("content-type", "application/json")],
+        serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32000, "message": message}})
+            .to_string(),
+    )
+        .into_response();
+    if matches!(
+        status,
+        StatusCode::SERVICE_UNAVAILABLE | StatusCode::TOO_MANY_REQUESTS
+    ) {
+        r.headers_mut()
+            .insert("retry-after", HeaderValue::from_static(RETRY_AFTER_SECS));
+    }
+    r
+}
+
+pub(super) fn rpc_refusal(r: &jsonrpc::Refusal) -> Response {
+    // A well-formed request with bad params is answered like any request; malformed messages
+    // are a client error.
+    let status = if r.code == jsonrpc::INVALID_PARAMS && !r.id.is_null() {
+        StatusCode::OK
+    } else {
+        StatusCode::BAD_REQUEST
+    };
+    (
+        status,
+        [("content-type", "application/json")],
+        r.to_json().to_string(),
+    )
+        .into_response()
+}
+
+pub(super) async fn guard(
+    State(front): State<Arc<Front>>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    // Who is calling, before anything else is looked at.
+    let principal = match &front.auth {
+        None => crate::context::principal::Principal::anonymous(),
+        Some(auth) => match auth.authenticate(req.headers()).await {
+            Ok(p) => p,
+            Err(failure) => return auth.refusal(&failure),
+        },
+    };
+    let principal = Arc::new(principal);
+    req.extensions_mut().insert(principal.clone());
+    let session = req
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let client = req.extensions().get::<ClientAddr>().map(|c| c.0);
+    if let Some(id) = &session {
+        let owner = front.sessions().get(id).map(|s| s.principal.clone());
+        if owner.is_some_and(|o| o != principal.name) {
+            return refuse(
+                StatusCode::FORBIDDEN,
+                "this session was opened by another principal; open your own session (initialize)",
+            );
+        }
+    }
+    match *req.method() {
+        Method::DELETE => {
+            let response = next.run(req).await;
+            if let (Some(id), true) = (session, response.status().is_success()) {
+                front.sessions().remove(&id);
+                front.gateway.sessions.end(&id);
+            }
+            response
+        }
+        Method::POST => {
+            let (parts, body) = req.into_parts();
+            let expected = parts
+                .headers
+                .get("content-length")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<usize>().ok())
+                .unwrap_or(MAX_BODY_BYTES)
+                .min(MAX_BODY_BYTES);
+            let permits = u32::try_from(expected.max(1)).unwrap_or(u32::MAX);
+            let budget = front.bodies.clone().acquire_many_owned(permits);
+            let _budget = match tokio::time::timeout(front.opts.header_timeout, budget).await {
+                Ok(Ok(p)) => p,
+                _ => {
+                    return refuse(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "the server is reading too many large requests; retry later",
+                    )
+                }
+            };
+            let bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+                Ok(b) => b,
+                Err(_) => {
+                    return refuse(
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        &format!("the request body is larger than {MAX_BODY_BYTES} bytes"),
+                    )
+                }
+            };
+            let message = match jsonrpc::check(&bytes) {
+                Ok(m) => m,
+                Err(r) => return rpc_refusal(&r),
+            };
+            // Code over the operator's source limit is refused here, before rmcp parses it
+            // again (and before it could wait for a runner).
+            if let (Some(len), Some(id)) = (message.code_bytes, message.id.clone()) {
+                let limit = front.gateway.limits.source_bytes;
+                if let Err(e) = crate::front::mcp::admission::Admission::check_code(len, limit) {
+                    let result = crate::front::mcp::execute_code::refused(e);
+                    let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result});
+                    return (
+                        StatusCode::OK,
+                        [("content-type", "application/json")],
+                        body.to_string(),
+                    )
+                        .into_response();
+                }
+            }
+            // Rate limits apply to executions, counted from arrival until the answer is sent.
+            let mut rate_permit = None;
+            if message.code_bytes.is_some() {
+                let rate = front.gateway.rate_of(&principal);
+                match front.gateway.rate.acquire(&principal.name, rate) {
+                    Ok(p) => rate_permit = p,
+                    Err(refusal) => return rate_refused(message.id.clone(), &refusal),
+                }
+            }
+            let method = message.method.as_deref();
+            let mut reservation = None;
+            if method == Some("initialize") && session.is_none() {
+                match reserve(&front, client) {
+                    Ok(r) => reservation = r,
+                    Err(response) => return *response,
+                }
+            }
+            if method == Some("notifications/initialized") {
+                if let Some(id) = &session {
+                    if let Some(s) = front.sessions().get_mut(id) {
+                        s.initialized = true;
+                    }
+                }
+            }
+            let req = Request::from_parts(parts, Body::from(bytes));
+            let response = next.run(req).await;
+            if method == Some("initialize") {
+                let made = response
+                    .headers()
+                    .get(SESSION_HEADER)
+                    .and_then(|v| v.to_str().ok());
+                if let (Some(id), Some(client)) = (made, client) {
+                    front.sessions().insert(
+                        id.to_string(),
+                        SessionInfo {
+                            client,
+                            created: Instant::now(),
+                            initialized: false,
+                            principal: principal.name.clone(),
+                        },
+                    );
+                }
+            }
+            drop(reservation);
+            match (method, message.id) {
+                (Some("tools/call"), Some(id)) => {
+                    // The answer's room in the response budget is free once the body is sent
+                    // (or dropped with its connection).
+                    let key = (
+                        session.unwrap_or_else(|| "http".to_string()),
+                        id.to_string(),
+                    );
+                    let guard = Delivered {
+                        gateway: front.gateway.clone(),
+                        key,
+                    };
+                    let (parts, body) = response.into_parts();
+                    let stream = futures::StreamExt::map(body.into_data_stream(), move |chunk| {
+                        let _ = (&guard, &rate_permit);
+                        chunk
+                    });
+                    Response::from_parts(parts, Body::from_stream(stream))
+                }
+                _ => response,
+            }
+        }
+        _ => next.run(req).await,
+    }
+}
+
+/// 429 with `Retry-After` and a JSON-RPC error whose data has `LIMIT_EXCEEDED`.
+pub(super) fn rate_refused(
+    id: Option<serde_json::Value>,
+    refusal: &crate::front::mcp::rate::RateRefusal,
+) -> Response {
+    let secs = refusal.retry_after.as_secs().max(1);
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {
+        "code": -32000,
+        "message": format!("LIMIT_EXCEEDED: {}", refusal.message),
+        "data": {"code": "LIMIT_EXCEEDED", "retry_after_s": secs}}});
+    let mut r = (
+        StatusCode::TOO_MANY_REQUESTS,
+        [("content-type", "application/json")],
+        body.to_string(),
+    )
+        .into_response();
+    if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+        r.headers_mut().insert("retry-after", v);
+    }
+    r
+}
+
+/// Frees an answer's room in the response budget when dropped.
+pub(super) struct Delivered {
+    pub(super) gateway: Arc<Gateway>,
+    pub(super) key: crate::front::mcp::responses::AnswerKey,
+}
+
+impl Drop for Delivered {
+    fn drop(&mut self) {
+        self.gateway.responses.delivered(&self.key);
+    }
+}
+
+/// A place reserved for a session being initialized; given back when dropped (by then the
+/// session, if made, is recorded).
+pub(super) struct Reservation {
+    pub(super) front: Arc<Front>,
+    pub(super) client: IpAddr,
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        let mut reserved = self
+            .front
+            .reserved
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = reserved.get_mut(&self.client) {
+            *n -= 1;
+            if *n == 0 {
+                reserved.remove(&self.client);
+            }
+        }
+    }
+}
+
+/// Reserves a place for a new session, or answers 503 when the server holds its maximum of
+/// sessions and 429 when this client address holds its own.
+pub(super) fn reserve(
+    front: &Arc<Front>,
+    client: Option<IpAddr>,
+) -> Result<Option<Reservation>, Box<Response>> {
+    let sessions = front.sessions();
+    let mut reserved = front.reserved.lock().unwrap_or_else(|p| p.into_inner());
+    let in_flight: usize = reserved.values().sum();
+    if sessions.len() + in_flight >= front.opts.max_sessions {
+        return Err(Box::new(refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &format!(
+                "the server holds its maximum of {} sessions (--max-sessions); retry later",
+                front.opts.max_sessions
+            ),
+        )));
+    }
+    let Some(client) = client else {
+        return Ok(None);
+    };
+    let mine = sessions.values().filter(|s| s.client == client).count()
+        + reserved.get(&client).copied().unwrap_or(0);
+    if mine >= front.opts.max_sessions_per_client {
+        return Err(Box::new(refuse(
+            StatusCode::TOO_MANY_REQUESTS,
+            &format!(
+                "this client address holds its maximum of {} sessions (--max-sessions-per-client); end some (DELETE) or retry later",
+                front.opts.max_sessions_per_client
+            ),
+        )));
+    }
+    *reserved.entry(client).or_default() += 1;
+    Ok(Some(Reservation {
+        front: front.clone(),
+        client,
+    }))
+}
