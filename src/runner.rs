@@ -137,6 +137,27 @@ impl ReadyRunner {
     }
 }
 
+/// Ends a runner whose execution is over (its `execution_complete` arrived and was checked):
+/// kills it at once and reaps it in the background, so the caller does not wait for its exit.
+/// A runner that had already died abnormally is logged; the outcome stands.
+pub fn retire(mut ready: ReadyRunner) {
+    let pid = ready.pid;
+    if let Ok(Some(status)) = ready.child.try_wait() {
+        if !status.success() {
+            let (message, _, _) = describe_exit(&status);
+            tracing::warn!(
+                pid,
+                "{message} (after sending a complete result; the outcome stands)"
+            );
+        }
+        return;
+    }
+    let _ = ready.child.start_kill();
+    tokio::spawn(async move {
+        let _ = ready.child.wait().await;
+    });
+}
+
 /// Spawns a runner and waits (until `deadline`) for its `ready`, checking the protocol version.
 /// `on_spawn` is called with the pid right after the process starts, before it is ready.
 pub async fn start(

@@ -14,10 +14,7 @@ use crate::outcome::{LogLine, Metrics, Outcome};
 use crate::policy::Policy;
 use crate::pool::RunnerPool;
 use crate::provenance;
-use crate::runner::{
-    self, crashed, describe_exit, frame_error, protocol_error, ReadyRunner, RunnerCommand,
-    EXIT_GRACE,
-};
+use crate::runner::{self, crashed, frame_error, protocol_error, ReadyRunner, RunnerCommand};
 use crate::trace::{new_trace_id, now_ms, TraceError, TraceEvent, TraceKind};
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
@@ -306,15 +303,15 @@ impl Run {
                 }
             }
         };
-        // Whatever happened, the runner is gone and reaped before we return.
-        let child = &mut ready.child;
-        if result.is_err() {
-            let _ = child.start_kill();
-        }
-        let waited = tokio::time::timeout(EXIT_GRACE, child.wait()).await;
-        if waited.is_err() {
-            let _ = child.start_kill();
-            let _ = child.wait().await;
+        // Whatever happened, the runner is killed now. After a checked `execution_complete`
+        // it is reaped in the background (no teardown on the hot path); after a failure it is
+        // reaped before we return, as the failure may be about how it ended.
+        match result {
+            Ok(()) => runner::retire(ready),
+            Err(_) => {
+                let _ = ready.child.start_kill();
+                let _ = ready.child.wait().await;
+            }
         }
         result
     }
@@ -370,19 +367,10 @@ impl Run {
 
         // 3. calls, logs and the result
         let mut running: FuturesUnordered<CallFuture> = FuturesUnordered::new();
-        let mut completed = false;
-        let mut grace: Option<TokioInstant> = None;
         loop {
-            let wake = match grace {
-                Some(g) => g.min(self.deadline),
-                None => self.deadline,
-            };
             tokio::select! {
                 biased;
-                _ = tokio::time::sleep_until(wake) => {
-                    if completed {
-                        return Err(protocol("the runner did not exit after sending its result".into()));
-                    }
+                _ = tokio::time::sleep_until(self.deadline) => {
                     return Err(self.timeout_error(""));
                 }
                 _ = tx.flush(), if tx.pending() => {}
@@ -407,14 +395,8 @@ impl Run {
                 frame = frames.next(), if self.args_in_flight < budget::ARGS_IN_FLIGHT_BYTES => {
                     let payload = match frame {
                         None => {
-                            if completed {
-                                return self.check_clean_exit(child).await;
-                            }
                             return Err(crashed(child, "while running the script").await);
                         }
-                        // After its result, a runner that exits with our answers unread (calls
-                        // the script abandoned) resets the socket: its exit status decides.
-                        Some(Err(_)) if completed => return self.check_clean_exit(child).await,
                         Some(Err(e)) => {
                             return Err(frame_error(child, e, "while running the script").await)
                         }
@@ -431,9 +413,6 @@ impl Run {
                             RunnerMessage::RpcCall { id, server, tool, args: Value::Null }
                         }
                     };
-                    if completed {
-                        return Err(protocol(format!("{} after execution_complete", kind(&msg))));
-                    }
                     match msg {
                         RunnerMessage::Log { level, message } => self.log(level.as_str(), message),
                         RunnerMessage::RpcCall { id, server, tool, args } => {
@@ -467,16 +446,17 @@ impl Run {
                                 self.check_result_size(result.as_ref())?;
                             }
                             self.complete(catalog, success, result, error)?;
-                            completed = true;
-                            grace = Some(TokioInstant::now() + EXIT_GRACE);
-                            // Calls the script did not wait for are abandoned (their MCP
-                            // requests are cancelled as their futures drop).
+                            // The execution is over: nothing the runner sends or does from
+                            // here on changes the outcome (the caller kills and reaps it in the
+                            // background). Calls the script did not wait for are abandoned
+                            // (their MCP requests are cancelled as their futures drop).
                             running.clear();
                             self.queue.clear();
                             self.receipts(&ExecError::new(
                                 ErrorCode::ToolError,
                                 "abandoned: the script finished before this call returned",
                             ));
+                            return Ok(());
                         }
                         RunnerMessage::Ready { .. } => {
                             return Err(protocol("a second ready frame".into()));
@@ -839,32 +819,6 @@ impl Run {
         Ok(())
     }
 
-    async fn check_clean_exit(
-        &mut self,
-        child: &mut tokio::process::Child,
-    ) -> Result<(), ExecError> {
-        match tokio::time::timeout(EXIT_GRACE, child.wait()).await {
-            Ok(Ok(status)) if status.success() => Ok(()),
-            Ok(Ok(status)) => {
-                let (message, signal, exit_status) = describe_exit(&status);
-                let mut e = ExecError::new(
-                    ErrorCode::RunnerCrashed,
-                    format!("{message} (after sending its result)"),
-                );
-                e.signal = signal;
-                e.exit_status = exit_status;
-                Err(e)
-            }
-            Ok(Err(e)) => Err(ExecError::new(
-                ErrorCode::RunnerCrashed,
-                format!("cannot wait for the runner: {e}"),
-            )),
-            Err(_) => Err(protocol(
-                "the runner closed its socket but did not exit".into(),
-            )),
-        }
-    }
-
     fn timeout_error(&self, when: &str) -> ExecError {
         let when = if when.is_empty() {
             String::new()
@@ -941,13 +895,4 @@ async fn fired(token: Option<CancellationToken>) {
 
 fn protocol(message: String) -> ExecError {
     protocol_error(message)
-}
-
-fn kind(m: &RunnerMessage) -> &'static str {
-    match m {
-        RunnerMessage::Ready { .. } => "ready",
-        RunnerMessage::RpcCall { .. } => "rpc_call",
-        RunnerMessage::Log { .. } => "log",
-        RunnerMessage::ExecutionComplete { .. } => "execution_complete",
-    }
 }
