@@ -24,6 +24,7 @@ pub mod policy;
 pub mod pool;
 pub mod provenance;
 pub mod runner;
+pub mod runner_process;
 pub mod sandbox;
 pub mod server;
 pub mod session;
@@ -35,6 +36,7 @@ pub mod trace;
 pub mod transpile;
 pub mod typescript;
 pub mod validate;
+pub mod zygote;
 
 pub use catalog::{CallContext, Catalog, InProcessServer, ToolInfo, ToolProvider};
 pub use error::{ErrorCode, ExecError};

@@ -345,7 +345,7 @@ impl Run {
         req: &ExecRequest,
         frames: &mut FramedRead<tokio::net::unix::OwnedReadHalf, LengthDelimitedCodec>,
         tx: &mut Outbox,
-        child: &mut tokio::process::Child,
+        child: &mut crate::runner_process::RunnerProcess,
         max_frame: usize,
     ) -> Result<(), ExecError> {
         // 2. execute
