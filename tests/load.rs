@@ -144,6 +144,11 @@ async fn a_thousand_executions_at_once_then_back_to_baseline() {
         after.rss_kib
     );
     assert_eq!(after.children, 0, "runners left behind: {:?}", child_pids());
+    assert!(
+        zygote_pids().len() <= 1,
+        "one zygote per sandbox: {:?}",
+        zygote_pids()
+    );
     assert!(after.fds <= before.fds, "fds leaked");
     assert!(after.threads <= before.threads, "threads leaked");
     // Outcomes are dropped; what the allocator keeps must stay small (not 1,000 outcomes' worth).
