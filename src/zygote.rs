@@ -156,10 +156,13 @@ impl Zygotes {
                     z.forks += 1;
                     return Ok(r);
                 }
-                Err(e) => {
+                Err((e, host_end)) => {
                     tracing::warn!("replacing the zygote: {e}");
                     if let Some(old) = state.current.take() {
                         old.end();
+                    }
+                    if let Some(host_end) = host_end {
+                        reap_unannounced(host_end);
                     }
                     last = Some(e);
                 }
@@ -258,10 +261,68 @@ fn start(cmd: &RunnerCommand) -> Result<Zygote, ZygoteError> {
     })
 }
 
-/// One fork request on a live zygote.
-fn fork_one(z: &mut Zygote, req: ForkRequest) -> Result<(u32, UnixStream), ZygoteError> {
+/// How long to wait for a runner forked by a zygote that died before naming it.
+const UNANNOUNCED_WAIT: Duration = Duration::from_secs(2);
+
+/// After a failed fork request, with the zygote killed and reaped: if it had forked the runner
+/// before failing, that runner (our child, holding the other end of `host_end`) is found by its
+/// `ready` frame, killed and reaped, so it never stays a zombie. With no such runner every
+/// copy of the other end is closed and the read ends at once.
+fn reap_unannounced(host_end: UnixStream) {
+    let _ = host_end.set_read_timeout(Some(UNANNOUNCED_WAIT));
+    let mut len = [0u8; 4];
+    if (&host_end).read_exact(&mut len).is_err() {
+        return;
+    }
+    let len = u32::from_be_bytes(len) as usize;
+    if len > 64 * 1024 {
+        return;
+    }
+    let mut payload = vec![0u8; len];
+    if (&host_end).read_exact(&mut payload).is_err() {
+        return;
+    }
+    let Ok(sandbox_runner::protocol::RunnerMessage::Ready { pid, .. }) =
+        sandbox_runner::protocol::decode_from_runner(&payload)
+    else {
+        return;
+    };
+    // Only a child of ours that is a runner (a runner not yet past its lockdown names itself;
+    // the check keeps a wrong pid from reaching any other process).
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let Some((comm, rest)) = stat.split_once(") ") else {
+        return;
+    };
+    let ppid: u32 = rest
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    if !comm.ends_with("(sandbox-runner") || ppid != std::process::id() {
+        return;
+    }
+    tracing::warn!(
+        pid,
+        "a runner forked by a failed zygote was killed and reaped"
+    );
+    let Ok(pid) = i32::try_from(pid) else { return };
+    // SAFETY: kill and waitpid on our own child, checked above; no memory is passed but a
+    // local integer.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+        let mut raw = 0;
+        libc::waitpid(pid, &mut raw, 0);
+    }
+}
+
+/// One fork request on a live zygote. On failure, the host's end of the runner's socket is
+/// returned when the zygote may have forked it already.
+fn fork_one(
+    z: &mut Zygote,
+    req: ForkRequest,
+) -> Result<(u32, UnixStream), (ZygoteError, Option<UnixStream>)> {
     let (host_end, runner_end) =
-        UnixStream::pair().map_err(|e| ZygoteError::Fork(format!("socketpair: {e}")))?;
+        UnixStream::pair().map_err(|e| (ZygoteError::Fork(format!("socketpair: {e}")), None))?;
     let bytes = req.encode();
     let fds = [runner_end.as_raw_fd()];
     let sent = sendmsg::<()>(
@@ -271,16 +332,16 @@ fn fork_one(z: &mut Zygote, req: ForkRequest) -> Result<(u32, UnixStream), Zygot
         MsgFlags::MSG_NOSIGNAL,
         None,
     )
-    .map_err(|e| ZygoteError::Fork(format!("sending the request: {e}")))?;
+    .map_err(|e| (ZygoteError::Fork(format!("sending the request: {e}")), None))?;
     if sent != bytes.len() {
-        return Err(ZygoteError::Fork(format!(
-            "sent {sent} of {} bytes",
-            bytes.len()
-        )));
+        return Err((
+            ZygoteError::Fork(format!("sent {sent} of {} bytes", bytes.len())),
+            Some(host_end),
+        ));
     }
     drop(runner_end);
     let mut reply = [0u8; REPLY_LEN];
-    (&z.control).read_exact(&mut reply).map_err(|e| {
+    if let Err(e) = (&z.control).read_exact(&mut reply) {
         let why = match e.kind() {
             std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => format!(
                 "no answer within {} ms (stopped or hung)",
@@ -289,13 +350,16 @@ fn fork_one(z: &mut Zygote, req: ForkRequest) -> Result<(u32, UnixStream), Zygot
             std::io::ErrorKind::UnexpectedEof => "it closed its socket (it died)".to_string(),
             _ => e.to_string(),
         };
-        ZygoteError::Fork(why)
-    })?;
+        return Err((ZygoteError::Fork(why), Some(host_end)));
+    }
     match zygote_wire::decode_reply(&reply) {
         Ok(pid) => Ok((pid, host_end)),
-        Err(errno) => Err(ZygoteError::Fork(format!(
-            "fork failed: {}",
-            std::io::Error::from_raw_os_error(errno)
-        ))),
+        Err(errno) => Err((
+            ZygoteError::Fork(format!(
+                "fork failed: {}",
+                std::io::Error::from_raw_os_error(errno)
+            )),
+            None,
+        )),
     }
 }

@@ -71,7 +71,21 @@ async fn killed_before_ready() {
         (hook.0)(pid);
         assert!(h.signal(libc::SIGKILL));
     });
-    let o = run_hooked(&catalog, "return 1", Limits::default(), hook_then_kill).await;
+    // An exec'd runner: one forked from the zygote is locked down and `ready` within tens of
+    // microseconds, usually before the hook's kill lands, so "before ready" is reached reliably
+    // only on the exec path (the zygote path is covered by zygote_runners and random_kills).
+    let mut exec = runner();
+    exec.spawn = mcp_sandbox::runner::SpawnMode::Exec;
+    let o = mcp_sandbox::execute(
+        &catalog,
+        &exec,
+        ExecRequest {
+            code: "return 1".into(),
+            on_spawn: Some(hook_then_kill),
+            ..Default::default()
+        },
+    )
+    .await;
     promptly(&handle, Instant::now());
     crashed_by(&o, libc::SIGKILL);
     assert!(

@@ -41,6 +41,8 @@ pub fn serve(
 ) -> Result<(), ZygoteError> {
     // SAFETY: `control_fd` is the inherited control socket; this function owns it from here on.
     let mut control = unsafe { UnixStream::from_raw_fd(control_fd) };
+    // `ps` and tools that look for runners by name tell the zygote from its runners.
+    set_name(c"sandbox-zygote");
     control
         .write_all(&zygote_wire::hello())
         .map_err(|e| ZygoteError::Control(e.to_string()))?;
@@ -52,6 +54,7 @@ pub fn serve(
         let pid = fork_parent();
         if pid == 0 {
             // The child: its socket becomes fd 3 (replacing its copy of the control socket).
+            set_name(c"sandbox-runner");
             let fd = into_fd3(fd);
             let cfg = LockdownConfig {
                 socket_fd: fd,
@@ -175,4 +178,10 @@ pub fn harden_self() -> Result<(), String> {
     lockdown::prctl::apply()
         .map(|_| ())
         .map_err(|e| e.to_string())
+}
+
+/// Sets this process's name (`comm`, at most 15 bytes).
+fn set_name(name: &std::ffi::CStr) {
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes from a live CStr.
+    unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr()) };
 }
