@@ -138,10 +138,7 @@ async fn a_killed_or_stopped_zygote_is_detected_and_replaced() {
     let first = cmd.zygotes.pid().unwrap();
 
     // A runner already forked does not depend on its zygote: kill the zygote mid-execution.
-    let slow = tokio::spawn({
-        let run = run("await mcp.local.sleep({ ms: 300 }); return 'survived'");
-        async move { run.await }
-    });
+    let slow = tokio::spawn(run("await mcp.local.sleep({ ms: 300 }); return 'survived'"));
     tokio::time::sleep(Duration::from_millis(150)).await;
     signal(first, libc::SIGKILL);
     let o = slow.await.unwrap();

@@ -67,7 +67,7 @@ pub fn serve(
         }
         drop(fd);
         let reply = if pid > 0 {
-            i64::from(pid)
+            pid
         } else {
             -i64::from(nix::errno::Errno::last_raw())
         };
