@@ -77,6 +77,10 @@ fn main() {
             std::process::exit(EXIT_USAGE);
         }
     };
+    if args.zygote {
+        // At once, so nothing looking for runners by name takes the zygote for one.
+        zygote::set_name(c"sandbox-zygote");
+    }
     // SAFETY: F_GETFD only reads the descriptor flags of fd 3; it has no memory effects.
     if unsafe { libc::fcntl(RUNNER_SOCKET_FD, libc::F_GETFD) } < 0 {
         eprintln!("sandbox-runner: fd {RUNNER_SOCKET_FD} is not open; the runner is started by mcp-sandbox");

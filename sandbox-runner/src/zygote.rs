@@ -181,7 +181,7 @@ pub fn harden_self() -> Result<(), String> {
 }
 
 /// Sets this process's name (`comm`, at most 15 bytes).
-fn set_name(name: &std::ffi::CStr) {
+pub fn set_name(name: &std::ffi::CStr) {
     // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes from a live CStr.
     unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr()) };
 }

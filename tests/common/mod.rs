@@ -124,17 +124,18 @@ pub fn child_pids() -> Vec<u32> {
         .collect()
 }
 
-/// Live (not zombie) children of this process whose command line has `--zygote`.
+/// Live (not zombie) children of this process named `sandbox-zygote` (the zygote renames
+/// itself at start; its forked runners, whose command line is the zygote's, rename themselves
+/// back to `sandbox-runner`).
 pub fn zygote_pids() -> Vec<u32> {
     all_child_pids()
         .into_iter()
         .filter(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let zombie = state
-                .rsplit_once(") ")
-                .is_some_and(|(_, r)| r.starts_with('Z'));
-            !zombie && cmdline.split(|b| *b == 0).any(|a| a == b"--zygote")
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            stat.contains(" (sandbox-zygote) ")
+                && !stat
+                    .rsplit_once(") ")
+                    .is_some_and(|(_, r)| r.starts_with('Z'))
         })
         .collect()
 }
