@@ -30,6 +30,14 @@ rows = [
     ("start one execution, p99 (ms)", "cold_start_ms_p99", ours["cold_exec_ms"]["p99"], ours["pooled_exec_ms"]["p99"]),
     ("one tool call (µs)", "per_call_us", ours["call_overhead_us"]["p50"], None),
 ]
+extra = [
+    ("zygote fork → ready, p50 / p99 (ms)", ours["zygote_fork_ms"]["p50"], ours["zygote_fork_ms"]["p99"]),
+    ("cold, zygote (default), p50 / p99 (ms)", ours["cold_exec_ms"]["p50"], ours["cold_exec_ms"]["p99"]),
+    ("cold, exec'd runner, p50 / p99 (ms)", ours["exec_spawned_cold_ms"]["p50"], ours["exec_spawned_cold_ms"]["p99"]),
+    ("pooled, p50 / p99 (ms)", ours["pooled_exec_ms"]["p50"], ours["pooled_exec_ms"]["p99"]),
+    ("64 executions at once, p50 / p99 (ms)", ours["concurrent_64_ms"]["p50"], ours["concurrent_64_ms"]["p99"]),
+    ("100 calls in one Promise.all, p50 / p99 (ms)", ours["parallel_100_calls_ms"]["p50"], ours["parallel_100_calls_ms"]["p99"]),
+]
 print(f"{'':34}{'ours cold':>11}{'ours pooled':>13}{'deno worker':>13}{'qjs-wasm':>10}{'deno/ours':>11}{'wasm/ours':>11}")
 for label, key, cold, pooled in rows:
     best = pooled if pooled is not None else cold
@@ -37,6 +45,11 @@ for label, key, cold, pooled in rows:
     ratio = lambda a: f"{a / best:.1f}x" if isinstance(a, (int, float)) and best else "-"
     fmt = lambda v: f"{v:.3f}" if isinstance(v, (int, float)) else "-"
     print(f"{label:34}{fmt(cold):>11}{fmt(pooled):>13}{fmt(d):>13}{fmt(w):>10}{ratio(d):>11}{ratio(w):>11}")
+print()
+for label, p50, p99 in extra:
+    print(f"{label:42}{p50:>10.3f}{p99:>10.3f}")
+print(f"{'executions/s with 1 / 2 / 8 submitters':42}" + "".join(f"{ours['execs_per_sec'][k]:>8}" for k in ("1", "2", "8")))
+print(f"{'real MCP call: direct / through the sandbox (µs)':42}{ours['mcp_direct_call_us']['p50']:>10.1f}{ours['mcp_call_us']['p50']:>10.1f}")
 print()
 print("ours: lockdown on (seccomp, landlock, namespaces, uid drop, rlimits); anchors: no OS isolation.")
 json.dump({"ours": ours, "deno_worker": deno, "quickjs_wasm": wasm}, open(f"{out}/compare.json", "w"), indent=2)

@@ -158,6 +158,32 @@ async fn bench() -> Value {
     }
     let rss = children_max_rss_kib();
 
+    // Today's path for comparison: a new process per runner (fork of the host, exec, full
+    // lockdown, new namespaces).
+    let mut exec_runner = runner.clone();
+    exec_runner.spawn = mcp_sandbox::exec::runner::SpawnMode::Exec;
+    exec_runner.zygotes = Default::default();
+    for _ in 0..20 {
+        exec(&local, &exec_runner, "return 1+1").await;
+    }
+    let mut exec_cold = Vec::new();
+    for _ in 0..300 {
+        let t = Instant::now();
+        exec(&local, &exec_runner, "return 1+1").await;
+        exec_cold.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    // The fork alone: zygote request → forked runner locked down, `ready`, verified in /proc.
+    let mut fork_ms = Vec::new();
+    for _ in 0..300 {
+        let t = Instant::now();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        let r = mcp_sandbox::exec::runner::start(&runner, &bench_limits(), deadline, None)
+            .await
+            .expect("forked runner");
+        fork_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        mcp_sandbox::exec::runner::retire(r);
+    }
+
     let calls = "for (let i = 0; i < 5000; i++) await mcp.bench.echo({ i }); return 1";
     let o = exec(&local, &runner, calls).await;
     let overhead = call_gaps_us(&o);
@@ -279,6 +305,22 @@ async fn bench() -> Value {
         assert_eq!(o.result, json!(bytes));
         by_size.push(json!([bytes, ms_since(t)]));
     }
+    // 64 executions submitted at once, repeated.
+    let mut c64 = Vec::new();
+    for _ in 0..20 {
+        wait_full(&sandbox, pool_size).await;
+        let t = Instant::now();
+        let runs: Vec<_> = (0..64)
+            .map(|_| {
+                let s = sandbox.clone();
+                tokio::spawn(async move { pooled(&s, "return 1").await })
+            })
+            .collect();
+        for r in runs {
+            r.await.expect("execution");
+        }
+        c64.push(ms_since(t));
+    }
     let mut by_concurrency = Vec::new();
     for n in [1usize, 4, 16, 64] {
         wait_full(&sandbox, pool_size).await;
@@ -309,6 +351,9 @@ async fn bench() -> Value {
 
     json!({
         "cold_exec_ms": percentiles(cold),
+        "exec_spawned_cold_ms": percentiles(exec_cold),
+        "zygote_fork_ms": percentiles(fork_ms),
+        "concurrent_64_ms": percentiles(c64),
         "call_overhead_us": percentiles(overhead),
         "mcp_call_us": percentiles(mcp_gaps),
         "runner_rss_kib": rss,

@@ -37,7 +37,6 @@ async fn protocol_violations_end_in_protocol_error() {
         "deep-json",
         "unknown-id",
         "reuse-id",
-        "call-after-complete",
         "wrong-protocol",
     ] {
         let t = Instant::now();
@@ -94,4 +93,37 @@ async fn a_well_behaved_fake_shows_the_host_follows_the_protocol() {
     assert!(o.success, "{o:?}");
     assert_eq!(o.result, serde_json::json!("hi"));
     assert_eq!(o.traces.len(), 2);
+}
+
+/// Issue 18 item 2: once a valid `execution_complete` has been checked the execution is over;
+/// what the runner sends or does afterwards (a call, hanging instead of exiting) is not read:
+/// the runner is killed and reaped in the background. Both used to end in PROTOCOL_ERROR (the
+/// hang only after a 1 s grace).
+#[tokio::test(flavor = "multi_thread")]
+async fn after_a_valid_result_nothing_the_runner_does_changes_the_outcome() {
+    for (mode, result) in [("call-after-complete", 1), ("complete-then-hang", 42)] {
+        let catalog = fixture_catalog().await;
+        let t = Instant::now();
+        let o = mcp_sandbox::execute(
+            &catalog,
+            &fake_runner(mode),
+            ExecRequest {
+                code: "1".into(),
+                ..Default::default()
+            },
+        )
+        .await;
+        let took = t.elapsed();
+        catalog.shutdown().await;
+        assert!(o.success, "{mode}: {o:?}");
+        assert_eq!(o.result, serde_json::json!(result), "{mode}");
+        assert!(
+            o.traces.is_empty(),
+            "{mode}: the late call is not read: {o:?}"
+        );
+        assert!(
+            took.as_millis() < 700,
+            "{mode} took {took:?}: the host must not wait for the runner to exit"
+        );
+    }
 }

@@ -82,3 +82,4 @@ mod tool_result_limit;
 mod tools_cli;
 mod uid_layer;
 mod unknown_tools;
+mod zygote_runners;

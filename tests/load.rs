@@ -125,10 +125,13 @@ async fn a_thousand_executions_at_once_then_back_to_baseline() {
     let took = t.elapsed();
     runners.lock().unwrap().clear();
     assert_eq!(sandbox.in_flight(), 0);
-    // Threads may linger briefly (tokio's blocking pool); give them time to go.
+    // Threads may linger briefly (tokio's blocking pool); give them time to go. Runners are
+    // killed and reaped in the background once their result has arrived (issue 18).
     let end = Instant::now() + Duration::from_secs(15);
     let mut after = usage();
-    while (after.threads > before.threads || after.fds > before.fds) && Instant::now() < end {
+    while (after.threads > before.threads || after.fds > before.fds || after.children > 0)
+        && Instant::now() < end
+    {
         tokio::time::sleep(Duration::from_millis(100)).await;
         after = usage();
     }
@@ -144,6 +147,11 @@ async fn a_thousand_executions_at_once_then_back_to_baseline() {
         after.rss_kib
     );
     assert_eq!(after.children, 0, "runners left behind: {:?}", child_pids());
+    assert!(
+        zygote_pids().len() <= 1,
+        "one zygote per sandbox: {:?}",
+        zygote_pids()
+    );
     assert!(after.fds <= before.fds, "fds leaked");
     assert!(after.threads <= before.threads, "threads leaked");
     // Outcomes are dropped; what the allocator keeps must stay small (not 1,000 outcomes' worth).

@@ -116,13 +116,18 @@ fn outcome_of_a_runner_killed_during_a_long_call_is_printed_at_once() {
             .unwrap()
             .write_all(b"await mcp.fixture.sleep({ms: 60000}); return 1")
             .unwrap();
-        // The runner is the host's child named sandbox-runner; wait until it is up, then give
-        // the call time to reach the server.
+        // The runner is the host's child named sandbox-runner under seccomp (a zygote that has
+        // not renamed itself yet has the same name but no seccomp filter); wait until it is up,
+        // then give the call time to reach the server.
         let deadline = Instant::now() + Duration::from_secs(20);
         let runner = loop {
             let found = serve_support::children_of(host)
                 .into_iter()
-                .find(|(_, comm)| comm.starts_with("sandbox-runner"));
+                .find(|(pid, comm)| {
+                    comm.starts_with("sandbox-runner")
+                        && std::fs::read_to_string(format!("/proc/{pid}/status"))
+                            .is_ok_and(|s| s.lines().any(|l| l == "Seccomp:\t2"))
+                });
             if let Some((pid, _)) = found {
                 break pid;
             }

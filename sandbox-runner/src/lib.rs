@@ -6,6 +6,11 @@
 //! - `engine` — QuickJS, the `mcp` proxies and the runner's single-threaded loop (feature `engine`).
 
 pub mod protocol;
+/// The zygote's control protocol (always built: the host speaks it).
+pub mod zygote_wire;
+
+#[cfg(all(feature = "lockdown", feature = "engine"))]
+pub mod zygote;
 
 #[cfg(feature = "lockdown")]
 pub mod lockdown;

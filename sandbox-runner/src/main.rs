@@ -3,7 +3,11 @@
 //! `ready`, and only then reads the one script it will run. It exits after `execution_complete`.
 //!
 //! Usage (the host passes these; a person never needs to):
-//! `sandbox-runner [--uid N] [--gid N] [--address-space-mb N] [--cpu-seconds N] [--max-frame N]`
+//! `sandbox-runner [--zygote] [--uid N] [--gid N] [--address-space-mb N] [--cpu-seconds N] [--max-frame N]`
+//!
+//! With `--zygote`, fd 3 is a control socket instead: the process applies the shared layers
+//! once and forks a runner per request (see `sandbox_runner::zygote`); each runner then runs
+//! exactly as below from its own lockdown layers on.
 
 use sandbox_runner::engine::{channel::Channel, Engine, ExecuteRequest};
 use sandbox_runner::lockdown::{self, LockdownConfig};
@@ -11,6 +15,7 @@ use sandbox_runner::protocol::{
     decode_payload, HostMessage, RunnerMessage, DEFAULT_MAX_FRAME, PROTOCOL_VERSION,
     RUNNER_SOCKET_FD,
 };
+use sandbox_runner::zygote;
 use std::os::fd::FromRawFd;
 use std::os::unix::net::UnixStream;
 
@@ -23,6 +28,7 @@ const EXIT_CHANNEL: i32 = 5;
 struct Args {
     lockdown: LockdownConfig,
     max_frame: usize,
+    zygote: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -34,8 +40,13 @@ fn parse_args() -> Result<Args, String> {
         cpu_seconds: 30,
     };
     let mut max_frame = DEFAULT_MAX_FRAME;
+    let mut zygote = false;
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
+        if flag == "--zygote" {
+            zygote = true;
+            continue;
+        }
         let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
         let num: u64 = value
             .parse()
@@ -54,6 +65,7 @@ fn parse_args() -> Result<Args, String> {
     Ok(Args {
         lockdown: cfg,
         max_frame,
+        zygote,
     })
 }
 
@@ -65,15 +77,15 @@ fn main() {
             std::process::exit(EXIT_USAGE);
         }
     };
+    if args.zygote {
+        // At once, so nothing looking for runners by name takes the zygote for one.
+        zygote::set_name(c"sandbox-zygote");
+    }
     // SAFETY: F_GETFD only reads the descriptor flags of fd 3; it has no memory effects.
     if unsafe { libc::fcntl(RUNNER_SOCKET_FD, libc::F_GETFD) } < 0 {
         eprintln!("sandbox-runner: fd {RUNNER_SOCKET_FD} is not open; the runner is started by mcp-sandbox");
         std::process::exit(EXIT_NO_SOCKET);
     }
-    // SAFETY: the host passes our end of the socketpair at fd 3 (checked open above) and nothing
-    // else in this process owns it.
-    let sock = unsafe { UnixStream::from_raw_fd(RUNNER_SOCKET_FD) };
-
     // The engine is created before lockdown: it reads no user input, and afterwards far fewer
     // system calls are needed.
     let engine = match Engine::new() {
@@ -82,10 +94,38 @@ fn main() {
     };
     // State the C library would otherwise load lazily after the seccomp filter is in place.
     sandbox_runner::engine::preload::time_zone();
+    let shared = lockdown::apply_shared(&args.lockdown);
+    if args.zygote {
+        // Not dumpable and no_new_privs for the zygote itself; each runner sets both again.
+        if let Err(e) = zygote::harden_self() {
+            eprintln!("sandbox-runner --zygote: {e}");
+        }
+        let mut run_child = |cfg: LockdownConfig, max_frame: u64| {
+            let pid = std::process::id();
+            let isolation = lockdown::apply_own(&cfg, &shared);
+            let max_frame = usize::try_from(max_frame).unwrap_or(DEFAULT_MAX_FRAME);
+            run(&engine, pid, isolation, max_frame)
+        };
+        let status = match zygote::serve(RUNNER_SOCKET_FD, &args.lockdown, &mut run_child) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("sandbox-runner --zygote: {e}");
+                EXIT_CHANNEL
+            }
+        };
+        std::process::exit(status);
+    }
     let pid = std::process::id();
-    let isolation = lockdown::apply(&args.lockdown);
+    let isolation = lockdown::apply_own(&args.lockdown, &shared);
+    run(&engine, pid, isolation, args.max_frame)
+}
 
-    let mut channel = Channel::new(sock, args.max_frame);
+/// Says `ready` on fd 3, reads the one `execute`, runs it and exits.
+fn run(engine: &Engine, pid: u32, isolation: lockdown::IsolationReport, max_frame: usize) -> ! {
+    // SAFETY: fd 3 is our end of the socketpair (passed by the host, or moved there by the
+    // zygote), checked open at start; nothing else in this process uses it from here on.
+    let sock = unsafe { UnixStream::from_raw_fd(RUNNER_SOCKET_FD) };
+    let mut channel = Channel::new(sock, max_frame);
     let ready = RunnerMessage::Ready {
         protocol: PROTOCOL_VERSION,
         pid,
@@ -112,14 +152,13 @@ fn main() {
     };
     channel.set_max_frame(
         usize::try_from(request.limits.max_frame_bytes)
-            .unwrap_or(args.max_frame)
-            .min(args.max_frame),
+            .unwrap_or(max_frame)
+            .min(max_frame),
     );
     let status = match engine.execute(channel, request) {
         Ok(()) => 0,
         Err(_) => EXIT_CHANNEL,
     };
     // Exit without tearing the JS heap down: the process is single-use.
-    std::mem::forget(engine);
     std::process::exit(status);
 }

@@ -14,4 +14,6 @@ pub mod passthrough;
 pub mod pool;
 pub mod provenance;
 pub mod runner;
+pub mod runner_process;
 pub mod session;
+pub mod zygote;

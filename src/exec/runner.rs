@@ -1,14 +1,18 @@
-//! Spawning runner processes: empty environment, cwd `/`, stdio on /dev/null, its end of a
-//! socketpair at fd 3 and no other fd, its own process group, killed when dropped.
+//! Starting runner processes: forked by the sandbox's zygote (the default, see
+//! [`crate::zygote`]) or exec'd (`--spawn exec`): empty environment, cwd `/`, stdio on
+//! /dev/null, its end of a socketpair at fd 3 and no other fd, killed when dropped.
 
 use crate::context::limits::Limits;
 use crate::error::{ErrorCode, ExecError};
+use crate::exec::runner_process::{ForkedChild, RunnerProcess};
+use crate::exec::zygote::{ZygoteError, Zygotes};
 use futures::StreamExt;
 use sandbox_runner::protocol::{RunnerMessage, PROTOCOL_VERSION, RUNNER_SOCKET_FD};
 use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::time::Instant as TokioInstant;
@@ -23,6 +27,41 @@ pub struct RunnerCommand {
     /// uid/gid the runner drops to when started as root.
     pub uid: u32,
     pub gid: u32,
+    /// How runners are made.
+    pub spawn: SpawnMode,
+    /// The zygote of this command, shared by its clones (started at the first fork).
+    pub zygotes: Arc<Zygotes>,
+}
+
+/// How runners are made (`--spawn`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SpawnMode {
+    /// Forked by a pre-locked zygote (the default); falls back to `Exec` when the zygote cannot
+    /// start on this machine, or when `prefix_args` wraps the runner in another program.
+    #[default]
+    Zygote,
+    /// A new process per runner: fork of the host, exec of `sandbox-runner`, full lockdown.
+    Exec,
+}
+
+impl SpawnMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SpawnMode::Zygote => "zygote",
+            SpawnMode::Exec => "exec",
+        }
+    }
+}
+
+impl std::str::FromStr for SpawnMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "zygote" => Ok(SpawnMode::Zygote),
+            "exec" => Ok(SpawnMode::Exec),
+            other => Err(format!("unknown spawn mode '{other}'; use zygote or exec")),
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -36,6 +75,10 @@ pub enum SpawnError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("cannot fork a runner from the zygote: {0}; try --spawn exec")]
+    Zygote(ZygoteError),
+    #[error("cannot watch the forked runner {pid}: {source}")]
+    Adopt { pid: u32, source: std::io::Error },
 }
 
 impl RunnerCommand {
@@ -65,6 +108,21 @@ impl RunnerCommand {
             prefix_args: Vec::new(),
             uid: 65534,
             gid: 65534,
+            spawn: SpawnMode::default(),
+            zygotes: Arc::default(),
+        }
+    }
+
+    /// How this command makes runners now: `Zygote` only if asked, not wrapped in another
+    /// program, and the zygote has not proven unusable here.
+    pub fn effective_spawn(&self) -> SpawnMode {
+        if self.spawn == SpawnMode::Zygote
+            && self.prefix_args.is_empty()
+            && self.zygotes.unusable().is_none()
+        {
+            SpawnMode::Zygote
+        } else {
+            SpawnMode::Exec
         }
     }
 }
@@ -79,7 +137,7 @@ fn absolute(path: PathBuf) -> PathBuf {
 
 /// A started runner: the process and the host's end of the socket.
 pub struct SpawnedRunner {
-    pub child: tokio::process::Child,
+    pub child: RunnerProcess,
     pub socket: tokio::net::UnixStream,
     pub pid: u32,
 }
@@ -118,7 +176,7 @@ impl Backstops {
 
 /// A runner that is locked down, said `ready`, and waits for its `execute` frame.
 pub struct ReadyRunner {
-    pub child: tokio::process::Child,
+    pub child: RunnerProcess,
     pub frames: Frames,
     /// Taken by the session that uses the runner.
     pub writer: Option<OwnedWriteHalf>,
@@ -135,6 +193,27 @@ impl ReadyRunner {
         let _ = self.child.start_kill();
         let _ = self.child.wait().await;
     }
+}
+
+/// Ends a runner whose execution is over (its `execution_complete` arrived and was checked):
+/// kills it at once and reaps it in the background, so the caller does not wait for its exit.
+/// A runner that had already died abnormally is logged; the outcome stands.
+pub fn retire(mut ready: ReadyRunner) {
+    let pid = ready.pid;
+    if let Ok(Some(status)) = ready.child.try_wait() {
+        if !status.success() {
+            let (message, _, _) = describe_exit(&status);
+            tracing::warn!(
+                pid,
+                "{message} (after sending a complete result; the outcome stands)"
+            );
+        }
+        return;
+    }
+    let _ = ready.child.start_kill();
+    tokio::spawn(async move {
+        let _ = ready.child.wait().await;
+    });
 }
 
 /// Spawns a runner and waits (until `deadline`) for its `ready`, checking the protocol version.
@@ -217,11 +296,7 @@ pub fn protocol_error(message: String) -> ExecError {
 /// A frame could not be read. An oversized length is a protocol error at once; a stream that
 /// ends inside a frame is a crash when the runner died abnormally (killed while writing), and a
 /// protocol error when it exited 0 after writing half a frame.
-pub async fn frame_error(
-    child: &mut tokio::process::Child,
-    e: std::io::Error,
-    when: &str,
-) -> ExecError {
+pub async fn frame_error(child: &mut RunnerProcess, e: std::io::Error, when: &str) -> ExecError {
     if e.kind() == std::io::ErrorKind::InvalidData {
         return protocol_error(format!("bad frame: {e}"));
     }
@@ -233,7 +308,7 @@ pub async fn frame_error(
 }
 
 /// The runner's socket closed early: how did it end? Waits briefly, then kills.
-pub async fn crashed(child: &mut tokio::process::Child, when: &str) -> ExecError {
+pub async fn crashed(child: &mut RunnerProcess, when: &str) -> ExecError {
     let status = match tokio::time::timeout(EXIT_GRACE, child.wait()).await {
         Ok(Ok(s)) => s,
         _ => {
@@ -283,11 +358,48 @@ pub fn spawn(cmd: &RunnerCommand, limits: &Limits) -> Result<SpawnedRunner, Spaw
     if !program.is_file() {
         return Err(SpawnError::Missing(program));
     }
+    if cmd.effective_spawn() == SpawnMode::Zygote {
+        let cmd = RunnerCommand {
+            program: program.clone(),
+            ..cmd.clone()
+        };
+        match fork(&cmd, limits) {
+            Err(SpawnError::Zygote(ZygoteError::Unusable(_))) => {}
+            other => return other,
+        }
+    }
+    exec(&program, cmd, limits)
+}
+
+/// A runner forked by the zygote (a child of this process, adopted through a pidfd).
+fn fork(cmd: &RunnerCommand, limits: &Limits) -> Result<SpawnedRunner, SpawnError> {
+    let req = sandbox_runner::zygote_wire::ForkRequest {
+        address_space_bytes: address_space_mb(limits).saturating_mul(1024 * 1024),
+        cpu_seconds: limits.cpu_ms.div_ceil(1000) + 1,
+        max_frame: limits.frame_bytes,
+    };
+    let (pid, host_end) = cmd.zygotes.fork(cmd, req).map_err(SpawnError::Zygote)?;
+    let child = ForkedChild::adopt(pid).map_err(|source| SpawnError::Adopt { pid, source })?;
+    host_end.set_nonblocking(true).map_err(SpawnError::Socket)?;
+    let socket = tokio::net::UnixStream::from_std(host_end).map_err(SpawnError::Socket)?;
+    Ok(SpawnedRunner {
+        child: RunnerProcess::Forked(child),
+        socket,
+        pid,
+    })
+}
+
+/// A runner exec'd as a new process (today's path, `--spawn exec`).
+fn exec(
+    program: &std::path::Path,
+    cmd: &RunnerCommand,
+    limits: &Limits,
+) -> Result<SpawnedRunner, SpawnError> {
     let (host_end, runner_end) =
         std::os::unix::net::UnixStream::pair().map_err(SpawnError::Socket)?;
     let runner_fd: OwnedFd = runner_end.into();
     let raw = runner_fd.as_raw_fd();
-    let mut command = tokio::process::Command::new(&program);
+    let mut command = tokio::process::Command::new(program);
     command
         .args(&cmd.prefix_args)
         .arg("--uid")
@@ -331,14 +443,18 @@ pub fn spawn(cmd: &RunnerCommand, limits: &Limits) -> Result<SpawnedRunner, Spaw
         });
     }
     let child = command.spawn().map_err(|source| SpawnError::Spawn {
-        path: program.clone(),
+        path: program.to_path_buf(),
         source,
     })?;
     drop(runner_fd);
     let pid = child.id().unwrap_or(0);
     host_end.set_nonblocking(true).map_err(SpawnError::Socket)?;
     let socket = tokio::net::UnixStream::from_std(host_end).map_err(SpawnError::Socket)?;
-    Ok(SpawnedRunner { child, socket, pid })
+    Ok(SpawnedRunner {
+        child: RunnerProcess::Exec(child),
+        socket,
+        pid,
+    })
 }
 
 /// Describes how a runner ended, for `RUNNER_CRASHED`.

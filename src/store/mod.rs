@@ -244,8 +244,23 @@ impl Store {
         let mut conn = Connection::open(path).map_err(open_err)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
         // WAL: readers never block the writer, and a killed writer leaves the last commit.
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(open_err)?;
+        // Switching a new file to WAL takes an exclusive lock and SQLite does not wait for it
+        // (no busy handler): two hosts opening a new file at once retry here, within the busy
+        // timeout, instead of one of them running without its state.
+        let since = std::time::Instant::now();
+        loop {
+            match conn.pragma_update(None, "journal_mode", "WAL") {
+                Err(rusqlite::Error::SqliteFailure(e, _))
+                    if matches!(
+                        e.code,
+                        rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                    ) && since.elapsed() < BUSY_TIMEOUT =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                other => break other.map_err(open_err)?,
+            }
+        }
         // NORMAL is crash-safe in WAL mode (a power loss may drop the last commits, never
         // corrupt the file).
         conn.pragma_update(None, "synchronous", "NORMAL")

@@ -114,8 +114,34 @@ pub fn code(o: &Outcome) -> &'static str {
     }
 }
 
-/// Children of this process that have not been reaped (zombies) or still run.
+/// Children of this process that have not been reaped (zombies) or still run, except live
+/// zygotes (`sandbox-runner --zygote`, one per sandbox for its lifetime: see [`zygote_pids`]).
 pub fn child_pids() -> Vec<u32> {
+    let zygotes = zygote_pids();
+    all_child_pids()
+        .into_iter()
+        .filter(|p| !zygotes.contains(p))
+        .collect()
+}
+
+/// Live (not zombie) children of this process named `sandbox-zygote` (the zygote renames
+/// itself at start; its forked runners, whose command line is the zygote's, rename themselves
+/// back to `sandbox-runner`).
+pub fn zygote_pids() -> Vec<u32> {
+    all_child_pids()
+        .into_iter()
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            stat.contains(" (sandbox-zygote) ")
+                && !stat
+                    .rsplit_once(") ")
+                    .is_some_and(|(_, r)| r.starts_with('Z'))
+        })
+        .collect()
+}
+
+/// Every child of this process that has not been reaped (zombies) or still runs.
+pub fn all_child_pids() -> Vec<u32> {
     let me = std::process::id();
     let mut out = Vec::new();
     if let Ok(dir) = std::fs::read_dir("/proc") {

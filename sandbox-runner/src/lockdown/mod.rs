@@ -191,12 +191,28 @@ fn run_layer(f: impl FnOnce() -> LayerResult) -> String {
 /// the others. The seccomp program is compiled first (it only allocates) and installed last,
 /// because the earlier layers need system calls it forbids.
 pub fn apply(cfg: &LockdownConfig) -> IsolationReport {
+    apply_own(cfg, &apply_shared(cfg))
+}
+
+/// What [`apply_shared`] leaves for [`apply_own`]: the shared layers' report and the compiled
+/// (not yet installed) seccomp program.
+#[derive(Clone)]
+pub struct Shared {
+    pub report: IsolationReport,
+    program: Result<seccompiler::BpfProgram, String>,
+}
+
+/// Layers 1–3 (fds, uid, namespaces with the empty root): the ones a zygote applies once and
+/// every runner forked from it shares. The seccomp program is compiled here too.
+pub fn apply_shared(cfg: &LockdownConfig) -> Shared {
     let mut report = IsolationReport::new();
-    let program = catch_unwind(seccomp::build_program).unwrap_or_else(|_| {
-        Err(LockdownError::NotHeld(
-            "internal error: building the filter panicked".into(),
-        ))
-    });
+    let program = catch_unwind(seccomp::build_program)
+        .unwrap_or_else(|_| {
+            Err(LockdownError::NotHeld(
+                "internal error: building the filter panicked".into(),
+            ))
+        })
+        .map_err(|e| e.to_string());
 
     report.insert("fds".into(), run_layer(|| fds::apply(cfg.socket_fd)));
     report.insert(
@@ -209,12 +225,21 @@ pub fn apply(cfg: &LockdownConfig) -> IsolationReport {
     });
     report.insert("namespaces".into(), LayerStatus::from(ns).to_string());
     report.insert("empty_root".into(), LayerStatus::from(root).to_string());
+    Shared { report, program }
+}
+
+/// Layers 4–7 (Landlock, rlimits, no_new_privs and not dumpable, seccomp): each runner's own,
+/// applied by a runner forked from a zygote before it reads any user code (and by an exec'd
+/// runner right after [`apply_shared`]). Returns the whole report.
+pub fn apply_own(cfg: &LockdownConfig, shared: &Shared) -> IsolationReport {
+    let mut report = shared.report.clone();
+    let program = shared.program.clone();
     report.insert("landlock".into(), run_layer(landlock::apply));
     report.insert("rlimits".into(), run_layer(|| rlimits::apply(cfg)));
     report.insert("no_new_privs".into(), run_layer(prctl::apply));
     report.insert(
         "seccomp".into(),
-        run_layer(move || seccomp::install(program?)),
+        run_layer(move || seccomp::install(program.map_err(LockdownError::NotHeld)?)),
     );
     report
 }

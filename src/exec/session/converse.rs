@@ -43,7 +43,7 @@ impl Run {
         req: &ExecRequest,
         frames: &mut FramedRead<tokio::net::unix::OwnedReadHalf, LengthDelimitedCodec>,
         tx: &mut Outbox,
-        child: &mut tokio::process::Child,
+        child: &mut crate::exec::runner_process::RunnerProcess,
         max_frame: usize,
     ) -> Result<(), ExecError> {
         // 2. execute
@@ -65,19 +65,10 @@ impl Run {
 
         // 3. calls, logs and the result
         let mut running: FuturesUnordered<CallFuture> = FuturesUnordered::new();
-        let mut completed = false;
-        let mut grace: Option<TokioInstant> = None;
         loop {
-            let wake = match grace {
-                Some(g) => g.min(self.deadline),
-                None => self.deadline,
-            };
             tokio::select! {
                 biased;
-                _ = tokio::time::sleep_until(wake) => {
-                    if completed {
-                        return Err(protocol("the runner did not exit after sending its result".into()));
-                    }
+                _ = tokio::time::sleep_until(self.deadline) => {
                     return Err(self.timeout_error(""));
                 }
                 Some((id, result)) = running.next(), if !running.is_empty() => {
@@ -101,14 +92,8 @@ impl Run {
                 frame = frames.next(), if self.args_in_flight < budget::ARGS_IN_FLIGHT_BYTES => {
                     let payload = match frame {
                         None => {
-                            if completed {
-                                return self.check_clean_exit(child).await;
-                            }
                             return Err(crashed(child, "while running the script").await);
                         }
-                        // After its result, a runner that exits with our answers unread (calls
-                        // the script abandoned) resets the socket: its exit status decides.
-                        Some(Err(_)) if completed => return self.check_clean_exit(child).await,
                         Some(Err(e)) => {
                             return Err(frame_error(child, e, "while running the script").await)
                         }
@@ -125,9 +110,6 @@ impl Run {
                             RunnerMessage::RpcCall { id, server, tool, args: Value::Null }
                         }
                     };
-                    if completed {
-                        return Err(protocol(format!("{} after execution_complete", kind(&msg))));
-                    }
                     match msg {
                         RunnerMessage::Log { level, message } => self.log(level.as_str(), message),
                         RunnerMessage::RpcCall { id, server, tool, args } => {
@@ -161,16 +143,17 @@ impl Run {
                                 self.check_result_size(result.as_ref())?;
                             }
                             self.complete(catalog, success, result, error)?;
-                            completed = true;
-                            grace = Some(TokioInstant::now() + EXIT_GRACE);
-                            // Calls the script did not wait for are abandoned (their MCP
-                            // requests are cancelled as their futures drop).
+                            // The execution is over: nothing the runner sends or does from
+                            // here on changes the outcome (the caller kills and reaps it in the
+                            // background). Calls the script did not wait for are abandoned
+                            // (their MCP requests are cancelled as their futures drop).
                             running.clear();
                             self.queue.clear();
                             self.receipts(&ExecError::new(
                                 ErrorCode::ToolError,
                                 "abandoned: the script finished before this call returned",
                             ));
+                            return Ok(());
                         }
                         RunnerMessage::Ready { .. } => {
                             return Err(protocol("a second ready frame".into()));

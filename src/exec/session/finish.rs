@@ -56,32 +56,6 @@ impl Run {
         Ok(())
     }
 
-    pub(super) async fn check_clean_exit(
-        &mut self,
-        child: &mut tokio::process::Child,
-    ) -> Result<(), ExecError> {
-        match tokio::time::timeout(EXIT_GRACE, child.wait()).await {
-            Ok(Ok(status)) if status.success() => Ok(()),
-            Ok(Ok(status)) => {
-                let (message, signal, exit_status) = describe_exit(&status);
-                let mut e = ExecError::new(
-                    ErrorCode::RunnerCrashed,
-                    format!("{message} (after sending its result)"),
-                );
-                e.signal = signal;
-                e.exit_status = exit_status;
-                Err(e)
-            }
-            Ok(Err(e)) => Err(ExecError::new(
-                ErrorCode::RunnerCrashed,
-                format!("cannot wait for the runner: {e}"),
-            )),
-            Err(_) => Err(protocol(
-                "the runner closed its socket but did not exit".into(),
-            )),
-        }
-    }
-
     pub(super) fn timeout_error(&self, when: &str) -> ExecError {
         let when = if when.is_empty() {
             String::new()

@@ -34,10 +34,7 @@ use crate::exec::outbox::Outbox;
 use crate::exec::outcome::{LogLine, Metrics, Outcome};
 use crate::exec::pool::RunnerPool;
 use crate::exec::provenance;
-use crate::exec::runner::{
-    self, crashed, describe_exit, frame_error, protocol_error, ReadyRunner, RunnerCommand,
-    EXIT_GRACE,
-};
+use crate::exec::runner::{self, crashed, frame_error, protocol_error, ReadyRunner, RunnerCommand};
 use crate::tools::catalog::{CallContext, Catalog};
 use crate::trace::{new_trace_id, now_ms, TraceError, TraceEvent, TraceKind};
 use futures::future::BoxFuture;
@@ -249,13 +246,4 @@ async fn fired(token: Option<CancellationToken>) {
 
 fn protocol(message: String) -> ExecError {
     protocol_error(message)
-}
-
-fn kind(m: &RunnerMessage) -> &'static str {
-    match m {
-        RunnerMessage::Ready { .. } => "ready",
-        RunnerMessage::RpcCall { .. } => "rpc_call",
-        RunnerMessage::Log { .. } => "log",
-        RunnerMessage::ExecutionComplete { .. } => "execution_complete",
-    }
 }

@@ -69,15 +69,15 @@ impl Run {
                 }
             }
         };
-        // Whatever happened, the runner is gone and reaped before we return.
-        let child = &mut ready.child;
-        if result.is_err() {
-            let _ = child.start_kill();
-        }
-        let waited = tokio::time::timeout(EXIT_GRACE, child.wait()).await;
-        if waited.is_err() {
-            let _ = child.start_kill();
-            let _ = child.wait().await;
+        // Whatever happened, the runner is killed now. After a checked `execution_complete`
+        // it is reaped in the background (no teardown on the hot path); after a failure it is
+        // reaped before we return, as the failure may be about how it ended.
+        match result {
+            Ok(()) => runner::retire(ready),
+            Err(_) => {
+                let _ = ready.child.start_kill();
+                let _ = ready.child.wait().await;
+            }
         }
         result
     }

@@ -17,6 +17,13 @@ use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
 pub struct CheckReport {
     pub runner: String,
     pub protocol: u32,
+    /// How the checked runner was made: `zygote` (forked from a pre-locked zygote) or `exec`;
+    /// the layers below are those of that runner.
+    pub spawn: String,
+    /// The checked runner's parent as `/proc/<pid>/status` shows it (`PPid:`), and the zygote's
+    /// pid when it was forked: with `CLONE_PARENT` the parent is the host, not the zygote.
+    pub ppid: Option<String>,
+    pub zygote_pid: Option<u32>,
     /// Layer → `enforced…` or `unavailable: reason`, as the kernel shows them in `/proc`
     /// (`crate::exec::isolation`, the same check every execution makes).
     pub layers: BTreeMap<String, String>,
@@ -89,6 +96,17 @@ pub async fn check(
     };
     // The runner is now locked down and blocked reading its execute frame.
     let seen = crate::exec::isolation::observe(spawned.pid);
+    let ppid = std::fs::read_to_string(format!("/proc/{}/status", spawned.pid))
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("PPid:"))
+                .map(|v| v.trim().to_string())
+        });
+    let forked = matches!(
+        spawned.child,
+        crate::exec::runner_process::RunnerProcess::Forked(_)
+    );
     drop(frames);
     let _ = spawned.child.start_kill();
     let _ = spawned.child.wait().await;
@@ -103,6 +121,9 @@ pub async fn check(
     Ok(CheckReport {
         runner: runner.program.display().to_string(),
         protocol,
+        spawn: if forked { "zygote" } else { "exec" }.to_string(),
+        ppid,
+        zygote_pid: if forked { runner.zygotes.pid() } else { None },
         ok: missing.is_empty() && protocol == PROTOCOL_VERSION,
         layers,
         claimed,
@@ -121,6 +142,12 @@ pub async fn check(
 /// The report for a person.
 pub fn render(r: &CheckReport) -> String {
     let mut out = format!("runner: {} (protocol {})\n", r.runner, r.protocol);
+    match r.zygote_pid {
+        Some(z) => out.push_str(&format!(
+            "spawn: zygote (the runner checked was forked from zygote pid {z}; its layers as the kernel shows them)\n"
+        )),
+        None => out.push_str(&format!("spawn: {}\n", r.spawn)),
+    }
     for (layer, state) in &r.layers {
         let req = if REQUIRED_LAYERS.contains(&layer.as_str()) {
             "required"

@@ -33,6 +33,10 @@ pub struct RunnerArgs {
     /// `all`, or a comma-separated list of uid,namespaces,empty_root,landlock.
     #[arg(long, value_name = "LAYERS")]
     pub require_isolation: Option<String>,
+    /// How runners are made: `zygote` (forked from one pre-locked parent per sandbox; falls
+    /// back to exec where it cannot start) or `exec` (a new process per runner).
+    #[arg(long, value_name = "MODE", default_value = "zygote")]
+    pub spawn: crate::exec::runner::SpawnMode,
 }
 
 /// Per-execution tool policy on top of the config's `sandbox.allow`/`sandbox.deny`.
@@ -96,11 +100,13 @@ pub struct UsageError(pub String);
 
 impl RunnerArgs {
     pub fn command(&self) -> RunnerCommand {
-        RunnerCommand::new(
+        let mut cmd = RunnerCommand::new(
             self.runner
                 .clone()
                 .unwrap_or_else(RunnerCommand::default_program),
-        )
+        );
+        cmd.spawn = self.spawn;
+        cmd
     }
 
     pub fn required_layers(&self) -> Result<Vec<String>, UsageError> {

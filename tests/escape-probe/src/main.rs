@@ -8,9 +8,15 @@
 //! 2. `{"event":"result","op":"…","result":"ok"|"errno","errno":N,"detail":"…"}` — after the op.
 //!
 //! When the op is killed by seccomp, line 2 never comes and the test sees SIGSYS in the wait
-//! status. Usage: `escape-probe [--no-lockdown | --without-seccomp] <op> [path]`.
+//! status. Usage: `escape-probe [--no-lockdown | --without-seccomp | --forked |
+//! --forked-without-seccomp] <op> [path]`.
 //! `--without-seccomp` applies every layer but the last, to show what the inner layers stop on
 //! their own; `--no-lockdown` shows that each op does something real on an open machine.
+//! `--forked` does what the zygote does: the shared layers (`lockdown::apply_shared`, then not
+//! dumpable and no_new_privs for itself) in this process, then a fork whose child applies its
+//! own layers (`lockdown::apply_own`) and makes the attempt; this process waits and ends the
+//! same way as the child (exit status, or the same signal). For `*_sibling` ops a first child,
+//! forked and locked down the same way, waits on the socket as the target (a sibling runner).
 
 use std::ffi::CString;
 use std::io::{Read, Write};
@@ -33,12 +39,17 @@ struct Ctx {
     pid: i32,
     ppid: i32,
     path: String,
+    /// In `--forked` mode, another runner forked from the same parent (for `*_sibling` ops).
+    sibling: i32,
 }
 
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let mode = match args.first().map(String::as_str) {
-        Some("--no-lockdown") | Some("--without-seccomp") => args.remove(0),
+        Some("--no-lockdown")
+        | Some("--without-seccomp")
+        | Some("--forked")
+        | Some("--forked-without-seccomp") => args.remove(0),
         _ => String::new(),
     };
     let Some(op) = args.first().cloned() else {
@@ -50,6 +61,7 @@ fn main() {
         pid: unsafe { libc::getpid() },
         ppid: unsafe { libc::getppid() },
         path: args.get(1).cloned().unwrap_or_default(),
+        sibling: 0,
     };
 
     let cfg = LockdownConfig {
@@ -59,7 +71,12 @@ fn main() {
         address_space_bytes: 256 << 20,
         cpu_seconds: 5,
     };
+    let mut ctx = ctx;
     let report = match mode.as_str() {
+        "--forked" | "--forked-without-seccomp" => {
+            let with_seccomp = mode == "--forked";
+            forked_probe(&cfg, &op, &mut ctx, with_seccomp)
+        }
         "--no-lockdown" => Default::default(),
         "--without-seccomp" => {
             // The same layer functions `apply` calls, in the same order, minus seccomp.
@@ -95,6 +112,75 @@ fn main() {
         _ => 0,
     };
     std::process::exit(code);
+}
+
+/// The zygote's layers here, then a fork; returns (in the child only) its full report. The
+/// parent waits for the child and ends as it did.
+fn forked_probe(
+    cfg: &LockdownConfig,
+    op: &str,
+    ctx: &mut Ctx,
+    with_seccomp: bool,
+) -> lockdown::IsolationReport {
+    let shared = lockdown::apply_shared(cfg);
+    let _ = lockdown::prctl::apply();
+    let own = |shared: &lockdown::Shared| {
+        if with_seccomp {
+            lockdown::apply_own(cfg, shared)
+        } else {
+            let status = |res: lockdown::LayerResult| lockdown::LayerStatus::from(res).to_string();
+            let mut r = shared.report.clone();
+            r.insert("landlock".into(), status(lockdown::landlock::apply()));
+            r.insert("rlimits".into(), status(lockdown::rlimits::apply(cfg)));
+            r.insert("no_new_privs".into(), status(lockdown::prctl::apply()));
+            r
+        }
+    };
+    let mut sibling = 0;
+    if op.ends_with("_sibling") {
+        // SAFETY: this process is single-threaded; the child only runs the lockdown and then
+        // blocks in read(2) until it is killed.
+        sibling = unsafe { libc::fork() };
+        if sibling == 0 {
+            let _ = own(&shared);
+            let mut b = [0u8; 1];
+            loop {
+                // SAFETY: reads into a local buffer from the socket (which never sends).
+                if unsafe { libc::read(SOCKET_FD, b.as_mut_ptr().cast(), 1) } <= 0 {
+                    std::process::exit(0);
+                }
+            }
+        }
+    }
+    // SAFETY: as above; the child continues with the attempt.
+    let child = unsafe { libc::fork() };
+    if child == 0 {
+        // SAFETY: getpid/getppid take no arguments and cannot fail.
+        ctx.pid = unsafe { libc::getpid() };
+        ctx.ppid = unsafe { libc::getppid() };
+        ctx.sibling = sibling;
+        return own(&shared);
+    }
+    let mut status = 0;
+    // SAFETY: waits for our own child, writing into a local integer.
+    unsafe { libc::waitpid(child, &mut status, 0) };
+    if sibling > 0 {
+        // SAFETY: kills and reaps our own first child.
+        unsafe {
+            libc::kill(sibling, libc::SIGKILL);
+            libc::waitpid(sibling, std::ptr::null_mut(), 0);
+        }
+    }
+    if libc::WIFSIGNALED(status) {
+        let sig = libc::WTERMSIG(status);
+        // SAFETY: restores the default action and raises the child's signal on ourselves, so the
+        // test sees the same wait status; this process has no seccomp filter.
+        unsafe {
+            libc::signal(sig, libc::SIG_DFL);
+            libc::raise(sig);
+        }
+    }
+    std::process::exit(libc::WEXITSTATUS(status));
 }
 
 /// Writes one JSON line to fd 1 with plain write(2) calls.
@@ -312,6 +398,9 @@ fn run(op: &str, ctx: &Ctx) -> Outcome {
         // SIGCONT: harmless to a running process even if it were delivered.
         "kill_init" => rc(unsafe { syscall(SYS_kill, 1, SIGCONT) }),
         "kill_parent" => rc(unsafe { syscall(SYS_kill, ctx.ppid, SIGCONT) }),
+        "kill_sibling" => rc(unsafe { syscall(SYS_kill, ctx.sibling, SIGCONT) }),
+        "ptrace_sibling" => rc(unsafe { syscall(SYS_ptrace, PTRACE_SEIZE, ctx.sibling, 0, 0) }),
+        "pidfd_open_sibling" => rc(unsafe { syscall(SYS_pidfd_open, ctx.sibling, 0) }),
         "tgkill_parent" => rc(unsafe { syscall(SYS_tgkill, ctx.ppid, ctx.ppid, SIGCONT) }),
         "tkill_parent" => rc(unsafe { syscall(SYS_tkill, ctx.ppid, SIGCONT) }),
         "pidfd_open_parent" => rc(unsafe { syscall(SYS_pidfd_open, ctx.ppid, 0) }),

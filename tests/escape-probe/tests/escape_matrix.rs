@@ -718,3 +718,71 @@ fn without_lockdown_the_same_operations_succeed() {
         );
     }
 }
+
+/// Issue 18: the whole matrix against a runner made the zygote's way (`--forked`: the shared
+/// layers applied once in a parent, the runner forked from it applying its own), plus attempts
+/// on a sibling runner forked from the same parent. Every one dies by SIGSYS.
+#[test]
+fn every_forbidden_operation_kills_a_forked_runner_with_sigsys() {
+    let mut ops = FORBIDDEN.to_vec();
+    ops.extend([
+        ("kill_sibling", None),
+        ("ptrace_sibling", None),
+        ("pidfd_open_sibling", None),
+    ]);
+    let runs = run_all(&ops, Some("--forked"));
+    let mut failures = Vec::new();
+    for r in &runs {
+        if let Err(e) = r.check_locked() {
+            failures.push(e);
+        } else if r.status.signal() != Some(SIGSYS) || r.result().is_some() {
+            failures.push(format!("not killed by SIGSYS: {}", r.describe()));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} forbidden operations on a forked runner were not denied as expected:\n{}",
+        failures.len(),
+        runs.len(),
+        failures.join("\n")
+    );
+}
+
+/// Issue 18: runners forked from one zygote share its uid and namespaces, so what keeps them
+/// from signalling or tracing each other and the zygote, behind seccomp, is each runner's own
+/// Landlock domain (signal scope; ptrace only into nested domains) and not being dumpable.
+/// Without seccomp every such attempt still fails with EPERM.
+#[test]
+fn forked_runners_cannot_signal_or_trace_each_other_or_the_zygote_without_seccomp() {
+    use libc::EPERM;
+    let expected: &[(&str, i32)] = &[
+        ("kill_sibling", EPERM),
+        ("ptrace_sibling", EPERM),
+        ("kill_parent", EPERM),
+        ("tgkill_parent", EPERM),
+        ("ptrace_parent", EPERM),
+        ("process_vm_readv", EPERM),
+    ];
+    let ops: Vec<(&str, Option<&str>)> = expected.iter().map(|(o, _)| (*o, None)).collect();
+    let runs = run_all(&ops, Some("--forked-without-seccomp"));
+    let mut failures = Vec::new();
+    for (r, (_, errno)) in runs.iter().zip(expected) {
+        let report = r.locked().map(|l| l["report"].clone()).unwrap_or_default();
+        if report.get("seccomp").is_some() {
+            failures.push(format!("{}: seccomp was applied", r.op));
+        }
+        if report["landlock"]
+            .as_str()
+            .is_none_or(|v| !v.starts_with("enforced"))
+        {
+            failures.push(format!("{}: no landlock domain: {report}", r.op));
+        }
+        let got = r
+            .result()
+            .map(|v| (v["result"].clone(), v["errno"].clone()));
+        if got != Some((Value::from("errno"), Value::from(*errno))) {
+            failures.push(format!("expected errno {errno}: {}", r.describe()));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
