@@ -368,3 +368,58 @@ fn a_capability_call_and_the_calls_inside_it_are_in_the_callers_record() {
         "calls inside a capability are found by --tool"
     );
 }
+
+#[test]
+fn approval_decisions_are_in_the_callers_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = fixture_config_file(dir.path(), json!({}));
+    let state = dir.path().join("state.db");
+    // In a new session (no controlling terminal to ask on): `--approve` pre-approves echo, and
+    // add is denied at once.
+    let file = dir.path().join("s.js");
+    std::fs::write(
+        &file,
+        "await mcp.fixture.echo({message: 'a'});\n\
+         try { await mcp.fixture.add({a: 1, b: 2}) } catch (e) {}\n\
+         return 1",
+    )
+    .unwrap();
+    let mut cmd = std::process::Command::new(crate::common::bin("mcp-sandbox"));
+    cmd.arg("run")
+        .arg(&file)
+        .arg("--config")
+        .arg(&config)
+        .arg("--state")
+        .arg(&state)
+        .args(["--ask", "fixture:echo", "--ask", "fixture:add"])
+        .args(["--approve", "fixture:echo"])
+        .env("MCP_SANDBOX_RUNNER", crate::common::bin("sandbox-runner"))
+        .stdin(std::process::Stdio::null());
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let all = audit(&state, &[]);
+    assert_eq!(all.len(), 1, "{all:?}");
+    let calls = &all[0]["calls"];
+    assert_eq!(calls[0]["tool"], json!("fixture:echo"));
+    assert_eq!(calls[0]["approval"], json!("granted by flag"));
+    assert_eq!(calls[0]["error"], Value::Null);
+    assert_eq!(calls[1]["tool"], json!("fixture:add"));
+    assert_eq!(calls[1]["approval"], json!("denied by flag"));
+    assert_eq!(calls[1]["error"], json!("PERMISSION_DENIED"));
+    // `audit --error` finds the record by the denied call's code.
+    assert_eq!(audit(&state, &["--error", "PERMISSION_DENIED"]).len(), 1);
+}

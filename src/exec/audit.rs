@@ -87,6 +87,7 @@ impl Auditor {
                     .and_then(|e| e.error.as_ref())
                     .map(|e| e.code.to_string()),
                 duration_ms: end.and_then(|e| e.duration_ms),
+                approval: approval_of(&outcome.traces, &start.trace_id),
             });
         }
         AuditRecord {
@@ -131,4 +132,17 @@ impl Auditor {
             }
         }
     }
+}
+
+/// The approval decision recorded for the call `trace_id`, if an `ask` rule matched it.
+fn approval_of(traces: &[crate::trace::TraceEvent], trace_id: &str) -> Option<String> {
+    traces.iter().find_map(|e| {
+        let verdict = match e.kind {
+            TraceKind::ApprovalGranted => "granted",
+            TraceKind::ApprovalDenied => "denied",
+            _ => return None,
+        };
+        (e.trace_id == trace_id)
+            .then(|| format!("{verdict} by {}", e.by.as_deref().unwrap_or("unknown")))
+    })
 }

@@ -43,6 +43,10 @@ pub struct AuditCall {
     /// The error code when the call failed.
     pub error: Option<String>,
     pub duration_ms: Option<f64>,
+    /// When a policy `ask` rule matched the call: `granted by tty|elicitation|flag` or
+    /// `denied by tty|elicitation|flag|timeout|…`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<String>,
 }
 
 /// What `audit` selects; every given filter must hold.
@@ -81,8 +85,8 @@ impl Store {
             )?;
             let id = tx.last_insert_rowid();
             let mut stmt = tx.prepare_cached(
-                "INSERT INTO audit_calls (audit_id, seq, kind, tool, args_sha256, args, error, duration_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                "INSERT INTO audit_calls (audit_id, seq, kind, tool, args_sha256, args, error, duration_ms, approval)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )?;
             for (seq, c) in r.calls.iter().enumerate() {
                 stmt.execute(params![
@@ -93,7 +97,8 @@ impl Store {
                     c.args_sha256,
                     c.args,
                     c.error,
-                    c.duration_ms
+                    c.duration_ms,
+                    c.approval
                 ])?;
             }
             Ok(id)
@@ -155,7 +160,7 @@ impl Store {
             let mut records = rows.collect::<Result<Vec<_>, _>>()?;
             records.reverse();
             let mut calls = conn.prepare_cached(
-                "SELECT kind, tool, args_sha256, args, error, duration_ms FROM audit_calls
+                "SELECT kind, tool, args_sha256, args, error, duration_ms, approval FROM audit_calls
                  WHERE audit_id = ?1 ORDER BY seq",
             )?;
             for rec in &mut records {
@@ -167,6 +172,7 @@ impl Store {
                         args: r.get(3)?,
                         error: r.get(4)?,
                         duration_ms: r.get(5)?,
+                        approval: r.get(6)?,
                     })
                 })?;
                 rec.calls = rows.collect::<Result<Vec<_>, _>>()?;

@@ -165,6 +165,8 @@ const MIGRATIONS: &[&str] = &[
      DROP TABLE edges;
      ALTER TABLE edges_by_tenant RENAME TO edges;
      CREATE INDEX edges_by_target ON edges (tenant, target);",
+    // 4: the approval decision of each audited call (policy `ask`).
+    "ALTER TABLE audit_calls ADD COLUMN approval TEXT;",
 ];
 
 /// A failure of the state store.

@@ -288,9 +288,15 @@ fn render(r: &AuditRecord) -> String {
     let calls: Vec<String> = r
         .calls
         .iter()
-        .map(|c| match &c.error {
-            None => c.tool.clone(),
-            Some(e) => format!("{}={e}", c.tool),
+        .map(|c| {
+            let call = match &c.error {
+                None => c.tool.clone(),
+                Some(e) => format!("{}={e}", c.tool),
+            };
+            match &c.approval {
+                None => call,
+                Some(a) => format!("{call} ({a})"),
+            }
         })
         .collect();
     format!(
