@@ -233,6 +233,7 @@ mod tests {
                 args: None,
                 error: None,
                 duration_ms: None,
+                approval: None,
             }],
         }
     }
