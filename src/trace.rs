@@ -60,6 +60,10 @@ pub struct TraceEvent {
     /// `approval_requested`: the policy rule that asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule: Option<String>,
+    /// `tool_start`/`tool_end` of a call to a remote MCP server: `http` (streamable HTTP).
+    /// Absent for stdio servers and in-process tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<String>,
 }
 
 /// Milliseconds since the Unix epoch, with sub-millisecond precision.
@@ -242,6 +246,7 @@ mod tests {
             error: None,
             by: None,
             rule: None,
+            transport: None,
         };
         assert_eq!(
             serde_json::to_string(&e).unwrap(),
@@ -266,6 +271,7 @@ mod tests {
                 error,
                 by: by.map(str::to_string),
                 rule: rule.map(str::to_string),
+                transport: None,
             };
         let denied = TraceError {
             code: ErrorCode::PermissionDenied,

@@ -78,6 +78,15 @@ return { sum, bad, denied };
         .map(|t| t["tool"].as_str().unwrap())
         .collect();
     assert!(tools.starts_with(&["ev:get-sum"]), "{o}");
+    // The transport is in the trace of every remote call (start and end).
+    let remote: Vec<&Value> = o["traces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["tool"] == "ev:get-sum")
+        .collect();
+    assert_eq!(remote.len(), 4, "{o}");
+    assert!(remote.iter().all(|t| t["transport"] == "http"), "{o}");
 
     let ts = cli_run(&[
         "tools",

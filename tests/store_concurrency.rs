@@ -36,6 +36,7 @@ fn chain_outcome(n: usize) -> Outcome {
                 error: None,
                 by: None,
                 rule: None,
+                transport: None,
             });
         }
     }

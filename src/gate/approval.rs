@@ -369,6 +369,7 @@ fn record(
         error: error.map(TraceError::from),
         by: by.map(|b| b.as_str().to_string()),
         rule: rule.map(str::to_string),
+        transport: None,
     };
     if let Ok(mut sink) = rec.sink.lock() {
         sink.push(event);

@@ -390,6 +390,7 @@ mod tests {
             error: None,
             by: None,
             rule: None,
+            transport: None,
         };
         [
             ev(TraceKind::ToolStart, None, None),

@@ -10,6 +10,8 @@ pub(super) struct Call {
     pub(super) tool: String,
     pub(super) capability: bool,
     pub(super) trace_id: String,
+    /// The provider's non-local transport, for the trace (`http`).
+    pub(super) transport: Option<&'static str>,
     pub(super) started: Instant,
     /// Serialized size of its arguments, counted in `Run::args_in_flight` while it is open.
     pub(super) arg_bytes: u64,
@@ -43,9 +45,9 @@ impl Run {
         let arg_bytes = q.oversized.unwrap_or_else(|| budget::json_len(&q.args));
         self.routed.insert(tool.clone());
         let trace_id = new_trace_id();
-        let capability = catalog
-            .provider(&q.server)
-            .is_some_and(|p| p.is_capability());
+        let provider = catalog.provider(&q.server);
+        let capability = provider.is_some_and(|p| p.is_capability());
+        let transport = provider.and_then(|p| p.transport());
         self.traces.push(TraceEvent {
             kind: if capability {
                 TraceKind::CapabilityStart
@@ -61,6 +63,7 @@ impl Run {
             error: None,
             by: None,
             rule: None,
+            transport: transport.map(str::to_string),
         });
         if let Some(sink) = &self.audit_args {
             sink.note(&trace_id, q.oversized.is_none().then_some(&q.args));
@@ -71,6 +74,7 @@ impl Run {
                 tool,
                 capability,
                 trace_id,
+                transport,
                 started: Instant::now(),
                 arg_bytes,
             },
@@ -274,6 +278,7 @@ impl Run {
             }),
             by: None,
             rule: None,
+            transport: call.transport.map(str::to_string),
         });
     }
 

@@ -539,6 +539,13 @@ impl ToolProvider for McpServer {
         &self.inner.name
     }
 
+    fn transport(&self) -> Option<&'static str> {
+        self.inner
+            .config
+            .is_remote()
+            .then(|| self.inner.config.transport_name())
+    }
+
     fn tools(&self) -> Vec<ToolInfo> {
         self.inner
             .tools

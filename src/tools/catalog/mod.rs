@@ -104,6 +104,11 @@ pub trait ToolProvider: Send + Sync {
     fn is_capability(&self) -> bool {
         false
     }
+    /// The transport named in its calls' traces when it is not a local one (`http` for a
+    /// remote MCP server); `None` for stdio servers and in-process tools.
+    fn transport(&self) -> Option<&'static str> {
+        None
+    }
     /// Stops whatever the provider runs (child processes). Later calls fail.
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         Box::pin(async {})
