@@ -45,6 +45,7 @@ mod remote_oauth;
 mod remote_secrets;
 mod remote_servers;
 mod remote_tls;
+mod remote_via_serve;
 mod runner_faults;
 mod runner_path;
 mod runner_pool;
