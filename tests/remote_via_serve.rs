@@ -46,7 +46,11 @@ fn the_python_sdk_calls_a_remote_server_through_serve() {
     assert!(search.contains("\"get-sum\""), "{search}");
     // The call went to the remote server, traced with its transport.
     assert_eq!(lines[1]["success"], true, "{}", lines[1]);
-    assert_eq!(lines[1]["result"], "The sum of 2 and 3 is 5.", "{}", lines[1]);
+    assert_eq!(
+        lines[1]["result"], "The sum of 2 and 3 is 5.",
+        "{}",
+        lines[1]
+    );
     let traces = lines[1]["traces"].as_array().unwrap();
     assert_eq!(traces.len(), 2, "{}", lines[1]);
     for t in traces {
