@@ -321,3 +321,94 @@ async fn random_kills_of_runners_and_of_the_zygote_leave_nothing_behind() {
     sandbox.runner().zygotes.shutdown();
     assert!(all_child_pids().is_empty(), "{:?}", all_child_pids());
 }
+
+/// Zygote deaths on their own, many of them: each execution's zygote is killed (SIGKILL) at a
+/// random moment — before, during or after its fork. Every execution still gets a structured
+/// outcome, and nothing is left behind: no zombie, no extra fd, at most one zygote alive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_hundred_zygote_kills_leave_nothing_behind() {
+    const KILLS: u64 = 300;
+    let seed: u64 = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(1);
+    eprintln!("seed={seed}");
+    let sandbox = Sandbox::new(
+        Arc::new(local_catalog()),
+        runner(),
+        QueueOptions {
+            max_running: 2,
+            max_queued: 4,
+            pool_size: 0,
+        },
+    );
+    let warm = sandbox
+        .execute(ExecRequest {
+            code: "return 1".into(),
+            ..Default::default()
+        })
+        .await;
+    assert!(warm.success, "{warm:?}");
+    let fds = open_fds();
+    let t = Instant::now();
+    let mut counts = std::collections::BTreeMap::<String, u32>::new();
+    for i in 0..KILLS {
+        let delay = Duration::from_micros(splitmix(seed ^ i) % 3_000);
+        let zygotes = sandbox.runner().zygotes.clone();
+        let killer = std::thread::spawn(move || {
+            std::thread::sleep(delay);
+            if let Some(z) = zygotes.pid() {
+                // SAFETY: kill(2) on the zygote, our unreaped child while the lock in `pid()`
+                // was held; at worst it has exited since (ESRCH).
+                unsafe { libc::kill(z as i32, libc::SIGKILL) };
+            }
+        });
+        let o = sandbox
+            .execute(ExecRequest {
+                code: "return 6 * 7".into(),
+                ..Default::default()
+            })
+            .await;
+        killer.join().unwrap();
+        let c = if o.success {
+            assert_eq!(o.result, json!(42), "{o:?}");
+            "ok".to_string()
+        } else {
+            let c = code(&o).to_string();
+            assert!(
+                c == "SANDBOX_UNAVAILABLE" || c == "RUNNER_CRASHED",
+                "unexpected {c}: {o:?}"
+            );
+            c
+        };
+        *counts.entry(c).or_default() += 1;
+    }
+    eprintln!(
+        "{KILLS} zygote kills in {:?}: {counts:?}; zygotes started: {}",
+        t.elapsed(),
+        sandbox.runner().zygotes.started()
+    );
+    // The kills did land: most executions found their zygote dead and started another.
+    assert!(
+        sandbox.runner().zygotes.started() >= KILLS / 2,
+        "only {} zygotes started",
+        sandbox.runner().zygotes.started()
+    );
+    // Runners are reaped in the background; a zygote killed after the last fork is reaped when
+    // the sandbox next forks or ends.
+    let runners = || {
+        child_pids()
+            .into_iter()
+            .filter(|p| !stat(*p).contains("(sandbox-zygote)"))
+            .collect::<Vec<_>>()
+    };
+    let end = Instant::now() + Duration::from_secs(5);
+    while !runners().is_empty() && Instant::now() < end {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(runners().is_empty(), "left: {:?}", runners());
+    assert!(zygote_pids().len() <= 1, "{:?}", zygote_pids());
+    assert!(open_fds() <= fds, "fds {} → {}", fds, open_fds());
+    sandbox.runner().zygotes.shutdown();
+    assert!(all_child_pids().is_empty(), "{:?}", all_child_pids());
+}
