@@ -17,6 +17,10 @@
 //! | [`script`], [`store`] | reading a script before it runs; the state store |
 //! | [`context`] | who is asking, under which limits and policy |
 //! | [`error`], [`trace`], [`term`] | codes, trace events, terminal-safe text |
+//!
+//! A program embedding the library must ignore `SIGPIPE`, as the runtime of every Rust binary
+//! does before `main`: a write to a runner or an MCP server that has just exited is then an
+//! `EPIPE` error the host handles, not a signal that kills the process.
 
 pub mod config;
 pub mod context;

@@ -19,6 +19,11 @@ struct World {
 fn world() -> &'static World {
     static WORLD: OnceLock<World> = OnceLock::new();
     WORLD.get_or_init(|| {
+        // SAFETY: sets a signal disposition once, before the host writes to any socket. A Rust
+        // binary's runtime ignores SIGPIPE before `main`; libFuzzer's `main` does not, and a
+        // write to a runner that has already exited must be an EPIPE error the session handles
+        // (the host binary's case), not a kill of the whole fuzzer.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
         let program = std::env::var_os("FAKE_RUNNER")
             .map(std::path::PathBuf::from)
             .unwrap_or_else(|| {
