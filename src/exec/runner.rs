@@ -7,7 +7,7 @@ use crate::error::{ErrorCode, ExecError};
 use crate::exec::runner_process::{ForkedChild, RunnerProcess};
 use crate::exec::zygote::{ZygoteError, Zygotes};
 use futures::StreamExt;
-use sandbox_runner::protocol::{RunnerMessage, PROTOCOL_VERSION, RUNNER_SOCKET_FD};
+use sandbox_runner::protocol::{RunnerMessage, PROTOCOL_VERSION};
 use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
@@ -423,24 +423,7 @@ fn exec(
     // system calls (dup2, fcntl, close_range) on integers; it allocates nothing and touches no
     // locks.
     unsafe {
-        command.pre_exec(move || {
-            if raw == RUNNER_SOCKET_FD {
-                // Already at fd 3: only clear close-on-exec.
-                if libc::fcntl(raw, libc::F_SETFD, 0) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            } else if libc::dup2(raw, RUNNER_SOCKET_FD) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // Every other inherited fd above 3 goes; errors are harmless (they are close-on-exec).
-            libc::syscall(
-                libc::SYS_close_range,
-                (RUNNER_SOCKET_FD + 1) as libc::c_uint,
-                libc::c_uint::MAX,
-                0 as libc::c_uint,
-            );
-            Ok(())
-        });
+        command.pre_exec(crate::exec::runner_process::socket_at_fd3(raw));
     }
     let child = command.spawn().map_err(|source| SpawnError::Spawn {
         path: program.to_path_buf(),

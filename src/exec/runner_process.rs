@@ -151,3 +151,32 @@ impl Drop for ForkedChild {
         }
     }
 }
+
+/// What a spawned runner or zygote does between fork and exec: its end of the socket becomes fd
+/// [`RUNNER_SOCKET_FD`] (kept across exec) and every other inherited fd above it is closed. Only
+/// async-signal-safe system calls (dup2, fcntl, close_range) on integers: it allocates nothing
+/// and takes no lock, so it is fit for `pre_exec`.
+pub fn socket_at_fd3(raw: std::os::fd::RawFd) -> impl FnMut() -> io::Result<()> + Send + Sync {
+    use sandbox_runner::protocol::RUNNER_SOCKET_FD;
+    move || {
+        // SAFETY: plain system calls on integers, valid in the forked child before exec.
+        unsafe {
+            if raw == RUNNER_SOCKET_FD {
+                // Already at fd 3: only clear close-on-exec.
+                if libc::fcntl(raw, libc::F_SETFD, 0) < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            } else if libc::dup2(raw, RUNNER_SOCKET_FD) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // Every other inherited fd above 3 goes; errors are harmless (they are close-on-exec).
+            libc::syscall(
+                libc::SYS_close_range,
+                (RUNNER_SOCKET_FD + 1) as libc::c_uint,
+                libc::c_uint::MAX,
+                0 as libc::c_uint,
+            );
+        }
+        Ok(())
+    }
+}

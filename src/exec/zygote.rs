@@ -15,7 +15,6 @@
 
 use crate::exec::runner::RunnerCommand;
 use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
-use sandbox_runner::protocol::RUNNER_SOCKET_FD;
 use sandbox_runner::zygote_wire::{self, ForkRequest, REPLY_LEN};
 use std::io::{IoSlice, Read};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -213,22 +212,7 @@ fn start(cmd: &RunnerCommand) -> Result<Zygote, ZygoteError> {
     // SAFETY: the closure runs in the forked child before exec and only makes async-signal-safe
     // system calls (dup2, fcntl, close_range) on integers; it allocates nothing.
     unsafe {
-        command.pre_exec(move || {
-            if raw == RUNNER_SOCKET_FD {
-                if libc::fcntl(raw, libc::F_SETFD, 0) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            } else if libc::dup2(raw, RUNNER_SOCKET_FD) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            libc::syscall(
-                libc::SYS_close_range,
-                (RUNNER_SOCKET_FD + 1) as libc::c_uint,
-                libc::c_uint::MAX,
-                0 as libc::c_uint,
-            );
-            Ok(())
-        });
+        command.pre_exec(crate::exec::runner_process::socket_at_fd3(raw));
     }
     let mut child = command.spawn().map_err(|e| fail(e.to_string()))?;
     drop(zygote_fd);
