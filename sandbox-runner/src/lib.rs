@@ -15,5 +15,9 @@ pub mod zygote;
 #[cfg(feature = "lockdown")]
 pub mod lockdown;
 
+/// Copy-on-write pre-faulting of a forked runner (used by the zygote).
+#[cfg(all(feature = "lockdown", feature = "engine"))]
+pub mod prefault;
+
 #[cfg(feature = "engine")]
 pub mod engine;

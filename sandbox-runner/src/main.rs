@@ -15,7 +15,7 @@ use sandbox_runner::protocol::{
     decode_payload, HostMessage, RunnerMessage, DEFAULT_MAX_FRAME, PROTOCOL_VERSION,
     RUNNER_SOCKET_FD,
 };
-use sandbox_runner::zygote;
+use sandbox_runner::{zygote, zygote_wire};
 use std::os::fd::FromRawFd;
 use std::os::unix::net::UnixStream;
 
@@ -94,16 +94,22 @@ fn main() {
     };
     // State the C library would otherwise load lazily after the seccomp filter is in place.
     sandbox_runner::engine::preload::time_zone();
+    // The zygote's data pages, while /proc can still be read (see `prefault`).
+    let prefault = args
+        .zygote
+        .then(sandbox_runner::prefault::Prefault::capture)
+        .unwrap_or_default();
     let shared = lockdown::apply_shared(&args.lockdown);
     if args.zygote {
         // Not dumpable and no_new_privs for the zygote itself; each runner sets both again.
         if let Err(e) = zygote::harden_self() {
             eprintln!("sandbox-runner --zygote: {e}");
         }
-        let mut run_child = |cfg: LockdownConfig, max_frame: u64| {
+        let mut run_child = |cfg: LockdownConfig, req: &zygote_wire::ForkRequest| {
             let pid = std::process::id();
+            prefault.populate(req.pooled);
             let isolation = lockdown::apply_own(&cfg, &shared);
-            let max_frame = usize::try_from(max_frame).unwrap_or(DEFAULT_MAX_FRAME);
+            let max_frame = usize::try_from(req.max_frame).unwrap_or(DEFAULT_MAX_FRAME);
             run(&engine, pid, isolation, max_frame)
         };
         let status = match zygote::serve(RUNNER_SOCKET_FD, &args.lockdown, &mut run_child) {

@@ -23,7 +23,7 @@ use std::os::unix::net::UnixStream;
 
 /// What the zygote does for a forked child: everything from here on runs in the child.
 /// It is not expected to return; if it does, the child exits with status 127.
-pub type RunChild<'a> = &'a mut dyn FnMut(LockdownConfig, u64);
+pub type RunChild<'a> = &'a mut dyn FnMut(LockdownConfig, &ForkRequest);
 
 /// Why the zygote stopped (it then exits; the host starts a new one).
 #[derive(Debug, thiserror::Error)]
@@ -32,8 +32,8 @@ pub enum ZygoteError {
     Control(String),
 }
 
-/// Serves fork requests until the host hangs up. `run_child` is called in each forked child with its lockdown config and frame limit and
-/// never returns.
+/// Serves fork requests until the host hangs up. `run_child` is called in each forked child
+/// with its lockdown config and its request, and never returns.
 pub fn serve(
     control_fd: RawFd,
     base: &LockdownConfig,
@@ -62,7 +62,7 @@ pub fn serve(
                 cpu_seconds: req.cpu_seconds.max(1),
                 ..base.clone()
             };
-            run_child(cfg, req.max_frame);
+            run_child(cfg, &req);
             std::process::exit(127);
         }
         drop(fd);

@@ -133,7 +133,14 @@ impl Inner {
             let inner = inner.clone();
             tokio::spawn(async move {
                 let deadline = tokio::time::Instant::now() + START_TIMEOUT;
-                let started = runner::start(&inner.runner, &inner.limits, deadline, None).await;
+                let started = runner::start_for(
+                    runner::Purpose::Pool,
+                    &inner.runner,
+                    &inner.limits,
+                    deadline,
+                    None,
+                )
+                .await;
                 match started {
                     Ok(r) => {
                         let closed = inner.closed.load(Ordering::SeqCst);

@@ -216,9 +216,30 @@ pub fn retire(mut ready: ReadyRunner) {
     });
 }
 
+/// For whom a runner is started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// An execution waits for it: ready as soon as possible.
+    Now,
+    /// It will wait in the pool: a forked runner also maps the code it will run before it says
+    /// `ready` (slower to start, faster to execute; see `sandbox_runner::prefault`).
+    Pool,
+}
+
 /// Spawns a runner and waits (until `deadline`) for its `ready`, checking the protocol version.
 /// `on_spawn` is called with the pid right after the process starts, before it is ready.
 pub async fn start(
+    cmd: &RunnerCommand,
+    limits: &Limits,
+    deadline: TokioInstant,
+    on_spawn: Option<&(dyn Fn(u32) + Send + Sync)>,
+) -> Result<ReadyRunner, ExecError> {
+    start_for(Purpose::Now, cmd, limits, deadline, on_spawn).await
+}
+
+/// [`start`] for a given [`Purpose`].
+pub async fn start_for(
+    purpose: Purpose,
     cmd: &RunnerCommand,
     limits: &Limits,
     deadline: TokioInstant,
@@ -228,7 +249,7 @@ pub async fn start(
         mut child,
         socket,
         pid,
-    } = spawn(cmd, limits)
+    } = spawn(cmd, limits, purpose)
         .map_err(|e| ExecError::new(ErrorCode::SandboxUnavailable, e.to_string()))?;
     if let Some(hook) = on_spawn {
         hook(pid);
@@ -352,7 +373,11 @@ fn address_space_mb(limits: &Limits) -> u64 {
         + limits.frame_bytes.div_ceil(1024 * 1024) * 2
 }
 
-pub fn spawn(cmd: &RunnerCommand, limits: &Limits) -> Result<SpawnedRunner, SpawnError> {
+pub fn spawn(
+    cmd: &RunnerCommand,
+    limits: &Limits,
+    purpose: Purpose,
+) -> Result<SpawnedRunner, SpawnError> {
     // `program` may have been set directly: resolve it here too, before the cwd becomes `/`.
     let program = absolute(cmd.program.clone());
     if !program.is_file() {
@@ -363,7 +388,7 @@ pub fn spawn(cmd: &RunnerCommand, limits: &Limits) -> Result<SpawnedRunner, Spaw
             program: program.clone(),
             ..cmd.clone()
         };
-        match fork(&cmd, limits) {
+        match fork(&cmd, limits, purpose) {
             Err(SpawnError::Zygote(ZygoteError::Unusable(_))) => {}
             other => return other,
         }
@@ -372,11 +397,16 @@ pub fn spawn(cmd: &RunnerCommand, limits: &Limits) -> Result<SpawnedRunner, Spaw
 }
 
 /// A runner forked by the zygote (a child of this process, adopted through a pidfd).
-fn fork(cmd: &RunnerCommand, limits: &Limits) -> Result<SpawnedRunner, SpawnError> {
+fn fork(
+    cmd: &RunnerCommand,
+    limits: &Limits,
+    purpose: Purpose,
+) -> Result<SpawnedRunner, SpawnError> {
     let req = sandbox_runner::zygote_wire::ForkRequest {
         address_space_bytes: address_space_mb(limits).saturating_mul(1024 * 1024),
         cpu_seconds: limits.cpu_ms.div_ceil(1000) + 1,
         max_frame: limits.frame_bytes,
+        pooled: purpose == Purpose::Pool,
     };
     let (pid, host_end) = cmd.zygotes.fork(cmd, req).map_err(SpawnError::Zygote)?;
     let child = ForkedChild::adopt(pid).map_err(|source| SpawnError::Adopt { pid, source })?;

@@ -15,7 +15,7 @@ use cpu::CpuBudget;
 use rquickjs::context::EvalOptions;
 use rquickjs::function::{Opt, Rest};
 use rquickjs::promise::PromiseState;
-use rquickjs::{Context, Ctx, Function, Promise, Runtime, Value};
+use rquickjs::{Context, Ctx, Function, Persistent, Promise, Runtime, Value};
 use serde_json::{Map, Value as Json};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -46,16 +46,28 @@ pub struct ExecuteRequest {
 }
 
 /// A QuickJS runtime and context, created before lockdown and used for exactly one script.
+///
+/// The prelude is compiled here, once: in a zygote, before any fork, so every forked runner
+/// starts with it in its (copy-on-write) heap and an execution only calls it. It evaluates to
+/// a function and touches no global until that call.
 pub struct Engine {
+    /// Dropped before the runtime (a value must not outlive its runtime).
+    prelude: Persistent<Function<'static>>,
     rt: Runtime,
     ctx: Context,
 }
 
 impl Engine {
     pub fn new() -> Result<Self, EngineError> {
-        let rt = Runtime::new().map_err(|e| EngineError::Init(e.to_string()))?;
-        let ctx = Context::full(&rt).map_err(|e| EngineError::Init(e.to_string()))?;
-        Ok(Engine { rt, ctx })
+        let init = |e: rquickjs::Error| EngineError::Init(e.to_string());
+        let rt = Runtime::new().map_err(init)?;
+        let ctx = Context::full(&rt).map_err(init)?;
+        let prelude = ctx.with(|ctx| {
+            ctx.eval::<Function, _>(PRELUDE)
+                .map(|f| Persistent::save(&ctx, f))
+                .map_err(init)
+        })?;
+        Ok(Engine { prelude, rt, ctx })
     }
 
     /// Runs the script and sends its `execution_complete` frame (or the socket error).
@@ -93,7 +105,14 @@ impl Engine {
                 &req.unavailable,
                 limits.max_calls,
             ));
-            let outcome = run_script(&ctx, &bridge, &budget, &req, &out_of_memory);
+            let outcome = self
+                .prelude
+                .clone()
+                .restore(&ctx)
+                .map_err(|e| WireError::new("RUNTIME_ERROR", format!("runner setup failed: {e}")))
+                .and_then(|prelude| {
+                    run_script(&ctx, &bridge, prelude, &budget, &req, &out_of_memory)
+                });
             bridge.clear();
             let broken = bridge.broken.borrow().clone();
             match broken {
@@ -125,6 +144,7 @@ impl Engine {
 fn run_script<'js>(
     ctx: &Ctx<'js>,
     bridge: &Rc<Bridge<'js>>,
+    prelude: Function<'js>,
     budget: &CpuBudget,
     req: &ExecuteRequest,
     out_of_memory: &AtomicBool,
@@ -132,7 +152,7 @@ fn run_script<'js>(
     let internal =
         |e: rquickjs::Error| WireError::new("RUNTIME_ERROR", format!("runner setup failed: {e}"));
     install_context(ctx, &req.context)?;
-    install_prelude(ctx, bridge).map_err(internal)?;
+    install_prelude(ctx, bridge, prelude).map_err(internal)?;
 
     let promise = match start(ctx, &req.code) {
         Ok(p) => p,
@@ -349,8 +369,11 @@ fn install_context<'js>(ctx: &Ctx<'js>, context: &Map<String, Json>) -> Result<(
 
 pub use crate::protocol::is_identifier;
 
-fn install_prelude<'js>(ctx: &Ctx<'js>, bridge: &Rc<Bridge<'js>>) -> rquickjs::Result<()> {
-    let prelude: Function = ctx.eval(PRELUDE)?;
+fn install_prelude<'js>(
+    ctx: &Ctx<'js>,
+    bridge: &Rc<Bridge<'js>>,
+    prelude: Function<'js>,
+) -> rquickjs::Result<()> {
     let b = bridge.clone();
     let call = Function::new(
         ctx.clone(),

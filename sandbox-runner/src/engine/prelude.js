@@ -1,4 +1,5 @@
-// Runs once per execution, before the user's code, with the runner's natives passed as
+// Compiled once when the engine is created (before lockdown, and in a zygote before any fork);
+// called once per execution, before the user's code, with the runner's natives passed as
 // arguments: they are never reachable as globals. Builds `mcp` and `console`.
 (function (call, log, toolsByServer) {
   'use strict';

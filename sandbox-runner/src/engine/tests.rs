@@ -296,7 +296,15 @@ fn context_keys_that_shadow_globals_are_refused() {
                 limits: RunnerLimits::default(),
             };
             let budget = CpuBudget::start(Duration::from_secs(1));
-            let r = run_script(&ctx, &bridge, &budget, &req, &AtomicBool::new(false));
+            let prelude = engine.prelude.clone().restore(&ctx).unwrap();
+            let r = run_script(
+                &ctx,
+                &bridge,
+                prelude,
+                &budget,
+                &req,
+                &AtomicBool::new(false),
+            );
             bridge.clear();
             r.unwrap_err()
         });

@@ -71,7 +71,7 @@ pub async fn check(
     extra_required: &[String],
 ) -> Result<CheckReport, CheckError> {
     let limits = Limits::default();
-    let mut spawned = spawn(runner, &limits)?;
+    let mut spawned = spawn(runner, &limits, crate::exec::runner::Purpose::Now)?;
     let codec = LengthDelimitedCodec::builder()
         .big_endian()
         .length_field_length(4)
