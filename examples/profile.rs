@@ -50,6 +50,29 @@ fn report(what: &str, mut us: Vec<f64>) {
     );
 }
 
+/// Splits each call's cycle at its traces: `tool_start` → `tool_end` is the host and the
+/// provider; `tool_end` → the next `tool_start` is the answer's way to the runner, the script,
+/// and the next call's way back.
+fn split(what: &str, o: &mcp_sandbox::Outcome) {
+    use mcp_sandbox::trace::TraceKind;
+    let ts: Vec<(TraceKind, f64)> = o
+        .traces
+        .iter()
+        .filter(|t| matches!(t.kind, TraceKind::ToolStart | TraceKind::ToolEnd))
+        .map(|t| (t.kind, t.ts * 1000.0))
+        .collect();
+    let (mut provider, mut runner) = (Vec::new(), Vec::new());
+    for w in ts.windows(2) {
+        match (w[0].0, w[1].0) {
+            (TraceKind::ToolStart, TraceKind::ToolEnd) => provider.push(w[1].1 - w[0].1),
+            (TraceKind::ToolEnd, TraceKind::ToolStart) => runner.push(w[1].1 - w[0].1),
+            _ => {}
+        }
+    }
+    report(&format!("{what}: tool_start → tool_end"), provider);
+    report(&format!("{what}: tool_end → next tool_start"), runner);
+}
+
 async fn run() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mode = args.first().cloned().unwrap_or_else(|| "calls".into());
@@ -78,6 +101,7 @@ async fn run() {
                 "{n} calls: {:.1} µs/call",
                 t.elapsed().as_secs_f64() * 1e6 / n as f64
             );
+            split("call", &o);
         }
         "mcp" => {
             let config = Config::parse(
@@ -101,6 +125,7 @@ async fn run() {
                 "{n} MCP calls: {:.1} µs/call",
                 t.elapsed().as_secs_f64() * 1e6 / n as f64
             );
+            split("MCP call", &o);
             mcp.shutdown().await;
         }
         "cold" => {

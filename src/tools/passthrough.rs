@@ -213,11 +213,8 @@ pub async fn call_tool(
     };
     let result = handle.await_response().await;
     open.id = None;
-    // Notifications sent just before the answer (progress, logs, a changed tool list) are
-    // handled on tasks rmcp spawned before it delivered the answer: let them start first.
-    for _ in 0..3 {
-        tokio::task::yield_now().await;
-    }
+    // Notifications sent just before the answer are handled before the caller goes on: see
+    // `catalog::notification_order` (the caller waits for them).
     match result? {
         ServerResult::CallToolResult(r) => Ok(CallToolResponse::Complete(r)),
         ServerResult::InputRequiredResult(r) => Ok(CallToolResponse::InputRequired(r)),

@@ -65,10 +65,13 @@ impl Run {
 
         // 3. calls, logs and the result
         let mut running: FuturesUnordered<CallFuture> = FuturesUnordered::new();
+        // One timer for the whole conversation (not one registered and dropped per frame).
+        let wall_clock = tokio::time::sleep_until(self.deadline);
+        tokio::pin!(wall_clock);
         loop {
             tokio::select! {
                 biased;
-                _ = tokio::time::sleep_until(self.deadline) => {
+                _ = &mut wall_clock => {
                     return Err(self.timeout_error(""));
                 }
                 Some((id, result)) = running.next(), if !running.is_empty() => {

@@ -2,6 +2,7 @@
 //! with a start-up timeout; a server that fails to start is reported with the reason and leaves
 //! the others usable. A server that dies is restarted once; a changed tool list is re-read.
 
+use super::notification_order::{Counted, NotificationOrder};
 use super::process_tree::{GroupGuard, ProcessGroup};
 use super::{CallContext, ToolInfo, ToolProvider};
 use crate::config::{Config, ServerConfig};
@@ -80,6 +81,8 @@ struct Conn {
     oversize: Option<Arc<super::line_guard::Oversize>>,
     /// Set when a call to a remote server failed on the transport: the next call reconnects.
     broken: std::sync::atomic::AtomicBool,
+    /// Notifications received vs handled, so an answer is not delivered before them.
+    order: Arc<NotificationOrder>,
 }
 
 impl Conn {
@@ -147,6 +150,8 @@ struct ListWatcher {
     tools: Arc<RwLock<Vec<ToolInfo>>>,
     refreshing: Arc<watch::Sender<u32>>,
     routes: Arc<crate::tools::passthrough::Routes>,
+    /// This connection's (each connection has its own).
+    order: Arc<NotificationOrder>,
 }
 
 impl ClientHandler for ListWatcher {
@@ -156,6 +161,7 @@ impl ClientHandler for ListWatcher {
         _context: NotificationContext<RoleClient>,
     ) {
         self.routes.on_progress(&self.server, params);
+        self.order.handled();
     }
 
     /// Declares elicitation and sampling so servers may ask; each request goes to the upstream
@@ -206,10 +212,14 @@ impl ClientHandler for ListWatcher {
         _context: NotificationContext<RoleClient>,
     ) {
         self.routes.on_log(&self.server, params);
+        self.order.handled();
     }
 
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
+        // Counted as handled once the refresh is under way: a call answered after this
+        // notification then waits for the new list (`settle`).
         self.refreshing.send_modify(|n| *n += 1);
+        self.order.handled();
         match tokio::time::timeout(REFRESH_TIMEOUT, context.peer.list_all_tools()).await {
             Ok(Ok(tools)) => {
                 let tools: Vec<ToolInfo> =
@@ -245,6 +255,7 @@ impl McpServer {
             tools: tools.clone(),
             refreshing: refreshing.clone(),
             routes: routes.clone(),
+            order: Arc::default(),
         };
         let (conn, list) = connect(name, config, cwd, watcher).await?;
         if let Ok(mut t) = tools.write() {
@@ -307,6 +318,7 @@ impl Inner {
             tools: self.tools.clone(),
             refreshing: self.refreshing.clone(),
             routes: self.routes.clone(),
+            order: Arc::default(),
         };
         let timeout = self
             .restart_timeout
@@ -352,9 +364,8 @@ impl Inner {
 
     /// Waits (briefly) for tool-list refreshes in progress, so that a call that changed the list
     /// (and got `notifications/tools/list_changed` before its answer) returns after the new
-    /// list is in place. rmcp handles notifications on their own task; one yield lets it begin.
+    /// list is in place (the refresh has begun by then: see [`NotificationOrder::caught_up`]).
     async fn settle(&self) {
-        tokio::task::yield_now().await;
         let mut rx = self.refreshing.subscribe();
         let _ = tokio::time::timeout(SETTLE_TIMEOUT, rx.wait_for(|n| *n == 0)).await;
     }
@@ -413,6 +424,8 @@ async fn connect(
     // Whatever happens below, a server that did not start leaves no process behind (also when
     // this future is dropped by a start-up timeout).
     let reaper = GroupGuard(group);
+    let order = watcher.order.clone();
+    let transport = Counted::new(transport, order.clone());
     let service = match watcher.serve(transport).await {
         Ok(s) => s,
         Err(e) => {
@@ -435,6 +448,7 @@ async fn connect(
             group,
             oversize: Some(oversize),
             broken: Default::default(),
+            order,
         },
         tools,
     ))
@@ -451,11 +465,14 @@ async fn connect_remote(
     use super::http_transport::{http_client, transport, transport_config};
     let client = http_client(config, base_dir)?;
     let settings = transport_config(name, config)?;
+    let order = watcher.order.clone();
     let started = if config.oauth.is_some() {
         let client = super::oauth::client(name, config, client).await?;
-        watcher.serve(transport(client, settings)).await
+        let counted = Counted::new(transport(client, settings), order.clone());
+        watcher.serve(counted).await
     } else {
-        watcher.serve(transport(client, settings)).await
+        let counted = Counted::new(transport(client, settings), order.clone());
+        watcher.serve(counted).await
     };
     let service = started.map_err(|e| {
         let reason = super::error_chain(&e);
@@ -481,6 +498,7 @@ async fn connect_remote(
             group: None,
             oversize: None,
             broken: Default::default(),
+            order,
         },
         tools,
     ))
@@ -608,6 +626,9 @@ impl ToolProvider for McpServer {
                 }
                 None => conn.peer.call_tool_once(params).await,
             };
+            // What the server said before its answer (progress, logs, a changed tool list) is
+            // handled before the answer is delivered.
+            conn.order.caught_up().await;
             match response {
                 Ok(CallToolResponse::Complete(result)) => {
                     inner.settle().await;

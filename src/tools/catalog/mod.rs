@@ -6,6 +6,7 @@ mod http_transport;
 mod in_process;
 pub mod line_guard;
 mod mcp_client;
+mod notification_order;
 pub mod oauth;
 mod oauth_store;
 pub mod process_tree;
