@@ -7,6 +7,10 @@
 //!   script resumes → next call arrives).
 //! - `mcp_call_us`: the same through a real stdio MCP server (the rmcp fixture's `echo`).
 //! - `runner_rss_kib`: the largest peak RSS of any runner (getrusage of reaped children).
+//! - `runner_pss_kib`: the proportional set size of a pooled runner in the middle of an
+//!   execution (it waits in a tool call while the tool reads its `/proc/<pid>/smaps_rollup`):
+//!   pages shared with the zygote, the other runners and the page cache are counted once,
+//!   divided among the processes that share them.
 //! - `pooled_exec_ms`: `return 1+1` on a runner taken from a full pool (each sample waits until
 //!   the pool has refilled, so it measures the pooled path, not a drained pool).
 //! - `parallel_100_calls_ms`: one pooled execution doing 100 echo calls in one `Promise.all`.
@@ -112,6 +116,14 @@ fn call_gaps_us(o: &Outcome) -> Vec<f64> {
     starts.windows(2).map(|w| (w[1] - w[0]) * 1000.0).collect()
 }
 
+/// `Pss:` of `/proc/<pid>/smaps_rollup`, in KiB.
+fn pss_kib(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("Pss:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
 fn children_max_rss_kib() -> i64 {
     // SAFETY: getrusage writes into the zeroed struct we own.
     unsafe {
@@ -123,6 +135,9 @@ fn children_max_rss_kib() -> i64 {
 
 async fn bench() -> Value {
     let runner = RunnerCommand::new(release_bin("sandbox-runner"));
+    // The pid of the runner of the current execution (set by its spawn hook), for `pss`.
+    let current = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let seen = current.clone();
     let mut local = Catalog::new();
     local
         .add(Arc::new(
@@ -132,6 +147,15 @@ async fn bench() -> Value {
                     "Returns its arguments",
                     json!({"type": "object"}),
                     |args| async move { Ok::<Value, ExecError>(args) },
+                )
+                .tool(
+                    "pss",
+                    "The PSS in KiB of the runner that calls it",
+                    json!({"type": "object"}),
+                    move |_| {
+                        let pid = seen.load(std::sync::atomic::Ordering::SeqCst);
+                        async move { Ok::<Value, ExecError>(json!(pss_kib(pid))) }
+                    },
                 )
                 .tool(
                     "blob",
@@ -240,6 +264,19 @@ async fn bench() -> Value {
         let t = Instant::now();
         pooled(&sandbox, "return 1+1").await;
         pooled_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    let mut pss = Vec::new();
+    for _ in 0..50 {
+        wait_full(&sandbox, pool_size).await;
+        let seen = current.clone();
+        let mut req = request("return await mcp.bench.pss({})");
+        req.on_spawn = Some(mcp_sandbox::SpawnHook::new(move |pid| {
+            seen.store(pid, std::sync::atomic::Ordering::SeqCst)
+        }));
+        let o = sandbox.execute(req).await;
+        assert!(o.success, "benchmark script failed: {o:?}");
+        let kib = o.result.as_f64().expect("the runner's PSS (is /proc readable?)");
+        pss.push(kib);
     }
     let mut parallel = Vec::new();
     for _ in 0..100 {
@@ -357,6 +394,7 @@ async fn bench() -> Value {
         "call_overhead_us": percentiles(overhead),
         "mcp_call_us": percentiles(mcp_gaps),
         "runner_rss_kib": rss,
+        "runner_pss_kib": percentiles(pss),
         "pooled_exec_ms": percentiles(pooled_ms),
         "parallel_100_calls_ms": percentiles(parallel),
         "execs_per_sec": eps,
