@@ -37,6 +37,7 @@ extra = [
     ("pooled, p50 / p99 (ms)", ours["pooled_exec_ms"]["p50"], ours["pooled_exec_ms"]["p99"]),
     ("64 executions at once, p50 / p99 (ms)", ours["concurrent_64_ms"]["p50"], ours["concurrent_64_ms"]["p99"]),
     ("100 calls in one Promise.all, p50 / p99 (ms)", ours["parallel_100_calls_ms"]["p50"], ours["parallel_100_calls_ms"]["p99"]),
+    ("runner PSS mid-execution, p50 / p99 (KiB)", ours["runner_pss_kib"]["p50"], ours["runner_pss_kib"]["p99"]),
 ]
 print(f"{'':34}{'ours cold':>11}{'ours pooled':>13}{'deno worker':>13}{'qjs-wasm':>10}{'deno/ours':>11}{'wasm/ours':>11}")
 for label, key, cold, pooled in rows:

@@ -275,7 +275,10 @@ async fn bench() -> Value {
         }));
         let o = sandbox.execute(req).await;
         assert!(o.success, "benchmark script failed: {o:?}");
-        let kib = o.result.as_f64().expect("the runner's PSS (is /proc readable?)");
+        let kib = o
+            .result
+            .as_f64()
+            .expect("the runner's PSS (is /proc readable?)");
         pss.push(kib);
     }
     let mut parallel = Vec::new();

@@ -35,6 +35,7 @@ mod mcp_faults;
 mod mcp_roundtrip;
 mod nesting_depth;
 mod no_leaks;
+mod notification_order;
 mod oversized_errors;
 mod oversized_server_answer;
 mod parallel_calls;

@@ -158,10 +158,13 @@ impl ClientHandler for ListWatcher {
     async fn on_progress(
         &self,
         params: rmcp::model::ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
+        context: NotificationContext<RoleClient>,
     ) {
-        self.routes.on_progress(&self.server, params);
-        self.order.handled();
+        self.order
+            .in_turn(&context.extensions, || {
+                self.routes.on_progress(&self.server, params)
+            })
+            .await;
     }
 
     /// Declares elicitation and sampling so servers may ask; each request goes to the upstream
@@ -209,17 +212,23 @@ impl ClientHandler for ListWatcher {
     async fn on_logging_message(
         &self,
         params: rmcp::model::LoggingMessageNotificationParam,
-        _context: NotificationContext<RoleClient>,
+        context: NotificationContext<RoleClient>,
     ) {
-        self.routes.on_log(&self.server, params);
-        self.order.handled();
+        self.order
+            .in_turn(&context.extensions, || {
+                self.routes.on_log(&self.server, params)
+            })
+            .await;
     }
 
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
-        // Counted as handled once the refresh is under way: a call answered after this
-        // notification then waits for the new list (`settle`).
-        self.refreshing.send_modify(|n| *n += 1);
-        self.order.handled();
+        // Handled once the refresh is under way: a call answered after this notification then
+        // waits for the new list (`settle`).
+        self.order
+            .in_turn(&context.extensions, || {
+                self.refreshing.send_modify(|n| *n += 1)
+            })
+            .await;
         match tokio::time::timeout(REFRESH_TIMEOUT, context.peer.list_all_tools()).await {
             Ok(Ok(tools)) => {
                 let tools: Vec<ToolInfo> =
