@@ -50,6 +50,7 @@ print()
 for label, p50, p99 in extra:
     print(f"{label:42}{p50:>10.3f}{p99:>10.3f}")
 print(f"{'executions/s with 1 / 2 / 8 submitters':42}" + "".join(f"{ours['execs_per_sec'][k]:>8}" for k in ("1", "2", "8")))
+print(f"{'socketpair round trip, no sandbox (µs)':42}{ours['socketpair_round_trip_us']['p50']:>10.1f}{ours['socketpair_round_trip_us']['p99']:>10.1f}")
 print(f"{'real MCP call: direct / through the sandbox (µs)':42}{ours['mcp_direct_call_us']['p50']:>10.1f}{ours['mcp_call_us']['p50']:>10.1f}")
 print()
 print("ours: lockdown on (seccomp, landlock, namespaces, uid drop, rlimits); anchors: no OS isolation.")

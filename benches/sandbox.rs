@@ -5,6 +5,10 @@
 //! - `call_overhead_us`: one tool call round trip to an in-process echo tool, from 5,000
 //!   sequential calls in one script (the gap between consecutive `tool_start` events: result sent →
 //!   script resumes → next call arrives).
+//! - `socketpair_round_trip_us`: no sandbox — two threads bouncing 32 bytes over a Unix
+//!   socketpair with blocking reads: the floor this machine sets, in the same run, for any
+//!   call that crosses to another process and back (two wake-ups). On a VM it moves with the
+//!   host's load; compare `call_overhead_us` with it.
 //! - `mcp_call_us`: the same through a real stdio MCP server (the rmcp fixture's `echo`).
 //! - `runner_rss_kib`: the largest peak RSS of any runner (getrusage of reaped children).
 //! - `runner_pss_kib`: the proportional set size of a pooled runner in the middle of an
@@ -124,6 +128,31 @@ fn pss_kib(pid: u32) -> Option<u64> {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
+/// Round trips of 32 bytes between two threads over a socketpair, in µs each.
+fn socketpair_round_trips(n: usize) -> Vec<f64> {
+    use std::io::{Read, Write};
+    let (mut a, mut b) = std::os::unix::net::UnixStream::pair().expect("socketpair");
+    let echo = std::thread::spawn(move || {
+        let mut buf = [0u8; 32];
+        while b.read_exact(&mut buf).is_ok() {
+            if b.write_all(&buf).is_err() {
+                break;
+            }
+        }
+    });
+    let mut buf = [0u8; 32];
+    let mut us = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        a.write_all(&buf).expect("ping");
+        a.read_exact(&mut buf).expect("pong");
+        us.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    drop(a);
+    let _ = echo.join();
+    us
+}
+
 fn children_max_rss_kib() -> i64 {
     // SAFETY: getrusage writes into the zeroed struct we own.
     unsafe {
@@ -208,6 +237,7 @@ async fn bench() -> Value {
         mcp_sandbox::exec::runner::retire(r);
     }
 
+    let floor = socketpair_round_trips(20_000);
     let calls = "for (let i = 0; i < 5000; i++) await mcp.bench.echo({ i }); return 1";
     let o = exec(&local, &runner, calls).await;
     let overhead = call_gaps_us(&o);
@@ -395,6 +425,7 @@ async fn bench() -> Value {
         "zygote_fork_ms": percentiles(fork_ms),
         "concurrent_64_ms": percentiles(c64),
         "call_overhead_us": percentiles(overhead),
+        "socketpair_round_trip_us": percentiles(floor),
         "mcp_call_us": percentiles(mcp_gaps),
         "runner_rss_kib": rss,
         "runner_pss_kib": percentiles(pss),
