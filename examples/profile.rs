@@ -7,7 +7,8 @@
 //! - `calls N`: one execution making N sequential calls to an in-process echo tool;
 //! - `pooled N`: N pooled executions of `return 1+1`, each after the pool refilled;
 //! - `cold N`: N executions on a freshly forked runner (no pool);
-//! - `mcp N`: one execution making N sequential calls to the rmcp fixture's `echo` over stdio.
+//! - `mcp N`: one execution making N sequential calls to the rmcp fixture's `echo` over stdio;
+//! - `observe N`: the host's `/proc` isolation check (`exec::isolation::observe`), of itself.
 use mcp_sandbox::config::Config;
 use mcp_sandbox::tools::catalog::start_mcp_servers;
 use mcp_sandbox::{Catalog, ExecError, ExecRequest, InProcessServer, Limits, RunnerCommand};
@@ -163,8 +164,19 @@ async fn run() {
             }
             report("pooled execution", us);
         }
+        "observe" => {
+            // The host's /proc check of a runner, here of this process.
+            let pid = std::process::id();
+            let mut us = Vec::new();
+            for _ in 0..n {
+                let t = Instant::now();
+                std::hint::black_box(mcp_sandbox::exec::isolation::observe(pid));
+                us.push(t.elapsed().as_secs_f64() * 1e6);
+            }
+            report("isolation::observe", us);
+        }
         other => {
-            eprintln!("unknown mode {other:?}: calls | pooled | cold | mcp");
+            eprintln!("unknown mode {other:?}: calls | pooled | cold | mcp | observe");
             std::process::exit(2);
         }
     }

@@ -48,14 +48,29 @@ fn soft_limit(text: &str, row: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+/// The host's own namespaces, read once: a process's namespaces change only if it calls
+/// `setns`/`unshare`, which the host never does (this halves the `/proc` reads per runner).
+fn own_namespaces() -> &'static Result<Vec<std::path::PathBuf>, String> {
+    static OURS: std::sync::OnceLock<Result<Vec<std::path::PathBuf>, String>> =
+        std::sync::OnceLock::new();
+    OURS.get_or_init(|| {
+        NAMESPACES
+            .iter()
+            .map(|ns| {
+                std::fs::read_link(format!("/proc/self/ns/{ns}"))
+                    .map_err(|e| format!("cannot read /proc/self/ns/{ns}: {e}"))
+            })
+            .collect()
+    })
+}
+
 fn shared_namespaces(pid: u32) -> Result<Vec<String>, String> {
+    let ours = own_namespaces().as_ref().map_err(Clone::clone)?;
     let mut shared = Vec::new();
-    for ns in NAMESPACES {
+    for (ns, ours) in NAMESPACES.iter().zip(ours) {
         let theirs = std::fs::read_link(format!("/proc/{pid}/ns/{ns}"))
             .map_err(|e| format!("cannot read /proc/{pid}/ns/{ns}: {e}"))?;
-        let ours = std::fs::read_link(format!("/proc/self/ns/{ns}"))
-            .map_err(|e| format!("cannot read /proc/self/ns/{ns}: {e}"))?;
-        if theirs == ours {
+        if &theirs == ours {
             shared.push(ns.to_string());
         }
     }
