@@ -5,8 +5,6 @@
 
 use crate::common;
 use common::*;
-use mcp_sandbox::config::Config;
-use mcp_sandbox::tools::catalog::start_mcp_servers;
 use mcp_sandbox::Catalog;
 use serde_json::json;
 use std::sync::Arc;
@@ -14,17 +12,14 @@ use std::time::Duration;
 
 /// Two fixture servers, `fixture` and `other`, plus the in-process `local`.
 async fn two_servers() -> Catalog {
-    let text = json!({"mcpServers": {
-        "fixture": {"command": bin("fixture-mcp-server"), "args": []},
-        "other": {"command": bin("fixture-mcp-server"), "args": ["--name", "other"]},
-    }});
-    let config = Config::parse(&text.to_string(), &repo_root()).unwrap();
-    let (servers, failed) = start_mcp_servers(&config, Duration::from_secs(20)).await;
-    assert!(failed.is_empty(), "{failed:?}");
-    let mut c = Catalog::new();
-    for s in servers {
-        c.add(Arc::new(s)).unwrap();
-    }
+    let mut c = mcp_catalog(
+        json!({
+            "fixture": {"command": bin("fixture-mcp-server"), "args": []},
+            "other": {"command": bin("fixture-mcp-server"), "args": ["--name", "other"]},
+        }),
+        Duration::from_secs(20),
+    )
+    .await;
     c.add(Arc::new(local_server())).unwrap();
     c
 }

@@ -5,40 +5,11 @@
 
 use crate::common;
 use common::*;
-use mcp_sandbox::config::Config;
-use mcp_sandbox::tools::catalog::start_mcp_servers;
-use mcp_sandbox::Catalog;
-use serde_json::{json, Value};
-use std::sync::Arc;
-use std::time::Duration;
-
-async fn fixture() -> Catalog {
-    let text = json!({"mcpServers": {"fixture": {"command": bin("fixture-mcp-server")}}});
-    let config = Config::parse(&text.to_string(), &repo_root()).unwrap();
-    let (servers, failed) = start_mcp_servers(&config, Duration::from_secs(20)).await;
-    assert!(failed.is_empty(), "{failed:?}");
-    let mut c = Catalog::new();
-    for s in servers {
-        c.add(Arc::new(s)).unwrap();
-    }
-    c
-}
-
-/// The log lines `chatty` sends for `steps` steps, as the outcome shows them.
-fn chatty_logs(steps: u64) -> Vec<Value> {
-    (1..=steps)
-        .map(|i| {
-            json!({
-                "level": if i == steps { "warn" } else { "info" },
-                "message": format!("[fixture] chatty: working on step {i}"),
-            })
-        })
-        .collect()
-}
+use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn logs_sent_right_before_an_answer_are_in_the_outcome_every_time() {
-    let catalog = fixture().await;
+    let catalog = fixture_catalog().await;
     for round in 0..20 {
         // No pause between the messages and the answer; the script returns at once.
         let o = run(
@@ -57,7 +28,7 @@ async fn logs_sent_right_before_an_answer_are_in_the_outcome_every_time() {
 #[tokio::test(flavor = "multi_thread")]
 async fn answers_without_notifications_arrive_in_order_and_add_no_logs() {
     // 200 calls in one execution, each answered without notifications (nothing to wait for).
-    let catalog = fixture().await;
+    let catalog = fixture_catalog().await;
     let o = run(
         &catalog,
         "const out = []; for (let i = 0; i < 200; i++) out.push(await mcp.fixture.echo({ message: String(i) })); return out.join(',')",

@@ -3,11 +3,7 @@
 
 use crate::common;
 use common::*;
-use mcp_sandbox::config::Config;
-use mcp_sandbox::tools::catalog::start_mcp_servers;
-use mcp_sandbox::Catalog;
 use serde_json::json;
-use std::sync::Arc;
 use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread")]
@@ -25,17 +21,14 @@ async fn filesystem_and_memory_servers_from_npm() {
     .unwrap();
     let memory_file = dir.path().join("memory.jsonl");
     let data = dir.path().canonicalize().unwrap();
-    let config = json!({"mcpServers": {
-        "filesystem": {"command": bin_dir.join("mcp-server-filesystem"), "args": [data]},
-        "memory": {"command": bin_dir.join("mcp-server-memory"), "env": {"MEMORY_FILE_PATH": memory_file}}
-    }});
-    let config = Config::parse(&config.to_string(), &repo_root()).unwrap();
-    let (servers, failed) = start_mcp_servers(&config, Duration::from_secs(60)).await;
-    assert!(failed.is_empty(), "{failed:?}");
-    let mut catalog = Catalog::new();
-    for s in servers {
-        catalog.add(Arc::new(s)).unwrap();
-    }
+    let catalog = mcp_catalog(
+        json!({
+            "filesystem": {"command": bin_dir.join("mcp-server-filesystem"), "args": [data]},
+            "memory": {"command": bin_dir.join("mcp-server-memory"), "env": {"MEMORY_FILE_PATH": memory_file}}
+        }),
+        Duration::from_secs(60),
+    )
+    .await;
     let code = format!(
         r#"
         const file = await mcp.filesystem.read_text_file({{ path: {path:?} }});

@@ -6,7 +6,7 @@
 //! elicitation and sampling requests are forwarded to the client when it declared those
 //! capabilities (refused with a message otherwise).
 
-use crate::common::{bin, repo_root};
+use crate::common::{bin, chatty_logs, repo_root};
 use serde_json::{json, Value};
 use std::process::Command;
 
@@ -42,17 +42,6 @@ fn client_of(text: Value, code: &str, mode: &str) -> Value {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_str(stdout.lines().last().unwrap_or("")).expect("one JSON report")
-}
-
-fn chatty_logs(steps: u64) -> Vec<Value> {
-    (1..=steps)
-        .map(|i| {
-            json!({
-                "level": if i == steps { "warn" } else { "info" },
-                "message": format!("[fixture] chatty: working on step {i}"),
-            })
-        })
-        .collect()
 }
 
 #[test]

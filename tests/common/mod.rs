@@ -68,19 +68,41 @@ pub fn fixture_config() -> Config {
     Config::parse(&text.to_string(), &repo_root()).expect("fixture config")
 }
 
-/// A catalog with the fixture MCP server and the in-process `local` server.
-pub async fn fixture_catalog() -> Catalog {
-    let (servers, failed) = start_mcp_servers(&fixture_config(), Duration::from_secs(20)).await;
-    assert!(
-        failed.is_empty(),
-        "fixture server failed to start: {failed:?}"
-    );
+/// The MCP servers of `mcp_servers` (a config's `mcpServers` object, relative paths from the
+/// repository root), started within `within`; every one must start.
+pub async fn mcp_catalog(mcp_servers: Value, within: Duration) -> Catalog {
+    let text = json!({ "mcpServers": mcp_servers });
+    let config = Config::parse(&text.to_string(), &repo_root()).expect("config");
+    servers_catalog(&config, within).await
+}
+
+async fn servers_catalog(config: &Config, within: Duration) -> Catalog {
+    let (servers, failed) = start_mcp_servers(config, within).await;
+    assert!(failed.is_empty(), "MCP servers failed to start: {failed:?}");
     let mut c = Catalog::new();
     for s in servers {
         c.add(Arc::new(s)).unwrap();
     }
+    c
+}
+
+/// A catalog with the fixture MCP server and the in-process `local` server.
+pub async fn fixture_catalog() -> Catalog {
+    let mut c = servers_catalog(&fixture_config(), Duration::from_secs(20)).await;
     c.add(Arc::new(local_server())).unwrap();
     c
+}
+
+/// The log lines the fixture's `chatty` tool sends for `steps` steps, as an outcome shows them.
+pub fn chatty_logs(steps: u64) -> Vec<Value> {
+    (1..=steps)
+        .map(|i| {
+            json!({
+                "level": if i == steps { "warn" } else { "info" },
+                "message": format!("[fixture] chatty: working on step {i}"),
+            })
+        })
+        .collect()
 }
 
 pub fn local_catalog() -> Catalog {
