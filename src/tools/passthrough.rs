@@ -64,12 +64,52 @@ impl std::fmt::Debug for FeedbackRef {
 }
 
 /// The open calls of one server connection, by progress token.
-#[derive(Default)]
 pub struct Routes {
     open: Mutex<HashMap<ProgressToken, Arc<dyn Feedback>>>,
+    /// Calls sent (or being sent) whose route is not in `open` yet: rmcp gives a call's
+    /// progress token only once the request is on its way, and a quick server may already
+    /// have answered with progress or a log line. Handlers wait for this to be 0.
+    opening: tokio::sync::watch::Sender<u32>,
+}
+
+impl Default for Routes {
+    fn default() -> Self {
+        Routes {
+            open: Mutex::default(),
+            opening: tokio::sync::watch::channel(0).0,
+        }
+    }
+}
+
+/// Longest a notification's handler waits for calls being opened (bounded: a call stuck in
+/// sending must not hold up the server's other messages).
+const OPENING_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// A call being opened: counted in [`Routes::opening`] until dropped.
+struct Opening<'a>(&'a Routes);
+
+impl Drop for Opening<'_> {
+    fn drop(&mut self) {
+        self.0.opening.send_modify(|n| *n = n.saturating_sub(1));
+    }
 }
 
 impl Routes {
+    fn open_call(&self) -> Opening<'_> {
+        self.opening.send_modify(|n| *n += 1);
+        Opening(self)
+    }
+
+    /// Waits until every call sent so far is routed, so a notification about it (which can
+    /// only follow its request) finds it.
+    pub async fn routed(&self) {
+        if *self.opening.borrow() == 0 {
+            return;
+        }
+        let mut rx = self.opening.subscribe();
+        let _ = tokio::time::timeout(OPENING_WAIT, rx.wait_for(|n| *n == 0)).await;
+    }
+
     /// A progress notification from `server`: to the execution whose call has its token.
     pub fn on_progress(&self, server: &str, p: ProgressNotificationParam) {
         let target = self
@@ -197,6 +237,7 @@ pub async fn call_tool(
     params: rmcp::model::CallToolRequestParams,
     feedback: Arc<dyn Feedback>,
 ) -> Result<CallToolResponse, ServiceError> {
+    let opening = routes.open_call();
     let handle = peer
         .send_request_with_option(
             ClientRequest::CallToolRequest(CallToolRequest::new(params)),
@@ -205,6 +246,7 @@ pub async fn call_tool(
         .await?;
     let token = handle.progress_token.clone();
     routes.insert(token.clone(), feedback);
+    drop(opening);
     let mut open = OpenCall {
         peer: peer.clone(),
         routes: routes.clone(),

@@ -160,6 +160,8 @@ impl ClientHandler for ListWatcher {
         params: rmcp::model::ProgressNotificationParam,
         context: NotificationContext<RoleClient>,
     ) {
+        // The call this progress is about may have been sent a moment ago.
+        self.routes.routed().await;
         self.order
             .in_turn(&context.extensions, || {
                 self.routes.on_progress(&self.server, params)
@@ -214,6 +216,8 @@ impl ClientHandler for ListWatcher {
         params: rmcp::model::LoggingMessageNotificationParam,
         context: NotificationContext<RoleClient>,
     ) {
+        // A log line is for the calls open to this server: wait for those just sent.
+        self.routes.routed().await;
         self.order
             .in_turn(&context.extensions, || {
                 self.routes.on_log(&self.server, params)
