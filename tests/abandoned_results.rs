@@ -12,7 +12,6 @@ fn unread_answers_after_the_result_do_not_turn_into_a_protocol_error() {
     let dir = tempfile::tempdir().unwrap();
     let config = fixture_config_file(dir.path(), serde_json::json!({}));
     let state = dir.path().join("state.db");
-    let runner = bin("sandbox-runner");
     let script = dir.path().join("s.js");
     let cases = [
         // The answers arrive while the script computes, then it returns without reading them.
@@ -24,18 +23,7 @@ fn unread_answers_after_the_result_do_not_turn_into_a_protocol_error() {
     ];
     for (code, expected) in cases {
         std::fs::write(&script, code).unwrap();
-        let o = cli_run(&[
-            "run",
-            "--json",
-            "--config",
-            config.to_str().unwrap(),
-            "--state",
-            state.to_str().unwrap(),
-            "--runner",
-            runner.to_str().unwrap(),
-            script.to_str().unwrap(),
-        ])
-        .outcome();
+        let o = cli_run_script(&[], &config, &state, &script).outcome();
         match expected {
             None => {
                 assert_eq!(o["success"], true, "{}", o["error"]);

@@ -27,20 +27,7 @@ fn run_json(dir: &Path, config: &Path, script: &str) -> CliRun {
     let file = dir.join("s.js");
     std::fs::write(&file, script).unwrap();
     let state = dir.join("state.db");
-    let runner = bin("sandbox-runner");
-    cli_run(&[
-        "run",
-        "--json",
-        "--trace",
-        "json",
-        "--config",
-        config.to_str().unwrap(),
-        "--state",
-        state.to_str().unwrap(),
-        "--runner",
-        runner.to_str().unwrap(),
-        file.to_str().unwrap(),
-    ])
+    cli_run_script(&["--trace", "json"], config, &state, &file)
 }
 
 #[test]
@@ -234,21 +221,7 @@ return { code, ms, sum: await mcp.ev["get-sum"]({ a: 1, b: 1 }) };
     )
     .unwrap();
     let state = dir.path().join("state.db");
-    let runner = bin("sandbox-runner");
-    let o = cli_run(&[
-        "run",
-        "--json",
-        "--call-timeout-ms",
-        "500",
-        "--config",
-        config.to_str().unwrap(),
-        "--state",
-        state.to_str().unwrap(),
-        "--runner",
-        runner.to_str().unwrap(),
-        file.to_str().unwrap(),
-    ])
-    .outcome();
+    let o = cli_run_script(&["--call-timeout-ms", "500"], &config, &state, &file).outcome();
     assert_eq!(o["success"], true, "{o}");
     let r = &o["result"];
     assert_eq!(r["code"], "TOOL_TIMEOUT", "{r}");

@@ -54,19 +54,7 @@ return out;
     )
     .unwrap();
     let state = dir.path().join("state.db");
-    let runner = bin("sandbox-runner");
-    let o = cli_run(&[
-        "run",
-        "--json",
-        "--config",
-        config.to_str().unwrap(),
-        "--state",
-        state.to_str().unwrap(),
-        "--runner",
-        runner.to_str().unwrap(),
-        script.to_str().unwrap(),
-    ])
-    .outcome();
+    let o = cli_run_script(&[], &config, &state, &script).outcome();
     assert_eq!(o["success"], true, "{o}");
     let r = &o["result"];
     assert_eq!(r["sum"], json!({"result": 3}), "{r}");

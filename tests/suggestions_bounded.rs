@@ -12,20 +12,7 @@ fn run_script(dir: &std::path::Path, code: &str) -> CliRun {
     let script = dir.join("s.js");
     std::fs::write(&script, code).unwrap();
     let state = dir.join("state.db");
-    let runner = bin("sandbox-runner");
-    cli_run(&[
-        "run",
-        "--json",
-        "--timeout-ms",
-        "2000",
-        "--config",
-        config.to_str().unwrap(),
-        "--state",
-        state.to_str().unwrap(),
-        "--runner",
-        runner.to_str().unwrap(),
-        script.to_str().unwrap(),
-    ])
+    cli_run_script(&["--timeout-ms", "2000"], &config, &state, &script)
 }
 
 #[test]

@@ -421,6 +421,23 @@ impl CliRun {
 
 /// Runs the real `mcp-sandbox` binary with `args` (stdin closed) and measures its own peak RSS
 /// (not its children's).
+/// `mcp-sandbox run --json <flags> --config C --state S --runner <release runner> <script>`.
+pub fn cli_run_script(flags: &[&str], config: &Path, state: &Path, script: &Path) -> CliRun {
+    let runner = bin("sandbox-runner");
+    let mut args = vec!["run", "--json"];
+    args.extend_from_slice(flags);
+    args.extend([
+        "--config",
+        config.to_str().expect("utf-8 path"),
+        "--state",
+        state.to_str().expect("utf-8 path"),
+        "--runner",
+        runner.to_str().expect("utf-8 path"),
+        script.to_str().expect("utf-8 path"),
+    ]);
+    cli_run(&args)
+}
+
 pub fn cli_run(args: &[&str]) -> CliRun {
     use std::io::Read;
     let started = std::time::Instant::now();
