@@ -53,6 +53,13 @@ print(f"{'executions/s with 1 / 2 / 8 submitters':42}" + "".join(f"{ours['execs_
 print(f"{'socketpair round trip, no sandbox (µs)':42}{ours['socketpair_round_trip_us']['p50']:>10.1f}{ours['socketpair_round_trip_us']['p99']:>10.1f}")
 print(f"{'real MCP call: direct / through the sandbox (µs)':42}{ours['mcp_direct_call_us']['p50']:>10.1f}{ours['mcp_call_us']['p50']:>10.1f}")
 print()
+print("the gateway end to end (`serve`, return 1+1, one keep-alive client; Rust client in the benchmark):")
+for label, key in (("serve --http, p50 / p99 (ms)", "gateway_http_exec_ms"), ("serve over stdio, p50 / p99 (ms)", "gateway_stdio_exec_ms")):
+    print(f"{label:42}{ours[key]['p50']:>10.3f}{ours[key]['p99']:>10.3f}")
+print(f"{'added to the pooled execution: HTTP / stdio (ms)':42}{ours['gateway_http_added_ms']:>10.3f}{ours['gateway_stdio_added_ms']:>10.3f}")
+print(f"{'serve --http executions/s, 1 / 8 / 64 clients':42}" + "".join(f"{ours['gateway_http_execs_per_sec'][k]:>8}" for k in ("1", "8", "64")))
+print(f"{'8 HTTP clients vs the library with 8 (%)':42}{ours['gateway_http_8_clients_pct']:>10.1f}")
+print()
 print("ours: lockdown on (seccomp, landlock, namespaces, uid drop, rlimits); anchors: no OS isolation.")
 json.dump({"ours": ours, "deno_worker": deno, "quickjs_wasm": wasm}, open(f"{out}/compare.json", "w"), indent=2)
 print(f"all figures: {out}/compare.json")

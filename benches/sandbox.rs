@@ -26,8 +26,15 @@
 //!   (`Promise.all`), through the in-process echo (`in_process`) and the stdio fixture server
 //!   (`stdio`), with `per_call_us` = ms / N; the cost is linear when `per_call_us` stays flat.
 //!   The stdio 100k run takes ~10 s on this machine; it is the longest step of the benchmark.
+//! - `gateway_*`: `mcp-sandbox serve` end to end over HTTP and stdio (see `sandbox/gateway.rs`),
+//!   with `gateway_http_added_ms` / `gateway_stdio_added_ms` (p50 over the pooled execution of
+//!   this run) and `gateway_http_8_clients_pct` (8 HTTP clients' executions/s in percent of the
+//!   library's with 8 submitters).
 //! - `scaling`: `[x, ms]` pairs — time of one execution vs number of sequential calls, vs the size
 //!   of a tool result the script receives, and wall time of N executions submitted at once.
+
+#[path = "sandbox/gateway.rs"]
+mod gateway;
 
 use mcp_sandbox::config::Config;
 use mcp_sandbox::tools::catalog::start_mcp_servers;
@@ -419,7 +426,25 @@ async fn bench() -> Value {
     };
     let added_pct = (median(&mcp_gaps) - median(&direct)) / median(&direct) * 100.0;
 
-    json!({
+    let mut gateway = gateway::bench(&release_bin("mcp-sandbox")).await;
+    let pooled_p50 = median(&pooled_ms);
+    let library_8 = eps["8"].as_f64().unwrap_or(0.0);
+    if let Value::Object(g) = &mut gateway {
+        for (key, from) in [
+            ("gateway_http_added_ms", "gateway_http_exec_ms"),
+            ("gateway_stdio_added_ms", "gateway_stdio_exec_ms"),
+        ] {
+            let p50 = g[from]["p50"].as_f64().unwrap_or(0.0);
+            g.insert(key.into(), json!(round(p50 - pooled_p50)));
+        }
+        let http_8 = g["gateway_http_execs_per_sec"]["8"].as_f64().unwrap_or(0.0);
+        g.insert(
+            "gateway_http_8_clients_pct".into(),
+            json!(round(http_8 / library_8 * 100.0)),
+        );
+    }
+
+    let mut report = json!({
         "cold_exec_ms": percentiles(cold),
         "exec_spawned_cold_ms": percentiles(exec_cold),
         "zygote_fork_ms": percentiles(fork_ms),
@@ -444,7 +469,11 @@ async fn bench() -> Value {
             "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
             "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim(),
         },
-    })
+    });
+    if let (Value::Object(r), Value::Object(g)) = (&mut report, gateway) {
+        r.extend(g);
+    }
+    report
 }
 
 /// One execution starting `n` calls at once: enough heap for `n` pending promises, and a wall
@@ -490,11 +519,20 @@ async fn concurrent_calls(local: &Catalog, mcp: &Catalog, runner: &RunnerCommand
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`; any filter arguments are ignored.
+    // `cargo bench` passes `--bench`. `gateway` as an argument measures only the gateway's
+    // keys (printed, not written to target/bench); other filter arguments are ignored.
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("tokio runtime");
+    if std::env::args().skip(1).any(|a| a == "gateway") {
+        let bin = release_bin("mcp-sandbox");
+        let report = rt
+            .block_on(async move { tokio::spawn(async move { gateway::bench(&bin).await }).await })
+            .expect("benchmark task");
+        println!("{}", serde_json::to_string_pretty(&report).expect("json"));
+        return;
+    }
     // On a runtime worker, like `Sandbox::execute` runs sessions (no hop to block_on's thread).
     let report = rt
         .block_on(async { tokio::spawn(bench()).await })

@@ -96,6 +96,11 @@ impl Capabilities {
         code: &str,
         limits: &Limits,
     ) -> Result<Catalog, ExecError> {
+        // Most scripts name only configured tools: nothing to look up in the store, so no hop
+        // to a blocking thread (the parse of a small script runs here, see script::nesting).
+        if needs_no_lookup(catalog, code) {
+            return Ok(catalog.clone());
+        }
         let (store, base, text, max_depth) = (
             self.store.clone(),
             catalog.clone(),
@@ -157,9 +162,30 @@ impl Capabilities {
     }
 }
 
+/// Whether resolving `code` needs nothing from the store: it does not parse (the runner reports
+/// that), or every `mcp.X.Y` it names is a reserved name, a server that failed to start, or a
+/// tool of a configured server — exactly the cases [`resolve`] passes over without a lookup.
+fn needs_no_lookup(catalog: &Catalog, code: &str) -> bool {
+    let Ok(refs) = analysis::references(code) else {
+        return true;
+    };
+    refs.all.iter().all(|r| {
+        is_reserved_name(&r.server)
+            || is_reserved_name(&r.tool)
+            || catalog.unavailable().contains_key(&r.server)
+            || catalog
+                .provider(&r.server)
+                .is_some_and(|p| p.tools().iter().any(|t| t.name == r.tool))
+    })
+}
+
 /// Learns from a finished execution (tool graph; `code` also becomes the last execution).
 /// Failures to write are logged, never fatal: learning must not break running code.
 pub async fn record(store: &Store, outcome: &Outcome, code: Option<&str>) {
+    // Nothing to learn (no call, no code to remember): no hop to a blocking thread.
+    if code.is_none() && outcome.traces.is_empty() {
+        return;
+    }
     let (outcome, code) = (outcome.clone(), code.map(str::to_string));
     if let Err(e) = store
         .run(move |s| s.record_execution(&outcome, code.as_deref()))

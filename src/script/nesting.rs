@@ -11,13 +11,18 @@
 //!   of a regular expression. Where that guess is wrong the count can only be off for the
 //!   brackets of that one literal: a correct program is refused only if it really nests deeper
 //!   than the limit (a bracket inside a misread literal may over-count, never crash).
-//! - [`on_parser_stack`]: every parse runs on a dedicated thread whose stack grows with the
-//!   source ([`STACK_PER_SOURCE_BYTE`] per byte, at least [`MIN_PARSER_STACK`], at most
-//!   [`MAX_PARSER_STACK`]). Measured in a debug build, the deepest cost per nesting level is
-//!   ~3 KB (unclosed `(`, one byte per level; TypeScript generics `A<` ~3.5 KB for three bytes),
-//!   so any nesting a source of up to 2 MiB can hold fits, whatever the scan missed (left-deep
-//!   chains such as `1+1+…` or `a.b.c…`, unary runs, `else if` chains are not brackets). Only
-//!   the pages actually used are committed.
+//! - [`on_parser_stack`]: every parse runs on a stack that grows with the source
+//!   ([`STACK_PER_SOURCE_BYTE`] per byte). Measured in a debug build, the deepest cost per
+//!   nesting level is ~3 KB (unclosed `(`, one byte per level; TypeScript generics `A<` ~3.5 KB
+//!   for three bytes), so any nesting a source of up to 2 MiB can hold fits, whatever the scan
+//!   missed (left-deep chains such as `1+1+…` or `a.b.c…`, unary runs, `else if` chains are not
+//!   brackets). Only the pages actually used are committed. A source of at most
+//!   [`INLINE_PARSE_MAX_BYTES`] (what agents send) is parsed on the calling thread: on its own
+//!   stack when enough of it is left, else on a stack segment of the needed size that the
+//!   `stacker` crate maps and switches to — no thread, no hand-off of the tokio worker (the
+//!   thread per parse cost ~0.3 ms of every `execute_code` through `serve`). Larger sources run
+//!   on a dedicated thread with a stack of at least [`MIN_PARSER_STACK`] and at most
+//!   [`MAX_PARSER_STACK`], at most one per core at once.
 
 use crate::error::{ErrorCode, ExecError};
 
@@ -29,6 +34,11 @@ pub const MIN_PARSER_STACK: usize = 64 * 1024 * 1024;
 pub const STACK_PER_SOURCE_BYTE: usize = 4 * 1024;
 /// Largest stack of a parser thread (reserved address space; committed only as used).
 pub const MAX_PARSER_STACK: usize = 8 * 1024 * 1024 * 1024;
+/// Largest source parsed on the calling thread (its stack, or a segment switched to); a few
+/// hundred microseconds of parsing at most, so a tokio worker is not held up for long.
+pub const INLINE_PARSE_MAX_BYTES: usize = 16 * 1024;
+/// Stack the parser needs besides the per-byte bound (its fixed frames, the visitor's).
+const PARSER_BASE_STACK: usize = 256 * 1024;
 
 /// Refuses a script whose brackets nest deeper than [`MAX_NESTING`].
 pub fn check(source: &str) -> Result<(), ExecError> {
@@ -46,10 +56,12 @@ pub fn check(source: &str) -> Result<(), ExecError> {
     }
 }
 
-/// Runs `f` (a parse of `source_len` bytes) on a thread whose stack is large enough for any
-/// nesting that many bytes can hold. A thread that cannot be started is `LIMIT_EXCEEDED`.
+/// Runs `f` (a parse of `source_len` bytes) on a stack large enough for any nesting that many
+/// bytes can hold: up to [`INLINE_PARSE_MAX_BYTES`] on the calling thread (at most one parse
+/// per thread at once, so as many as there are threads calling), beyond it on a thread of its
+/// own. A thread that cannot be started is `LIMIT_EXCEEDED`.
 ///
-/// At most as many parses run at once as the machine has cores: parsing is CPU-bound, and a
+/// At most as many large parses run at once as the machine has cores: parsing is CPU-bound, and a
 /// legal but deep chain such as `1+1+…` filling a 1 MiB script (~500,000 levels at the ~1.2 KB
 /// per level measured in a debug build) uses hundreds of MB of its stack while it is parsed. A
 /// caller waits for a slot. Called from a worker of tokio's multi-threaded runtime (every
@@ -60,6 +72,14 @@ pub fn on_parser_stack<T: Send>(
     source_len: usize,
     f: impl FnOnce() -> T + Send,
 ) -> Result<T, ExecError> {
+    if source_len <= INLINE_PARSE_MAX_BYTES {
+        let needed = source_len
+            .saturating_mul(STACK_PER_SOURCE_BYTE)
+            .saturating_add(PARSER_BASE_STACK);
+        // Runs `f` here when `needed` bytes of this thread's stack are left, else on a new
+        // segment of `needed` bytes (mapped, switched to, unmapped after).
+        return Ok(stacker::maybe_grow(needed, needed, f));
+    }
     let on_worker = tokio::runtime::Handle::try_current()
         .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
     if on_worker {
@@ -105,9 +125,13 @@ static FREED: std::sync::Condvar = std::sync::Condvar::new();
 
 impl ParseSlot {
     fn acquire() -> ParseSlot {
-        let max = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(2);
+        // Read once: `available_parallelism` reads the cgroup files each time it is called.
+        static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        let max = *CORES.get_or_init(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2)
+        });
         let mut running = RUNNING.lock().unwrap_or_else(|p| p.into_inner());
         while *running >= max {
             running = FREED.wait(running).unwrap_or_else(|p| p.into_inner());
@@ -367,5 +391,30 @@ mod tests {
             crate::script::analysis::tool_references(&code).is_ok()
         });
         assert!(r.unwrap());
+    }
+
+    #[test]
+    fn small_sources_parse_on_the_calling_thread_even_on_a_small_stack() {
+        // The deepest chain an inline-sized source can hold, on a thread with a 256 KiB
+        // stack: the parse must move to a segment of its own instead of overflowing.
+        let code = "!".repeat(INLINE_PARSE_MAX_BYTES - 1) + "1";
+        let here = std::thread::current().id();
+        let parsed = std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(move || {
+                let caller = std::thread::current().id();
+                on_parser_stack(code.len(), || {
+                    (
+                        std::thread::current().id() == caller,
+                        crate::script::analysis::tool_references(&code).is_ok(),
+                    )
+                })
+            })
+            .unwrap()
+            .join()
+            .unwrap()
+            .unwrap();
+        assert_eq!(parsed, (true, true));
+        assert_eq!(std::thread::current().id(), here);
     }
 }

@@ -40,6 +40,9 @@ pub fn http_client(config: &ServerConfig, base_dir: &Path) -> Result<reqwest::Cl
     reqwest::Client::builder()
         .tls_backend_preconfigured(tls_config(config, base_dir)?)
         .connect_timeout(CONNECT_TIMEOUT)
+        // Requests are small writes answered at once: no Nagle delay (reqwest's default, said
+        // here because the gateway's latency depends on it).
+        .tcp_nodelay(true)
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|e| format!("cannot build the HTTP client: {}", super::error_chain(&e)))

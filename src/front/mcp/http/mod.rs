@@ -216,6 +216,12 @@ pub async fn serve_http(
             },
             () = stop.cancelled() => break,
         };
+        // Answers end with small writes (the SSE event, the chunk terminator): without
+        // TCP_NODELAY the last one waits for the client's delayed ACK (~40 ms on Linux) before
+        // it leaves, and every client that reads an answer to its end pays that per request.
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!("TCP_NODELAY on the connection from {peer}: {e}");
+        }
         let Ok(permit) = conns.clone().try_acquire_owned() else {
             // Over the connection cap: say so and close.
             match refusals.clone().try_acquire_owned() {

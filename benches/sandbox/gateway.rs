@@ -1,0 +1,341 @@
+//! The gateway end to end: `mcp-sandbox serve` (the release binary, a state file with the audit
+//! log on, as a team runs it) driven by clients written here, so the figures do not include a
+//! Python or Node client's own cost.
+//!
+//! - `gateway_http_exec_ms`: one client on one keep-alive HTTP/1.1 connection (`TCP_NODELAY` on
+//!   its side), `tools/call execute_code {code: "return 1+1"}`, each answer read to its end.
+//! - `gateway_stdio_exec_ms`: the same over `serve`'s stdin/stdout (newline-delimited JSON-RPC).
+//! - `gateway_http_execs_per_sec`: executions per second with 1, 8 and 64 such clients, each
+//!   with its own connection and MCP session, 2 s each.
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const PROTOCOL: &str = "2025-06-18";
+const SCRIPT: &str = "return 1+1";
+
+/// A `serve` process and what it printed to find its port.
+struct Gateway {
+    child: Child,
+    _state: tempfile::TempDir,
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve_command(bin: &Path, state: &Path) -> Command {
+    let mut cmd = Command::new(bin);
+    cmd.arg("serve")
+        .arg("--state")
+        .arg(state.join("state.db"))
+        // 64 clients from one address, each with its own session.
+        .args(["--max-sessions-per-client", "256"])
+        .env("MCP_SANDBOX_LOG", "error");
+    cmd
+}
+
+/// Starts `serve --http 127.0.0.1:0` and returns it with its address.
+fn start_http(bin: &Path) -> (Gateway, std::net::SocketAddr) {
+    let state = tempfile::tempdir().expect("tempdir");
+    let mut child = serve_command(bin, state.path())
+        .args(["--http", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn serve --http");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut lines = BufReader::new(stderr).lines();
+    let addr = loop {
+        let line = lines
+            .next()
+            .expect("serve --http exited before listening")
+            .expect("stderr line");
+        if let Some(rest) = line.split("at http://").nth(1) {
+            break rest
+                .trim_end_matches("/mcp")
+                .parse()
+                .expect("address in the listening line");
+        }
+    };
+    // Keep draining stderr so the server never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    (
+        Gateway {
+            child,
+            _state: state,
+        },
+        addr,
+    )
+}
+
+/// One MCP client on one keep-alive connection.
+struct HttpClient {
+    send: hyper::client::conn::http1::SendRequest<http_body_util::Full<bytes::Bytes>>,
+    session: String,
+    next_id: u64,
+}
+
+impl HttpClient {
+    async fn connect(addr: std::net::SocketAddr) -> HttpClient {
+        let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        tcp.set_nodelay(true).expect("TCP_NODELAY");
+        let (send, conn) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
+                .await
+                .expect("HTTP/1.1 handshake");
+        tokio::spawn(conn);
+        let mut c = HttpClient {
+            send,
+            session: String::new(),
+            next_id: 0,
+        };
+        let (head, body) = c
+            .post(json!({
+                "jsonrpc": "2.0", "id": 0, "method": "initialize",
+                "params": {"protocolVersion": PROTOCOL, "capabilities": {},
+                           "clientInfo": {"name": "bench", "version": "0"}}
+            }))
+            .await;
+        assert!(body.contains("\"result\""), "initialize: {body}");
+        c.session = head
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .expect("mcp-session-id")
+            .to_string();
+        let (head, _) = c
+            .post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        assert_eq!(head.status, 202, "notifications/initialized");
+        c
+    }
+
+    /// POSTs one message and reads the answer to its end.
+    async fn post(&mut self, message: Value) -> (Head, String) {
+        use http_body_util::BodyExt;
+        let mut req = hyper::Request::post("/mcp")
+            .header("host", "127.0.0.1")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", PROTOCOL);
+        if !self.session.is_empty() {
+            req = req.header("mcp-session-id", &self.session);
+        }
+        let req = req
+            .body(http_body_util::Full::new(bytes::Bytes::from(
+                message.to_string(),
+            )))
+            .expect("request");
+        self.send.ready().await.expect("connection ready");
+        let resp = self.send.send_request(req).await.expect("response");
+        let head = Head {
+            status: resp.status().as_u16(),
+            headers: resp.headers().clone(),
+        };
+        let body = resp.into_body().collect().await.expect("body").to_bytes();
+        (head, String::from_utf8_lossy(&body).into_owned())
+    }
+
+    /// One `execute_code` of [`SCRIPT`]; panics unless it succeeded.
+    async fn execute(&mut self) {
+        self.next_id += 1;
+        let (head, body) = self
+            .post(json!({
+                "jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
+                "params": {"name": "execute_code", "arguments": {"code": SCRIPT}}
+            }))
+            .await;
+        assert_eq!(head.status, 200, "execute_code: {body}");
+        let answer = sse_answer(&body, self.next_id);
+        assert_eq!(
+            answer["result"]["structuredContent"]["result"],
+            json!(2),
+            "execute_code failed: {body}"
+        );
+    }
+}
+
+/// The JSON-RPC answer with `id` in an SSE body (or a plain JSON one).
+fn sse_answer(body: &str, id: u64) -> Value {
+    let messages = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .chain(std::iter::once(body))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok());
+    for m in messages {
+        if m.get("id") == Some(&json!(id)) {
+            return m;
+        }
+    }
+    panic!("no answer with id {id} in {body:?}")
+}
+
+struct Head {
+    status: u16,
+    headers: hyper::HeaderMap,
+}
+
+impl Head {
+    fn get(&self, name: &str) -> Option<&hyper::header::HeaderValue> {
+        self.headers.get(name)
+    }
+}
+
+/// `serve` over stdio, one client.
+struct Stdio1 {
+    _gateway: Gateway,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl Stdio1 {
+    fn start(bin: &Path) -> Stdio1 {
+        let state = tempfile::tempdir().expect("tempdir");
+        let mut child = serve_command(bin, state.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn serve");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut s = Stdio1 {
+            _gateway: Gateway {
+                child,
+                _state: state,
+            },
+            stdin,
+            stdout,
+            next_id: 0,
+        };
+        let answer = s.request(
+            "initialize",
+            json!({"protocolVersion": PROTOCOL, "capabilities": {},
+                   "clientInfo": {"name": "bench", "version": "0"}}),
+        );
+        assert!(answer.get("result").is_some(), "initialize: {answer}");
+        s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        s
+    }
+
+    fn send(&mut self, message: &Value) {
+        let mut line = message.to_string();
+        line.push('\n');
+        self.stdin.write_all(line.as_bytes()).expect("write");
+        self.stdin.flush().expect("flush");
+    }
+
+    /// Sends a request and reads lines until its answer (notifications are skipped).
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let n = self.stdout.read_line(&mut line).expect("read");
+            assert!(n > 0, "serve closed stdout");
+            let v: Value = serde_json::from_str(&line).expect("JSON line");
+            if v.get("id") == Some(&json!(id)) {
+                return v;
+            }
+        }
+    }
+
+    fn execute(&mut self) {
+        let v = self.request(
+            "tools/call",
+            json!({"name": "execute_code", "arguments": {"code": SCRIPT}}),
+        );
+        assert_eq!(
+            v["result"]["structuredContent"]["result"],
+            json!(2),
+            "execute_code failed: {v}"
+        );
+    }
+}
+
+/// Milliseconds of each of `n` sequential executions, after `warm` unmeasured ones.
+async fn http_latency(addr: std::net::SocketAddr, warm: usize, n: usize) -> Vec<f64> {
+    let mut c = HttpClient::connect(addr).await;
+    for _ in 0..warm {
+        c.execute().await;
+    }
+    let mut ms = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        c.execute().await;
+        ms.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    ms
+}
+
+/// Executions per second with `clients` clients for `window`.
+async fn http_throughput(addr: std::net::SocketAddr, clients: usize, window: Duration) -> f64 {
+    let mut connected = Vec::with_capacity(clients);
+    for _ in 0..clients {
+        connected.push(HttpClient::connect(addr).await);
+    }
+    let t = Instant::now();
+    let tasks: Vec<_> = connected
+        .into_iter()
+        .map(|mut c| {
+            tokio::spawn(async move {
+                let mut n = 0u64;
+                while t.elapsed() < window {
+                    c.execute().await;
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    let mut total = 0;
+    for task in tasks {
+        total += task.await.expect("client");
+    }
+    total as f64 / t.elapsed().as_secs_f64()
+}
+
+/// The gateway's keys, measured against the release `mcp-sandbox` at `bin`.
+pub async fn bench(bin: &Path) -> Value {
+    let (http, addr) = start_http(bin);
+    let http_ms = http_latency(addr, 50, 500).await;
+    let mut eps = serde_json::Map::new();
+    for clients in [1usize, 8, 64] {
+        let rate = http_throughput(addr, clients, Duration::from_secs(2)).await;
+        eps.insert(clients.to_string(), json!(rate.round()));
+    }
+    drop(http);
+
+    let bin = bin.to_path_buf();
+    let stdio_ms = tokio::task::spawn_blocking(move || {
+        let mut s = Stdio1::start(&bin);
+        for _ in 0..50 {
+            s.execute();
+        }
+        let mut ms = Vec::with_capacity(500);
+        for _ in 0..500 {
+            let t = Instant::now();
+            s.execute();
+            ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        }
+        ms
+    })
+    .await
+    .expect("stdio client");
+
+    json!({
+        "gateway_http_exec_ms": super::percentiles(http_ms),
+        "gateway_stdio_exec_ms": super::percentiles(stdio_ms),
+        "gateway_http_execs_per_sec": eps,
+    })
+}
