@@ -29,6 +29,8 @@
 //! - `scaling`: `[x, ms]` pairs — time of one execution vs number of sequential calls, vs the size
 //!   of a tool result the script receives, and wall time of N executions submitted at once.
 
+mod audit;
+
 use mcp_sandbox::config::Config;
 use mcp_sandbox::tools::catalog::start_mcp_servers;
 use mcp_sandbox::trace::TraceKind;
@@ -490,11 +492,25 @@ async fn concurrent_calls(local: &Catalog, mcp: &Catalog, runner: &RunnerCommand
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`; any filter arguments are ignored.
+    // `cargo bench` passes `--bench`; `-- audit` runs only the audit keys (see `audit`), other
+    // filter arguments are ignored.
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("tokio runtime");
+    if std::env::args().skip(1).any(|a| a == "audit") {
+        let report = rt
+            .block_on(async {
+                tokio::spawn(async {
+                    let runner = RunnerCommand::new(release_bin("sandbox-runner"));
+                    audit::bench(&runner).await
+                })
+                .await
+            })
+            .expect("benchmark task");
+        println!("{}", serde_json::to_string_pretty(&report).expect("json"));
+        return;
+    }
     // On a runtime worker, like `Sandbox::execute` runs sessions (no hop to block_on's thread).
     let report = rt
         .block_on(async { tokio::spawn(bench()).await })
