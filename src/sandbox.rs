@@ -140,8 +140,14 @@ impl Sandbox {
             None => outcome,
             Some(a) => {
                 let ts = crate::trace::now_ms() - outcome.metrics.duration_ms;
-                a.commit_refusal(&caller.unwrap_or_default(), code_bytes, code_sha256, ts, outcome)
-                    .await
+                a.commit_refusal(
+                    &caller.unwrap_or_default(),
+                    code_bytes,
+                    code_sha256,
+                    ts,
+                    outcome,
+                )
+                .await
             }
         }
     }

@@ -82,8 +82,7 @@ fn push_escaped(out: &mut String, c: char) {
 /// `"` and `\\` escaped (and controls, as [`escape`] does). Plain means non-empty and free of
 /// whitespace, controls and the table's separators (`,` `=` `[` `]` `(` `)` `"` `#` `\\`).
 pub fn field(s: &str) -> Cow<'_, str> {
-    let special =
-        |c: char| c.is_whitespace() || hazardous(c) || ",=[]()\"#\\".contains(c);
+    let special = |c: char| c.is_whitespace() || hazardous(c) || ",=[]()\"#\\".contains(c);
     if !s.is_empty() && !s.chars().any(special) {
         return Cow::Borrowed(s);
     }

@@ -56,7 +56,10 @@ async fn the_state_file_its_wal_and_shm_and_a_new_directory_are_owner_only() {
     let a = post(
         &h.addr,
         Some(&id),
-        &execute_body(2, json!({"code": "return await mcp.fixture.echo({message: 'secret-arg'})"})),
+        &execute_body(
+            2,
+            json!({"code": "return await mcp.fixture.echo({message: 'secret-arg'})"}),
+        ),
     )
     .await;
     assert_eq!(a.reply(2)["result"]["isError"], json!(false), "{a:?}");
@@ -202,7 +205,10 @@ async fn a_new_token_with_a_revoked_tokens_name_does_not_get_its_session() {
     assert!(b.body.contains("opened by another principal"), "{}", b.body);
     // Soon: the revoked token's session is ended (it no longer exists for anyone).
     let deadline = Instant::now() + Duration::from_secs(5);
-    while !h.stderr().contains("the session's API token was revoked or expired") {
+    while !h
+        .stderr()
+        .contains("the session's API token was revoked or expired")
+    {
         assert!(
             Instant::now() < deadline,
             "the session of a revoked token was not ended: {}",
@@ -238,13 +244,22 @@ async fn the_audit_table_cannot_be_forged_with_separators_or_bidi_controls() {
     )
     .await;
     assert_eq!(n.status, 202, "{n:?}");
-    let r = post(&h.addr, Some(&id), &execute_body(2, json!({"code": "return 1"}))).await;
+    let r = post(
+        &h.addr,
+        Some(&id),
+        &execute_body(2, json!({"code": "return 1"})),
+    )
+    .await;
     assert_eq!(r.reply(2)["result"]["isError"], json!(false), "{r:?}");
     let (status, table, err) = cli(&["audit".as_ref(), "--state".as_ref(), h.state.as_os_str()]);
     assert_eq!(status, 0, "{err}");
     assert_eq!(table.lines().count(), 1, "{table}");
     for c in ['\u{2028}', '\u{202e}', '\u{2066}'] {
-        assert!(!table.contains(c), "U+{:04X} reached the screen: {table}", c as u32);
+        assert!(
+            !table.contains(c),
+            "U+{:04X} reached the screen: {table}",
+            c as u32
+        );
     }
     assert!(
         table.contains(

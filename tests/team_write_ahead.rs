@@ -119,7 +119,12 @@ async fn a_huge_client_name_is_stored_bounded() {
         .await;
         assert_eq!(n.status, 202);
         for id in [2, 3] {
-            let r = post(&h.addr, Some(&s), &execute_body(id, json!({"code": "return 1"}))).await;
+            let r = post(
+                &h.addr,
+                Some(&s),
+                &execute_body(id, json!({"code": "return 1"})),
+            )
+            .await;
             assert_eq!(structured(&r, id)["result"], json!(1), "{r:?}");
         }
         let records = audit(&h.state, &[]);
@@ -143,7 +148,11 @@ async fn code_refused_at_the_http_front_is_audited_by_size_and_hash() {
     let s = open_session(&h.addr).await;
     let code = format!("return '{}'", "REFUSED-MARKER".repeat(400));
     let a = post(&h.addr, Some(&s), &execute_body(2, json!({ "code": code }))).await;
-    assert_eq!(structured(&a, 2)["error"]["code"], json!("LIMIT_EXCEEDED"), "{a:?}");
+    assert_eq!(
+        structured(&a, 2)["error"]["code"],
+        json!("LIMIT_EXCEEDED"),
+        "{a:?}"
+    );
     let records = audit(&h.state, &[]);
     assert_eq!(records.len(), 1, "{records:?}");
     let r = &records[0];
@@ -200,7 +209,10 @@ fn refused_scripts_and_hash_only_audits_keep_no_copy_of_the_code() {
     let run = crate::common::cli_run_script(&["--audit-code", "hash"], &config, &state, &small);
     assert_eq!(run.outcome()["result"], json!(1));
     assert!(!state_contains(&state, b"SMALL-MARKER"));
-    assert_eq!(audit(&state, &[])[0]["code_sha256"], json!(sha256_hex("// SMALL-MARKER\nreturn 1")));
+    assert_eq!(
+        audit(&state, &[])[0]["code_sha256"],
+        json!(sha256_hex("// SMALL-MARKER\nreturn 1"))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -220,9 +232,14 @@ async fn a_dropped_connection_does_not_free_a_max_concurrent_slot() {
     )
     .to_string();
     let bearer = format!("Bearer {token}");
-    c.write_all(&post_bytes(&h.addr, Some(&s), &body, &[("authorization", &bearer)]))
-        .await
-        .unwrap();
+    c.write_all(&post_bytes(
+        &h.addr,
+        Some(&s),
+        &body,
+        &[("authorization", &bearer)],
+    ))
+    .await
+    .unwrap();
     tokio::time::sleep(Duration::from_millis(500)).await;
     drop(c);
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -246,7 +263,12 @@ async fn a_dropped_connection_does_not_free_a_max_concurrent_slot() {
 async fn sessions_are_capped_per_principal_not_per_address_once_authenticated() {
     let h = start_http_with(
         json!({"auth": {}}),
-        &["--max-sessions-per-client", "2", "--max-sessions-per-principal", "2"],
+        &[
+            "--max-sessions-per-client",
+            "2",
+            "--max-sessions-per-principal",
+            "2",
+        ],
     )
     .await;
     let alice = create_token(&h.state, "alice", &[]);
@@ -258,7 +280,11 @@ async fn sessions_are_capped_per_principal_not_per_address_once_authenticated() 
     open_session_as(&h.addr, &bob).await;
     let a = post_as(&h.addr, Some(&alice), None, &initialize_body(1)).await;
     assert_eq!(a.status, 429, "{a:?}");
-    assert!(a.body.contains("--max-sessions-per-principal"), "{}", a.body);
+    assert!(
+        a.body.contains("--max-sessions-per-principal"),
+        "{}",
+        a.body
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -85,7 +85,12 @@ impl Auditor {
     }
 
     /// The record of one execution: `header` completed with the outcome and the calls.
-    pub fn record_of(&self, header: AuditRecord, outcome: &Outcome, args: &ArgsSink) -> AuditRecord {
+    pub fn record_of(
+        &self,
+        header: AuditRecord,
+        outcome: &Outcome,
+        args: &ArgsSink,
+    ) -> AuditRecord {
         // One pass to index each call's end and approval by trace id, one to build the calls:
         // linear in the traces (a search per call was quadratic: minutes for 100,000 calls).
         let mut ends: HashMap<&str, &TraceEvent> = HashMap::new();
@@ -122,7 +127,9 @@ impl Auditor {
                     .and_then(|e| e.error.as_ref())
                     .map(|e| e.code.to_string()),
                 duration_ms: end.and_then(|e| e.duration_ms),
-                approval: approvals.get(start.trace_id.as_str()).map(|e| approval_text(e)),
+                approval: approvals
+                    .get(start.trace_id.as_str())
+                    .map(|e| approval_text(e)),
             });
         }
         AuditRecord {
@@ -258,7 +265,11 @@ mod tests {
         let t = std::time::Instant::now();
         let r = a.record_of(header, &outcome, &a.sink());
         // Quadratic, this took minutes; linear, well under a second.
-        assert!(t.elapsed() < std::time::Duration::from_secs(5), "{:?}", t.elapsed());
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(5),
+            "{:?}",
+            t.elapsed()
+        );
         assert_eq!(r.calls.len(), 100_000);
         assert!(r.calls.iter().all(|c| c.duration_ms == Some(1.0)));
         assert_eq!(r.calls[7].approval.as_deref(), Some("granted by unknown"));
@@ -269,9 +280,15 @@ mod tests {
     fn client_strings_are_bounded() {
         let long = "x".repeat(1000);
         let full = bounded(&long, AuditCode::Full);
-        assert!(full.len() < 300 && full.ends_with("[cut: 1000 bytes in all]"), "{full}");
+        assert!(
+            full.len() < 300 && full.ends_with("[cut: 1000 bytes in all]"),
+            "{full}"
+        );
         let hash = bounded(&long, AuditCode::Hash);
-        assert_eq!(hash, format!("sha256:{} [1000 bytes]", sha256_hex(long.as_bytes())));
+        assert_eq!(
+            hash,
+            format!("sha256:{} [1000 bytes]", sha256_hex(long.as_bytes()))
+        );
         assert_eq!(bounded("short", AuditCode::Hash), "short");
     }
 }

@@ -125,7 +125,11 @@ impl Store {
     }
 }
 
-fn insert_calls(tx: &rusqlite::Transaction<'_>, id: i64, r: &AuditRecord) -> Result<(), StoreError> {
+fn insert_calls(
+    tx: &rusqlite::Transaction<'_>,
+    id: i64,
+    r: &AuditRecord,
+) -> Result<(), StoreError> {
     {
         {
             let mut stmt = tx.prepare_cached(

@@ -140,7 +140,11 @@ impl ArgsSink {
 
     /// Calls wait for `header` (the execution's record, outcome `RUNNING`, no calls) to be
     /// committed to `store` before the first of them leaves the host.
-    pub fn with_write_ahead(mut self, store: super::Store, header: super::audit::AuditRecord) -> Self {
+    pub fn with_write_ahead(
+        mut self,
+        store: super::Store,
+        header: super::audit::AuditRecord,
+    ) -> Self {
         self.ahead = Some(Arc::new(WriteAhead {
             store,
             header,

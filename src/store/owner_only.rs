@@ -42,5 +42,8 @@ pub fn restrict_existing(path: &Path) -> io::Result<()> {
     if meta.permissions().mode() & 0o077 == 0 {
         return Ok(());
     }
-    std::fs::set_permissions(path, Permissions::from_mode(meta.permissions().mode() & 0o700))
+    std::fs::set_permissions(
+        path,
+        Permissions::from_mode(meta.permissions().mode() & 0o700),
+    )
 }

@@ -7,8 +7,8 @@ use crate::store::audit::{AuditFilter, AuditRecord};
 use crate::store::tokens::{valid_token_name, TokenRecord};
 use crate::store::Store;
 use crate::term::{escape, field, outln};
-use std::borrow::Cow;
 use clap::{Args, Subcommand};
+use std::borrow::Cow;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

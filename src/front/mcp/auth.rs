@@ -162,7 +162,12 @@ impl Authenticator {
     pub async fn usable_token_ids(&self) -> Option<std::collections::HashSet<String>> {
         let now = crate::trace::now_ms();
         match self.store.run(move |s| s.usable_token_hashes(now)).await {
-            Ok(hashes) => Some(hashes.iter().map(|h| format!("{TOKEN_ID_PREFIX}{h}")).collect()),
+            Ok(hashes) => Some(
+                hashes
+                    .iter()
+                    .map(|h| format!("{TOKEN_ID_PREFIX}{h}"))
+                    .collect(),
+            ),
             Err(e) => {
                 tracing::warn!("cannot list the usable API tokens: {e}");
                 None

@@ -76,9 +76,10 @@ impl Front {
                 })
                 .map(|(id, _)| id.clone())
                 .collect();
-            let by_token = sessions
-                .values()
-                .any(|s| s.principal.starts_with(crate::front::mcp::auth::TOKEN_ID_PREFIX));
+            let by_token = sessions.values().any(|s| {
+                s.principal
+                    .starts_with(crate::front::mcp::auth::TOKEN_ID_PREFIX)
+            });
             (overdue, by_token)
         };
         for id in overdue {
@@ -287,7 +288,10 @@ pub(super) async fn guard(
             if message.code_bytes.is_some() {
                 let rate = front.gateway.rate_of(&principal);
                 match front.gateway.rate.acquire(&principal.name, rate) {
-                    Ok(p) => rate_permit = p.map(|p| crate::front::mcp::rate::ExecutionPermit(Arc::new(p))),
+                    Ok(p) => {
+                        rate_permit =
+                            p.map(|p| crate::front::mcp::rate::ExecutionPermit(Arc::new(p)))
+                    }
                     Err(refusal) => return rate_refused(message.id.clone(), &refusal),
                 }
             }
