@@ -26,14 +26,15 @@
 //!   (`Promise.all`), through the in-process echo (`in_process`) and the stdio fixture server
 //!   (`stdio`), with `per_call_us` = ms / N; the cost is linear when `per_call_us` stays flat.
 //!   The stdio 100k run takes ~10 s on this machine; it is the longest step of the benchmark.
-//! - `gateway_*`: `mcp-sandbox serve` end to end over HTTP and stdio (see `sandbox/gateway.rs`),
+//! - `gateway_*`: `mcp-sandbox serve` end to end over HTTP and stdio (see `gateway/mod.rs`),
 //!   with `gateway_http_added_ms` / `gateway_stdio_added_ms` (p50 over the pooled execution of
 //!   this run) and `gateway_http_8_clients_pct` (8 HTTP clients' executions/s in percent of the
 //!   library's with 8 submitters).
+//! - `audit_*` and `audited_*`: the audit log's costs (see `audit/mod.rs`).
 //! - `scaling`: `[x, ms]` pairs — time of one execution vs number of sequential calls, vs the size
 //!   of a tool result the script receives, and wall time of N executions submitted at once.
 
-#[path = "sandbox/gateway.rs"]
+mod audit;
 mod gateway;
 
 use mcp_sandbox::config::Config;
@@ -473,6 +474,9 @@ async fn bench() -> Value {
     if let (Value::Object(r), Value::Object(g)) = (&mut report, gateway) {
         r.extend(g);
     }
+    if let (Value::Object(r), Value::Object(a)) = (&mut report, audit::bench(&runner).await) {
+        r.extend(a);
+    }
     report
 }
 
@@ -519,16 +523,34 @@ async fn concurrent_calls(local: &Catalog, mcp: &Catalog, runner: &RunnerCommand
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`. `gateway` as an argument measures only the gateway's
+    // `cargo bench` passes `--bench`. `gateway` or `audit` as an argument measures only those
     // keys (printed, not written to target/bench); other filter arguments are ignored.
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("tokio runtime");
-    if std::env::args().skip(1).any(|a| a == "gateway") {
-        let bin = release_bin("mcp-sandbox");
+    let only = |name: &str| std::env::args().skip(1).any(|a| a == name);
+    if only("gateway") || only("audit") {
+        let (gw, au) = (only("gateway"), only("audit"));
         let report = rt
-            .block_on(async move { tokio::spawn(async move { gateway::bench(&bin).await }).await })
+            .block_on(async move {
+                tokio::spawn(async move {
+                    let mut out = serde_json::Map::new();
+                    if gw {
+                        if let Value::Object(g) = gateway::bench(&release_bin("mcp-sandbox")).await {
+                            out.extend(g);
+                        }
+                    }
+                    if au {
+                        let runner = RunnerCommand::new(release_bin("sandbox-runner"));
+                        if let Value::Object(a) = audit::bench(&runner).await {
+                            out.extend(a);
+                        }
+                    }
+                    Value::Object(out)
+                })
+                .await
+            })
             .expect("benchmark task");
         println!("{}", serde_json::to_string_pretty(&report).expect("json"));
         return;

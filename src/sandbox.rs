@@ -110,7 +110,8 @@ impl Sandbox {
     }
 
     /// Records an execution refused before it reached the sandbox (bad input, a rate limit) in
-    /// the audit log, and returns its outcome (`SANDBOX_UNAVAILABLE` if it cannot be recorded).
+    /// the audit log, by the code's size and hash only, and returns its outcome
+    /// (`SANDBOX_UNAVAILABLE` if it cannot be recorded).
     pub async fn audit_refusal(
         &self,
         caller: Option<crate::context::principal::Caller>,
@@ -119,10 +120,34 @@ impl Sandbox {
     ) -> Outcome {
         match &self.audit {
             None => outcome,
+            Some(_) => {
+                let hash = crate::exec::audit::sha256_hex(code.as_bytes());
+                self.audit_refusal_by_hash(caller, code.len() as u64, hash, outcome)
+                    .await
+            }
+        }
+    }
+
+    /// Like [`Sandbox::audit_refusal`] when only the code's size and SHA-256 are at hand.
+    pub async fn audit_refusal_by_hash(
+        &self,
+        caller: Option<crate::context::principal::Caller>,
+        code_bytes: u64,
+        code_sha256: String,
+        outcome: Outcome,
+    ) -> Outcome {
+        match &self.audit {
+            None => outcome,
             Some(a) => {
                 let ts = crate::trace::now_ms() - outcome.metrics.duration_ms;
-                a.commit(&caller.unwrap_or_default(), code, ts, outcome, &a.sink())
-                    .await
+                a.commit_refusal(
+                    &caller.unwrap_or_default(),
+                    code_bytes,
+                    code_sha256,
+                    ts,
+                    outcome,
+                )
+                .await
             }
         }
     }
@@ -142,12 +167,17 @@ impl Sandbox {
             return self.execute_unaudited(req).await;
         };
         let ts = crate::trace::now_ms();
-        let code = req.code.clone();
-        let caller = req.request.caller.clone();
-        let sink = auditor.sink();
+        // Write-ahead: the record (who, when, the code or its hash) is committed before the
+        // first tool call leaves the host (see `ArgsSink::before_call`), and completed here.
+        let mut header = auditor.header(&req.request.caller, &req.code, ts);
+        if req.code.len() as u64 > req.request.limits.source_bytes {
+            // It will be refused: kept by size and hash only, never larger than its limit.
+            header.code = None;
+        }
+        let sink = auditor.start(header.clone());
         req.audit_args = Some(sink.clone());
         let outcome = self.execute_unaudited(req).await;
-        auditor.commit(&caller, &code, ts, outcome, &sink).await
+        auditor.commit(header, outcome, &sink).await
     }
 
     async fn execute_unaudited(&self, mut req: ExecRequest) -> Outcome {
@@ -202,7 +232,17 @@ impl Sandbox {
             }
             _ => caps,
         };
-        let code = self.remember_last.then(|| req.code.clone());
+        // The last execution's code is kept for `capability save --from-last`, unless it is
+        // over the source limit (refused) or the audit keeps hashes only (no copy of any code
+        // anywhere in the store).
+        let hash_only = self
+            .audit
+            .as_ref()
+            .is_some_and(|a| a.options().code == crate::exec::audit::AuditCode::Hash);
+        let code = (self.remember_last
+            && !hash_only
+            && req.code.len() as u64 <= req.request.limits.source_bytes)
+            .then(|| req.code.clone());
         let outcome = match caps
             .prepare(&self.catalog, &req.code, &req.request.limits)
             .await

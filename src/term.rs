@@ -4,16 +4,37 @@
 //! Escaping follows OpenSSH's rule for strings a server sends: every control character (C0,
 //! DEL, C1) is shown as a visible escape (`\n`, `\t`, `\r`, `\e`, `\xHH`, `\u{HHHH}`), so a tool
 //! name, a log line or an error message can neither move the cursor, set the terminal's title,
-//! nor forge a line of the host's own output. JSON output is never escaped this way.
+//! nor forge a line of the host's own output. Characters that are not controls but still move
+//! or reorder text on screen are escaped too: the Unicode line and paragraph separators
+//! (U+2028, U+2029) and the bidirectional controls (U+061C, U+200E, U+200F, U+202A–U+202E,
+//! U+2066–U+2069), which could make a field read backwards or spill into its neighbour.
+//! Fields of a one-line table are [`field`]s: quoted when they hold a separator, so a name with
+//! spaces cannot shift the columns. JSON output is never escaped this way.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// Whether `c` is shown as an escape: a control character, a line or paragraph separator, or a
+/// bidirectional control.
+pub fn hazardous(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061c}'
+                | '\u{200e}'
+                | '\u{200f}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2066}'..='\u{2069}'
+        )
+}
+
 /// `s` with every control character replaced by a visible escape; borrowed when clean.
 pub fn escape(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(char::is_control) {
+    if !s.chars().any(hazardous) {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 8);
@@ -27,7 +48,7 @@ pub fn escape(s: &str) -> Cow<'_, str> {
 /// out (a stack trace, the `tools` listing, a capability's code).
 pub fn escape_lines(s: &str) -> Cow<'_, str> {
     let kept = |c: char| c == '\n' || c == '\t';
-    if !s.chars().any(|c| c.is_control() && !kept(c)) {
+    if !s.chars().any(|c| hazardous(c) && !kept(c)) {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 8);
@@ -50,11 +71,32 @@ fn push_escaped(out: &mut String, c: char) {
         c if c.is_control() && (c as u32) < 0x100 => {
             let _ = write!(out, "\\x{:02x}", c as u32);
         }
-        c if c.is_control() => {
+        c if hazardous(c) => {
             let _ = write!(out, "\\u{{{:04x}}}", c as u32);
         }
         c => out.push(c),
     }
+}
+
+/// One field of a space-separated line: as is when it is plain, else in double quotes with
+/// `"` and `\\` escaped (and controls, as [`escape`] does). Plain means non-empty and free of
+/// whitespace, controls and the table's separators (`,` `=` `[` `]` `(` `)` `"` `#` `\\`).
+pub fn field(s: &str) -> Cow<'_, str> {
+    let special = |c: char| c.is_whitespace() || hazardous(c) || ",=[]()\"#\\".contains(c);
+    if !s.is_empty() && !s.chars().any(special) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c => push_escaped(&mut out, c),
+        }
+    }
+    out.push('"');
+    Cow::Owned(out)
 }
 
 static STDOUT_GONE: AtomicBool = AtomicBool::new(false);
@@ -134,5 +176,23 @@ mod tests {
         );
         assert_eq!(escape_lines("a\x1b[2K\n\tb"), "a\\e[2K\n\tb");
         assert!(matches!(escape("héllo ✓"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn separators_and_bidi_controls_become_visible() {
+        assert_eq!(
+            escape("a\u{2028}b\u{2029}c\u{202e}d\u{2066}e\u{2069}"),
+            "a\\u{2028}b\\u{2029}c\\u{202e}d\\u{2066}e\\u{2069}"
+        );
+        assert_eq!(escape_lines("x\n\u{202a}"), "x\n\\u{202a}");
+    }
+
+    #[test]
+    fn fields_with_separators_are_quoted() {
+        assert!(matches!(field("token:ci"), Cow::Borrowed("token:ci")));
+        assert_eq!(field("a b"), "\"a b\"");
+        assert_eq!(field(""), "\"\"");
+        assert_eq!(field("x=\"y\"\\"), "\"x=\\\"y\\\"\\\\\"");
+        assert_eq!(field("c\u{2028}d"), "\"c\\u{2028}d\"");
     }
 }

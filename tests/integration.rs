@@ -81,6 +81,8 @@ mod shutdown;
 mod state_location;
 mod store_concurrency;
 mod suggestions_bounded;
+mod team_audit;
+mod team_write_ahead;
 mod terminal_escaping;
 mod tool_result_limit;
 mod tools_cli;

@@ -116,17 +116,7 @@ pub fn validate(
             return Err("sandbox.auth.jwt: give exactly one of jwks_file and jwks_url".into());
         }
         if let Some(url) = &jwt.jwks_url {
-            let loopback = ["http://127.0.0.1", "http://localhost", "http://[::1]"]
-                .iter()
-                .any(|p| {
-                    url.strip_prefix(p)
-                        .is_some_and(|rest| rest.is_empty() || rest.starts_with([':', '/']))
-                });
-            if !url.starts_with("https://") && !loopback {
-                return Err(format!(
-                    "sandbox.auth.jwt.jwks_url {url:?} must be an https URL (plain http only on loopback): keys fetched in the clear could be replaced"
-                ));
-            }
+            check_jwks_url(url)?;
         }
         if jwt.jwks_refetch_after_s == Some(0) {
             return Err("sandbox.auth.jwt.jwks_refetch_after_s must be at least 1".into());
@@ -140,6 +130,32 @@ pub fn validate(
         }
     }
     Ok(())
+}
+
+/// `jwks_url` as the fetch will use it: parsed (WHATWG rules, as the HTTP client reads it),
+/// without user info (`http://127.0.0.1@evil/` connects to `evil`), https, or plain http to a
+/// loopback host: the host checked is the host that will be connected to.
+pub fn check_jwks_url(url: &str) -> Result<url::Url, String> {
+    let parsed = url::Url::parse(url)
+        .map_err(|e| format!("sandbox.auth.jwt.jwks_url {url:?} is not a URL: {e}"))?;
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(format!(
+            "sandbox.auth.jwt.jwks_url {url:?} must not contain user info (user@ or user:password@ before the host)"
+        ));
+    }
+    let loopback = match parsed.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        None => false,
+    };
+    match parsed.scheme() {
+        "https" if parsed.host().is_some() => Ok(parsed),
+        "http" if loopback => Ok(parsed),
+        _ => Err(format!(
+            "sandbox.auth.jwt.jwks_url {url:?} must be an https URL (plain http only on loopback): keys fetched in the clear could be replaced"
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -169,6 +185,18 @@ mod tests {
             ),
             (
                 r#"{"sandbox": {"auth": {"jwt": {"issuer": "i", "audience": "a", "jwks_url": "http://10.0.0.1/k"}}}}"#,
+                "must be an https URL",
+            ),
+            (
+                r#"{"sandbox": {"auth": {"jwt": {"issuer": "i", "audience": "a", "jwks_url": "http://127.0.0.1:80@idp.example/k"}}}}"#,
+                "must not contain user info",
+            ),
+            (
+                r#"{"sandbox": {"auth": {"jwt": {"issuer": "i", "audience": "a", "jwks_url": "http://localhost.idp.example/k"}}}}"#,
+                "must be an https URL",
+            ),
+            (
+                r#"{"sandbox": {"auth": {"jwt": {"issuer": "i", "audience": "a", "jwks_url": "http://127.0.0.1.idp.example/k"}}}}"#,
                 "must be an https URL",
             ),
             (

@@ -11,6 +11,10 @@ pub struct Principal {
     /// `token:NAME`, `jwt:SUBJECT`, `local` (CLI, stdio) or `anonymous` (HTTP without
     /// authentication, loopback only).
     pub name: String,
+    /// What the principal is, where its name may be reused: `token#<SHA-256 of the token>`
+    /// for an API token (a new token with a revoked one's name is another principal), else the
+    /// name. Sessions belong to it.
+    pub id: String,
     pub tenant: String,
     /// Names of policies in the config's `sandbox.policies` that apply (all of them narrow).
     pub policies: Vec<String>,
@@ -20,6 +24,7 @@ impl Principal {
     pub fn local() -> Self {
         Principal {
             name: "local".into(),
+            id: "local".into(),
             tenant: DEFAULT_TENANT.into(),
             policies: Vec::new(),
         }
@@ -28,6 +33,7 @@ impl Principal {
     pub fn anonymous() -> Self {
         Principal {
             name: "anonymous".into(),
+            id: "anonymous".into(),
             ..Principal::local()
         }
     }

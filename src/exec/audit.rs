@@ -6,9 +6,10 @@
 use crate::context::principal::Caller;
 use crate::error::{ErrorCode, ExecError};
 use crate::exec::outcome::Outcome;
-use crate::store::audit::{AuditCall, AuditRecord};
+use crate::store::audit::{AuditCall, AuditRecord, RUNNING};
 use crate::store::{Store, StoreError};
-use crate::trace::TraceKind;
+use crate::trace::{TraceEvent, TraceKind};
+use std::collections::HashMap;
 
 pub use crate::store::audit_options::*;
 
@@ -54,25 +55,64 @@ impl Auditor {
         ArgsSink::new(self.options.args)
     }
 
-    /// The record of one execution.
+    /// The record of an execution as it starts: who, when, the code (or only its hash with
+    /// `--audit-code hash`) and its size; outcome [`RUNNING`], no calls. Every string a client
+    /// chose is bounded ([`bounded`]).
+    pub fn header(&self, caller: &Caller, code: &str, ts: f64) -> AuditRecord {
+        AuditRecord {
+            id: 0,
+            ts,
+            principal: bounded(&caller.principal, self.options.code),
+            tenant: bounded(&caller.tenant, self.options.code),
+            client: caller
+                .client
+                .as_deref()
+                .map(|c| bounded(c, self.options.code)),
+            front: caller.front.to_string(),
+            code: (self.options.code == AuditCode::Full).then(|| code.to_string()),
+            code_sha256: sha256_hex(code.as_bytes()),
+            code_bytes: Some(code.len() as u64),
+            outcome: RUNNING.to_string(),
+            duration_ms: 0.0,
+            calls: Vec::new(),
+        }
+    }
+
+    /// The sink of an execution's call notes, with its write-ahead record `header`: no tool
+    /// call leaves the host before that record is committed.
+    pub fn start(&self, header: AuditRecord) -> ArgsSink {
+        self.sink().with_write_ahead(self.store.clone(), header)
+    }
+
+    /// The record of one execution: `header` completed with the outcome and the calls.
     pub fn record_of(
         &self,
-        caller: &Caller,
-        code: &str,
-        ts: f64,
+        header: AuditRecord,
         outcome: &Outcome,
         args: &ArgsSink,
     ) -> AuditRecord {
+        // One pass to index each call's end and approval by trace id, one to build the calls:
+        // linear in the traces (a search per call was quadratic: minutes for 100,000 calls).
+        let mut ends: HashMap<&str, &TraceEvent> = HashMap::new();
+        let mut approvals: HashMap<&str, &TraceEvent> = HashMap::new();
+        for e in &outcome.traces {
+            match e.kind {
+                TraceKind::ToolEnd | TraceKind::CapabilityEnd => {
+                    ends.entry(e.trace_id.as_str()).or_insert(e);
+                }
+                TraceKind::ApprovalGranted | TraceKind::ApprovalDenied => {
+                    approvals.entry(e.trace_id.as_str()).or_insert(e);
+                }
+                _ => {}
+            }
+        }
         let mut calls = Vec::new();
         for start in outcome
             .traces
             .iter()
             .filter(|e| matches!(e.kind, TraceKind::ToolStart | TraceKind::CapabilityStart))
         {
-            let end = outcome.traces.iter().find(|e| {
-                e.trace_id == start.trace_id
-                    && matches!(e.kind, TraceKind::ToolEnd | TraceKind::CapabilityEnd)
-            });
+            let end = ends.get(start.trace_id.as_str());
             let (args_sha256, args) = args.take(&start.trace_id);
             calls.push(AuditCall {
                 kind: if start.kind == TraceKind::CapabilityStart {
@@ -80,47 +120,52 @@ impl Auditor {
                 } else {
                     "tool".into()
                 },
-                tool: start.tool.clone(),
+                tool: bounded(&start.tool, self.options.code),
                 args_sha256,
                 args,
                 error: end
                     .and_then(|e| e.error.as_ref())
                     .map(|e| e.code.to_string()),
                 duration_ms: end.and_then(|e| e.duration_ms),
-                approval: approval_of(&outcome.traces, &start.trace_id),
+                approval: approvals
+                    .get(start.trace_id.as_str())
+                    .map(|e| approval_text(e)),
             });
         }
         AuditRecord {
-            id: 0,
-            ts,
-            principal: caller.principal.clone(),
-            tenant: caller.tenant.clone(),
-            client: caller.client.clone(),
-            front: caller.front.to_string(),
-            code: (self.options.code == AuditCode::Full).then(|| code.to_string()),
-            code_sha256: sha256_hex(code.as_bytes()),
             outcome: outcome
                 .error
                 .as_ref()
                 .map_or_else(|| "OK".to_string(), |e| e.code.to_string()),
             duration_ms: outcome.metrics.duration_ms,
             calls,
+            ..header
         }
     }
 
-    /// Commits the record of `outcome`, then returns it; if the record cannot be committed,
-    /// returns `SANDBOX_UNAVAILABLE` instead (nothing leaves the host unlogged).
-    pub async fn commit(
-        &self,
-        caller: &Caller,
-        code: &str,
-        ts: f64,
-        outcome: Outcome,
-        args: &ArgsSink,
-    ) -> Outcome {
-        let record = self.record_of(caller, code, ts, &outcome, args);
-        match self.store.run(move |s| s.append_audit(&record)).await {
-            Ok(_) => outcome,
+    /// Commits the record of `outcome` (completing the write-ahead record when one was
+    /// written), then returns the outcome; if the record cannot be committed, returns
+    /// `SANDBOX_UNAVAILABLE` instead (nothing leaves the host unlogged).
+    pub async fn commit(&self, header: AuditRecord, outcome: Outcome, args: &ArgsSink) -> Outcome {
+        let ahead = args.written_ahead();
+        let (auditor, args) = (self.clone(), args.clone());
+        // Built off the async workers (a record of 100,000 calls takes a moment), so a signal
+        // handler on the same runtime still runs meanwhile.
+        let written = self
+            .store
+            .run(move |s| {
+                let record = auditor.record_of(header, &outcome, &args);
+                match ahead {
+                    Some(id) => s.complete_audit(id, &record)?,
+                    None => {
+                        s.append_audit(&record)?;
+                    }
+                }
+                Ok(outcome)
+            })
+            .await;
+        match written {
+            Ok(outcome) => outcome,
             Err(e) => {
                 tracing::error!("could not write the audit record; withholding the outcome: {e}");
                 Outcome::failed(ExecError::new(
@@ -132,17 +177,118 @@ impl Auditor {
             }
         }
     }
+
+    /// Records an execution refused before it ran: by the code's size and hash only (a
+    /// refused script may be far over the limit it was checked against; none of it is kept).
+    pub async fn commit_refusal(
+        &self,
+        caller: &Caller,
+        code_bytes: u64,
+        code_sha256: String,
+        ts: f64,
+        outcome: Outcome,
+    ) -> Outcome {
+        let header = AuditRecord {
+            code: None,
+            code_sha256,
+            code_bytes: Some(code_bytes),
+            ..self.header(caller, "", ts)
+        };
+        self.commit(header, outcome, &self.sink()).await
+    }
 }
 
-/// The approval decision recorded for the call `trace_id`, if an `ask` rule matched it.
-fn approval_of(traces: &[crate::trace::TraceEvent], trace_id: &str) -> Option<String> {
-    traces.iter().find_map(|e| {
-        let verdict = match e.kind {
-            TraceKind::ApprovalGranted => "granted",
-            TraceKind::ApprovalDenied => "denied",
-            _ => return None,
+/// Longest client-chosen string kept whole in a record (client name, tool name, principal).
+pub const MAX_STORED_STRING: usize = 256;
+
+/// `s` when it is at most [`MAX_STORED_STRING`] bytes; else its first bytes and its full size
+/// (`--audit-code full`) or only its SHA-256 and size (`--audit-code hash`).
+pub fn bounded(s: &str, mode: AuditCode) -> String {
+    if s.len() <= MAX_STORED_STRING {
+        return s.to_string();
+    }
+    match mode {
+        AuditCode::Full => crate::term::clip(s, MAX_STORED_STRING),
+        AuditCode::Hash => format!("sha256:{} [{} bytes]", sha256_hex(s.as_bytes()), s.len()),
+    }
+}
+
+/// The approval decision of an `ApprovalGranted` / `ApprovalDenied` event.
+fn approval_text(e: &TraceEvent) -> String {
+    let verdict = if e.kind == TraceKind::ApprovalGranted {
+        "granted"
+    } else {
+        "denied"
+    };
+    format!("{verdict} by {}", e.by.as_deref().unwrap_or("unknown"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::TraceEvent;
+
+    fn event(kind: TraceKind, id: usize) -> TraceEvent {
+        TraceEvent {
+            kind,
+            tool: "s:t".into(),
+            trace_id: format!("t{id}"),
+            parent_trace_id: None,
+            ts: 0.0,
+            success: Some(true),
+            duration_ms: Some(1.0),
+            error: None,
+            by: None,
+            rule: None,
+            transport: None,
+        }
+    }
+
+    #[test]
+    fn a_record_of_100k_calls_is_built_in_one_linear_pass() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("s.db")).unwrap();
+        let a = Auditor::new(store, AuditOptions::default()).unwrap();
+        let mut traces = Vec::new();
+        for i in 0..100_000 {
+            traces.push(event(TraceKind::ToolStart, i));
+        }
+        for i in (0..100_000).rev() {
+            traces.push(event(TraceKind::ToolEnd, i));
+        }
+        traces.push(event(TraceKind::ApprovalGranted, 7));
+        let outcome = Outcome {
+            traces,
+            ..Outcome::failed(ExecError::new(ErrorCode::RuntimeError, "x"))
         };
-        (e.trace_id == trace_id)
-            .then(|| format!("{verdict} by {}", e.by.as_deref().unwrap_or("unknown")))
-    })
+        let header = a.header(&Caller::default(), "return 1", 0.0);
+        let t = std::time::Instant::now();
+        let r = a.record_of(header, &outcome, &a.sink());
+        // Quadratic, this took minutes; linear, well under a second.
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(5),
+            "{:?}",
+            t.elapsed()
+        );
+        assert_eq!(r.calls.len(), 100_000);
+        assert!(r.calls.iter().all(|c| c.duration_ms == Some(1.0)));
+        assert_eq!(r.calls[7].approval.as_deref(), Some("granted by unknown"));
+        assert_eq!(r.calls[8].approval, None);
+    }
+
+    #[test]
+    fn client_strings_are_bounded() {
+        let long = "x".repeat(1000);
+        let full = bounded(&long, AuditCode::Full);
+        assert!(
+            full.len() < 300 && full.ends_with("[cut: 1000 bytes in all]"),
+            "{full}"
+        );
+        let hash = bounded(&long, AuditCode::Hash);
+        assert_eq!(
+            hash,
+            format!("sha256:{} [1000 bytes]", sha256_hex(long.as_bytes()))
+        );
+        assert_eq!(bounded("short", AuditCode::Hash), "short");
+    }
 }

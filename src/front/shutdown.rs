@@ -13,6 +13,10 @@ use tokio::signal::unix::{signal, SignalKind};
 /// Default grace period for running executions once a shutdown signal arrives.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(5);
 
+/// After the grace period, how long `run` still waits for a stopped execution's outcome (its
+/// audit record being committed) before it exits without it.
+pub const AFTER_GRACE: Duration = Duration::from_secs(1);
+
 /// Which shutdown signal arrived.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ShutdownSignal {
@@ -90,7 +94,22 @@ pub async fn execute_until_signal(
                 "{sig}: shutting down; the running execution has {} ms to finish",
                 grace.as_millis()
             );
-            let (outcome, ()) = tokio::join!(&mut exec, sandbox.stop_executions(grace));
+            // The grace applies, then the host exits: what is left after it (the audit
+            // record's commit) gets at most [`AFTER_GRACE`] more.
+            let both = async { tokio::join!(&mut exec, sandbox.stop_executions(grace)).0 };
+            let outcome = match tokio::time::timeout(grace + AFTER_GRACE, both).await {
+                Ok(outcome) => outcome,
+                Err(_) => {
+                    tracing::warn!("{sig}: the execution did not end within the grace period; exiting");
+                    Outcome::failed(crate::error::ExecError::new(
+                        crate::error::ErrorCode::SandboxUnavailable,
+                        format!(
+                            "{sig}: the host is shutting down and the execution did not end within the grace period ({} ms)",
+                            grace.as_millis()
+                        ),
+                    ))
+                }
+            };
             (outcome, Some(sig))
         }
     }

@@ -23,7 +23,11 @@ pub struct AuditRecord {
     /// The code, unless the log keeps hashes only (`--audit-code hash`).
     pub code: Option<String>,
     pub code_sha256: String,
-    /// `OK`, or the error code of the outcome.
+    /// The code's size in bytes (the code itself may not be kept).
+    #[serde(default)]
+    pub code_bytes: Option<u64>,
+    /// `OK`, the error code of the outcome, or [`RUNNING`] while the execution runs (a record
+    /// left `RUNNING` means the host stopped before the execution ended).
     pub outcome: String,
     pub duration_ms: f64,
     pub calls: Vec<AuditCall>,
@@ -64,26 +68,70 @@ pub struct AuditFilter {
     pub limit: usize,
 }
 
+/// The outcome of a write-ahead record whose execution has not ended.
+pub const RUNNING: &str = "RUNNING";
+
+fn insert_head(tx: &rusqlite::Transaction<'_>, r: &AuditRecord) -> Result<i64, StoreError> {
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO audit (ts, principal, tenant, client, front, code, code_sha256, code_bytes, outcome, duration_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    )?;
+    stmt.execute(params![
+        r.ts,
+        r.principal,
+        r.tenant,
+        r.client,
+        r.front,
+        r.code,
+        r.code_sha256,
+        r.code_bytes.map(|n| i64::try_from(n).unwrap_or(i64::MAX)),
+        r.outcome,
+        r.duration_ms
+    ])?;
+    Ok(tx.last_insert_rowid())
+}
+
 impl Store {
+    /// The write-ahead record of an execution (`r` without its calls, outcome [`RUNNING`]),
+    /// committed before its first tool call; returns its id for [`Store::complete_audit`].
+    pub fn begin_audit(&self, r: &AuditRecord) -> Result<i64, StoreError> {
+        self.write(|tx| insert_head(tx, r))
+    }
+
+    /// Completes the write-ahead record `id` with the outcome, duration and calls of `r`, in
+    /// one transaction.
+    pub fn complete_audit(&self, id: i64, r: &AuditRecord) -> Result<(), StoreError> {
+        self.write(|tx| {
+            let n = tx.execute(
+                "UPDATE audit SET outcome = ?2, duration_ms = ?3 WHERE id = ?1",
+                params![id, r.outcome, r.duration_ms],
+            )?;
+            if n == 0 {
+                // Pruned meanwhile (retention): the record is written whole again.
+                let id = insert_head(tx, r)?;
+                return insert_calls(tx, id, r);
+            }
+            insert_calls(tx, id, r)
+        })
+    }
+
     /// Appends one record (and its calls) in one transaction; returns its id.
     pub fn append_audit(&self, r: &AuditRecord) -> Result<i64, StoreError> {
         self.write(|tx| {
-            tx.execute(
-                "INSERT INTO audit (ts, principal, tenant, client, front, code, code_sha256, outcome, duration_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                params![
-                    r.ts,
-                    r.principal,
-                    r.tenant,
-                    r.client,
-                    r.front,
-                    r.code,
-                    r.code_sha256,
-                    r.outcome,
-                    r.duration_ms
-                ],
-            )?;
-            let id = tx.last_insert_rowid();
+            let id = insert_head(tx, r)?;
+            insert_calls(tx, id, r)?;
+            Ok(id)
+        })
+    }
+}
+
+fn insert_calls(
+    tx: &rusqlite::Transaction<'_>,
+    id: i64,
+    r: &AuditRecord,
+) -> Result<(), StoreError> {
+    {
+        {
             let mut stmt = tx.prepare_cached(
                 "INSERT INTO audit_calls (audit_id, seq, kind, tool, args_sha256, args, error, duration_ms, approval)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -101,15 +149,17 @@ impl Store {
                     c.approval
                 ])?;
             }
-            Ok(id)
-        })
+            Ok(())
+        }
     }
+}
 
+impl Store {
     /// The records matching `filter`, oldest first (the newest `limit` of them).
     pub fn query_audit(&self, filter: &AuditFilter) -> Result<Vec<AuditRecord>, StoreError> {
         self.with(|conn| {
             let mut sql = String::from(
-                "SELECT id, ts, principal, tenant, client, front, code, code_sha256, outcome, duration_ms
+                "SELECT id, ts, principal, tenant, client, front, code, code_sha256, outcome, duration_ms, code_bytes
                  FROM audit a WHERE 1 = 1",
             );
             let mut args: Vec<rusqlite::types::Value> = Vec::new();
@@ -152,6 +202,7 @@ impl Store {
                     front: r.get(5)?,
                     code: r.get(6)?,
                     code_sha256: r.get(7)?,
+                    code_bytes: r.get::<_, Option<i64>>(10)?.map(|n| n.max(0) as u64),
                     outcome: r.get(8)?,
                     duration_ms: r.get(9)?,
                     calls: Vec::new(),
@@ -224,6 +275,7 @@ mod tests {
             front: "run".into(),
             code: None,
             code_sha256: "00".into(),
+            code_bytes: None,
             outcome: "OK".into(),
             duration_ms: 1.0,
             calls: vec![AuditCall {

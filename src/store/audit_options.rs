@@ -68,6 +68,14 @@ pub struct AuditFlags {
 }
 
 impl AuditFlags {
+    /// Whether any `--audit-*` flag was given.
+    pub fn given(&self) -> bool {
+        self.audit_code.is_some()
+            || self.audit_args.is_some()
+            || self.audit_retain_days.is_some()
+            || self.audit_retain_records.is_some()
+    }
+
     /// The flags over the config's `sandbox.audit`.
     pub fn options(&self, config: Option<&AuditConfig>) -> AuditOptions {
         let c = config.cloned().unwrap_or_default();
@@ -95,11 +103,24 @@ pub const MAX_FULL_ARGS_PER_EXECUTION: usize = 1024 * 1024;
 /// Calls noted per execution (the execution's own `max_calls` is lower by default).
 const MAX_NOTES: usize = 100_000;
 
-/// Where the session notes each call's arguments (digest, or JSON) by trace id, at the door.
+/// Where the session notes each call's arguments (digest, or JSON) by trace id, at the door;
+/// and the write-ahead record every call waits for before it leaves the host.
 #[derive(Debug, Clone, Default)]
 pub struct ArgsSink {
     full: bool,
     notes: Arc<Mutex<Notes>>,
+    ahead: Option<Arc<WriteAhead>>,
+}
+
+/// The write-ahead audit record of one execution: committed once, when its first tool call is
+/// about to leave the host (an execution without calls costs nothing more); every call waits
+/// for it, and none is made if it cannot be committed.
+#[derive(Debug)]
+struct WriteAhead {
+    store: super::Store,
+    header: super::audit::AuditRecord,
+    /// The record's id, or why it could not be written.
+    done: tokio::sync::OnceCell<Result<i64, String>>,
 }
 
 #[derive(Debug, Default)]
@@ -113,7 +134,51 @@ impl ArgsSink {
         ArgsSink {
             full: mode == AuditArgs::Full,
             notes: Default::default(),
+            ahead: None,
         }
+    }
+
+    /// Calls wait for `header` (the execution's record, outcome `RUNNING`, no calls) to be
+    /// committed to `store` before the first of them leaves the host.
+    pub fn with_write_ahead(
+        mut self,
+        store: super::Store,
+        header: super::audit::AuditRecord,
+    ) -> Self {
+        self.ahead = Some(Arc::new(WriteAhead {
+            store,
+            header,
+            done: tokio::sync::OnceCell::new(),
+        }));
+        self
+    }
+
+    /// Waits until the write-ahead record is committed (writing it on the first call); `Err`
+    /// says why it could not be, and then no call may be made. `Ok` without a write-ahead.
+    pub async fn before_call(&self) -> Result<(), String> {
+        let Some(ahead) = &self.ahead else {
+            return Ok(());
+        };
+        let done = ahead
+            .done
+            .get_or_init(|| async {
+                let a = ahead.clone();
+                a.store
+                    .clone()
+                    .run(move |s| s.begin_audit(&a.header))
+                    .await
+                    .map_err(|e| e.to_string())
+            })
+            .await;
+        done.as_ref().map(|_| ()).map_err(Clone::clone)
+    }
+
+    /// The id of the committed write-ahead record, if one was written.
+    pub fn written_ahead(&self) -> Option<i64> {
+        self.ahead
+            .as_ref()
+            .and_then(|a| a.done.get())
+            .and_then(|r| r.as_ref().ok().copied())
     }
 
     /// Notes the arguments of the call `trace_id` (`None`: too large to be decoded; no digest).

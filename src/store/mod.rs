@@ -17,6 +17,7 @@ pub mod audit_options;
 mod capabilities;
 mod graph;
 pub mod location;
+mod owner_only;
 pub mod tokens;
 
 pub use capabilities::{
@@ -167,6 +168,8 @@ const MIGRATIONS: &[&str] = &[
      CREATE INDEX edges_by_target ON edges (tenant, target);",
     // 4: the approval decision of each audited call (policy `ask`).
     "ALTER TABLE audit_calls ADD COLUMN approval TEXT;",
+    // 5: the code's size in each audit record (a refused or hash-only record keeps no code).
+    "ALTER TABLE audit ADD COLUMN code_bytes INTEGER;",
 ];
 
 /// A failure of the state store.
@@ -178,6 +181,11 @@ pub enum StoreError {
     NoDataDir,
     #[error("cannot create the directory of the state file {path}: {source}")]
     CreateDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot make the state file {path} readable by its owner only: {source}")]
+    Permissions {
         path: PathBuf,
         source: std::io::Error,
     },
@@ -234,11 +242,17 @@ impl Store {
     /// Opens (creating if needed) the state file and brings its schema up to date.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
+            owner_only::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
                 path: dir.to_path_buf(),
                 source,
             })?;
         }
+        // Audit data (arguments, code) lives here: the file, its WAL and SHM (SQLite gives
+        // them the database file's mode) are readable by their owner only.
+        owner_only::restrict(path).map_err(|source| StoreError::Permissions {
+            path: path.to_path_buf(),
+            source,
+        })?;
         let open_err = |source| StoreError::Open {
             path: path.to_path_buf(),
             source,
@@ -270,6 +284,18 @@ impl Store {
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(open_err)?;
         migrate(&mut conn, path)?;
+        // The WAL and SHM files exist now (journal mode WAL); ones made by an older build
+        // may still be world-readable.
+        for suffix in ["-wal", "-shm"] {
+            let mut side = path.as_os_str().to_owned();
+            side.push(suffix);
+            owner_only::restrict_existing(Path::new(&side)).map_err(|source| {
+                StoreError::Permissions {
+                    path: PathBuf::from(&side),
+                    source,
+                }
+            })?;
+        }
         Ok(Store {
             conn: Arc::new(Mutex::new(conn)),
             path: path.to_path_buf(),

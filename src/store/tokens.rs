@@ -122,6 +122,18 @@ impl Store {
         })
     }
 
+    /// The hex SHA-256 of every token neither revoked nor expired at `now_ms`.
+    pub fn usable_token_hashes(&self, now_ms: f64) -> Result<Vec<String>, StoreError> {
+        self.with(|conn| {
+            let mut stmt = conn.prepare(
+                "SELECT sha256 FROM api_tokens
+                 WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?1)",
+            )?;
+            let rows = stmt.query_map(params![now_ms], |r| r.get::<_, String>(0))?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+    }
+
     /// The token whose hash is `sha256` (32 bytes), compared with every stored hash in constant
     /// time; revoked and expired tokens are returned too (the caller says why they fail).
     pub fn find_token(&self, sha256: &[u8]) -> Result<Option<TokenRecord>, StoreError> {

@@ -144,6 +144,22 @@ impl Run {
         let (tool, args) = (q.tool, q.args);
         let id = q.id;
         Box::pin(async move {
+            // Write-ahead audit: the execution's record is committed before its first call
+            // leaves the host; if it cannot be, no call is made.
+            if let Some(sink) = &ctx.audit_args {
+                if let Err(why) = sink.before_call().await {
+                    return (
+                        id,
+                        Err(ExecError::new(
+                            ErrorCode::SandboxUnavailable,
+                            format!(
+                                "the audit record of this execution could not be written ({why}), so {qualified} was not called. Check the state file and retry"
+                            ),
+                        )
+                        .with_tool(&qualified)),
+                    );
+                }
+            }
             if let Some(approval) = approval {
                 if let Err(e) = approval.await {
                     return (id, Err(e));

@@ -194,7 +194,14 @@ pub async fn command(args: RunArgs) -> Result<i32, UsageError> {
         }
         _ => None,
     };
-    let catalog = load_catalog_of(&config, reach.as_ref()).await?;
+    // A signal while the servers start ends `run` at once (they are stopped as it exits).
+    let catalog = tokio::select! {
+        catalog = load_catalog_of(&config, reach.as_ref()) => catalog?,
+        sig = signals.recv() => {
+            crate::term::errln(&format!("mcp-sandbox: {sig}: stopped before the script ran"));
+            return Ok(0);
+        }
+    };
     let mut sandbox = Sandbox::new(
         Arc::new(catalog),
         runner.clone(),

@@ -6,8 +6,9 @@ use crate::front::cli::UsageError;
 use crate::store::audit::{AuditFilter, AuditRecord};
 use crate::store::tokens::{valid_token_name, TokenRecord};
 use crate::store::Store;
-use crate::term::{escape, outln};
+use crate::term::{escape, field, outln};
 use clap::{Args, Subcommand};
+use std::borrow::Cow;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -284,18 +285,21 @@ pub fn audit(args: AuditArgs) -> Result<i32, UsageError> {
     Ok(0)
 }
 
+/// One line per record. Every field that came from a client or a server (principal, tenant,
+/// client name, tool names, approvers) is a [`field`]: quoted when it holds a separator, so
+/// it cannot shift the columns or forge a neighbouring field.
 fn render(r: &AuditRecord) -> String {
     let calls: Vec<String> = r
         .calls
         .iter()
         .map(|c| {
             let call = match &c.error {
-                None => c.tool.clone(),
-                Some(e) => format!("{}={e}", c.tool),
+                None => field(&c.tool).into_owned(),
+                Some(e) => format!("{}={}", field(&c.tool), field(e)),
             };
             match &c.approval {
                 None => call,
-                Some(a) => format!("{call} ({a})"),
+                Some(a) => format!("{call} ({})", field(a)),
             }
         })
         .collect();
@@ -303,13 +307,13 @@ fn render(r: &AuditRecord) -> String {
         "#{} {} {} tenant={} via={} client={} {} {:.1}ms code={} calls=[{}]",
         r.id,
         time_text(r.ts),
-        r.principal,
-        r.tenant,
-        r.front,
-        r.client.as_deref().unwrap_or("-"),
-        r.outcome,
+        field(&r.principal),
+        field(&r.tenant),
+        field(&r.front),
+        r.client.as_deref().map_or(Cow::Borrowed("-"), field),
+        field(&r.outcome),
         r.duration_ms,
-        &r.code_sha256[..r.code_sha256.len().min(12)],
+        field(r.code_sha256.get(..12).unwrap_or(&r.code_sha256)),
         calls.join(", ")
     )
 }

@@ -133,6 +133,7 @@ impl Authenticator {
 
     async fn api_token(&self, credential: &str) -> Result<Principal, AuthFailure> {
         let hash: Vec<u8> = Sha256::digest(credential.as_bytes()).to_vec();
+        let id = token_id(&hash);
         let found = self
             .store
             .run(move |s| s.find_token(&hash))
@@ -149,9 +150,29 @@ impl Authenticator {
         }
         Ok(Principal {
             name: format!("token:{}", record.name),
+            id,
             tenant: record.tenant,
             policies: record.policy.into_iter().collect(),
         })
+    }
+
+    /// The ids ([`Principal::id`]) of the API tokens that may still be used: a session
+    /// owned by another token id ends (its token was revoked, expired or replaced). `None`
+    /// when the store cannot say (nothing is ended then).
+    pub async fn usable_token_ids(&self) -> Option<std::collections::HashSet<String>> {
+        let now = crate::trace::now_ms();
+        match self.store.run(move |s| s.usable_token_hashes(now)).await {
+            Ok(hashes) => Some(
+                hashes
+                    .iter()
+                    .map(|h| format!("{TOKEN_ID_PREFIX}{h}"))
+                    .collect(),
+            ),
+            Err(e) => {
+                tracing::warn!("cannot list the usable API tokens: {e}");
+                None
+            }
+        }
     }
 
     /// The protected-resource metadata document (RFC 9728).
@@ -207,6 +228,18 @@ impl Authenticator {
         }
         r
     }
+}
+
+/// How an API token's [`Principal::id`] starts (then the hex SHA-256 of the token).
+pub const TOKEN_ID_PREFIX: &str = "token#";
+
+fn token_id(sha256: &[u8]) -> String {
+    let mut id = String::with_capacity(TOKEN_ID_PREFIX.len() + 64);
+    id.push_str(TOKEN_ID_PREFIX);
+    for b in sha256 {
+        id.push_str(&format!("{b:02x}"));
+    }
+    id
 }
 
 /// `https://host/mcp` → `https://host/.well-known/oauth-protected-resource/mcp` (RFC 9728 §3.1).

@@ -21,7 +21,10 @@ pub const REFETCH_AFTER: Duration = Duration::from_secs(60);
 
 /// The JWKS at `url`, as text.
 pub async fn fetch(url: &str) -> Result<String, String> {
-    let uri: hyper::Uri = url
+    // The same parse and check as the config's: what is connected to is what was checked.
+    let checked = crate::config::gateway::check_jwks_url(url)?;
+    let uri: hyper::Uri = checked
+        .as_str()
         .parse()
         .map_err(|e| format!("jwks_url {url:?} is not a URL: {e}"))?;
     let mut roots = rustls::RootCertStore::empty();

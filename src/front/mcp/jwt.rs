@@ -243,6 +243,7 @@ impl Claims {
         }
         Ok(Principal {
             name: format!("jwt:{}", self.sub),
+            id: format!("jwt:{}", self.sub),
             tenant,
             policies,
         })

@@ -206,6 +206,11 @@ impl ServerHandler for GatewayServer {
             "execute_code" => {
                 // Over HTTP, a DELETE of the session also cancels (see `sessions`).
                 let parts = context.extensions.get::<axum::http::request::Parts>();
+                // The principal's `max_concurrent` slot is held until the execution ends, even
+                // when the client's connection is gone before.
+                let _permit = parts
+                    .and_then(|p| p.extensions.get::<rate::ExecutionPermit>())
+                    .cloned();
                 let session = parts
                     .and_then(|p| p.headers.get(sessions::SESSION_HEADER))
                     .and_then(|v| v.to_str().ok());

@@ -62,6 +62,13 @@ impl Drop for RatePermit {
     }
 }
 
+/// A [`RatePermit`] shared by the HTTP request that started the execution (its answer stream)
+/// and the execution itself (the request's parts the handler keeps): the execution is counted
+/// until both are gone, so dropping the connection does not free the slot while the execution
+/// runs on.
+#[derive(Clone)]
+pub struct ExecutionPermit(pub Arc<RatePermit>);
+
 /// Why an execution may not start now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RateRefusal {

@@ -57,6 +57,10 @@ pub struct ServeArgs {
     /// closed after it.
     #[arg(long, value_name = "MS", default_value_t = 10_000)]
     pub header_timeout_ms: u64,
+    /// HTTP: a request's body must arrive within this once its header has (408 past it), so a
+    /// client sending a byte now and then cannot hold its share of the body budget.
+    #[arg(long, value_name = "MS", default_value_t = 30_000)]
+    pub body_timeout_ms: u64,
     /// HTTP: connections open at once; more are answered 503 and closed.
     #[arg(long, value_name = "N", default_value_t = 1024)]
     pub max_connections: usize,
@@ -71,9 +75,14 @@ pub struct ServeArgs {
     /// HTTP: sessions at once (503 with Retry-After past it).
     #[arg(long, value_name = "N", default_value_t = 1000)]
     pub max_sessions: usize,
-    /// HTTP: sessions per client address (429 with Retry-After past it).
+    /// HTTP without authentication: sessions per client address (429 with Retry-After past
+    /// it).
     #[arg(long, value_name = "N", default_value_t = 100)]
     pub max_sessions_per_client: usize,
+    /// HTTP with authentication: sessions per principal (429 with Retry-After past it); the
+    /// address does not count then (callers behind one proxy share it).
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub max_sessions_per_principal: usize,
     /// HTTP: a session whose handshake (notifications/initialized) does not arrive within this
     /// is closed.
     #[arg(long, value_name = "MS", default_value_t = 10_000)]
@@ -131,6 +140,13 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
     }
     let store = match args.state.open(args.config.as_ref().map(|_| &config)) {
         Ok(s) => Some(s),
+        // An audit the operator asked for is not skipped: without its state file, no code
+        // would be recorded, so the server does not start (as with sandbox.auth).
+        Err(e) if config.sandbox.audit.is_some() || args.audit.given() => {
+            return Err(UsageError(format!(
+                "the audit log is configured (sandbox.audit or --audit-*) but the state store could not be opened ({e}); no execution would be audited. Fix the state file or pass --state"
+            )));
+        }
         Err(e) => {
             eprintln!("mcp-sandbox: warning: serving without the state store: {e}");
             None
@@ -204,10 +220,12 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
     let http_options = super::http::HttpOptions {
         allowed_origins: args.allow_origins.clone(),
         header_timeout: Duration::from_millis(args.header_timeout_ms),
+        body_timeout: Duration::from_millis(args.body_timeout_ms.max(1)),
         max_connections: args.max_connections.max(1),
         write_timeout,
         max_sessions: args.max_sessions.max(1),
         max_sessions_per_client: args.max_sessions_per_client.max(1),
+        max_sessions_per_principal: args.max_sessions_per_principal.max(1),
         handshake_timeout: Duration::from_millis(args.handshake_timeout_ms),
         session_idle: Duration::from_millis(args.session_idle_ms),
         tls: args.tls_cert.clone().zip(args.tls_key.clone()),

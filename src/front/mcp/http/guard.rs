@@ -28,8 +28,10 @@ pub(super) struct SessionInfo {
     pub(super) client: IpAddr,
     pub(super) created: Instant,
     pub(super) initialized: bool,
-    /// The principal that opened the session; no other may use it.
+    /// The principal (its [`Principal::id`](crate::context::principal::Principal)) and
+    /// tenant that opened the session; no other may use it.
     pub(super) principal: String,
+    pub(super) tenant: String,
 }
 
 /// What the middleware shares.
@@ -37,12 +39,14 @@ pub(super) struct Front {
     pub(super) gateway: Arc<Gateway>,
     pub(super) manager: Arc<LocalSessionManager>,
     pub(super) sessions: Mutex<HashMap<String, SessionInfo>>,
-    /// Initializations admitted and not answered yet, per client: counted against the caps so
-    /// concurrent requests cannot all pass the check.
-    pub(super) reserved: Mutex<HashMap<IpAddr, usize>>,
+    /// Initializations admitted and not answered yet, per [`CapKey`]: counted against the caps
+    /// so concurrent requests cannot all pass the check.
+    pub(super) reserved: Mutex<HashMap<CapKey, usize>>,
     pub(super) opts: HttpOptions,
     /// Permits for [`MAX_BUFFERED_BODY_BYTES`].
     pub(super) bodies: Arc<Semaphore>,
+    /// Body bytes each caller holds now (bounded by [`MAX_BUFFERED_BODY_BYTES_PER_CALLER`]).
+    pub(super) body_shares: Mutex<HashMap<CapKey, usize>>,
     /// `None`: no authentication (loopback only); every caller is `anonymous`.
     pub(super) auth: crate::front::mcp::auth::SharedAuth,
 }
@@ -62,24 +66,57 @@ impl Front {
             .keys()
             .map(|k| k.to_string())
             .collect();
-        let overdue: Vec<String> = {
+        let (overdue, by_token) = {
             let mut sessions = self.sessions();
             sessions.retain(|id, _| alive.contains(id));
-            sessions
+            let overdue: Vec<String> = sessions
                 .iter()
                 .filter(|(_, s)| {
                     !s.initialized && s.created.elapsed() > self.opts.handshake_timeout
                 })
                 .map(|(id, _)| id.clone())
-                .collect()
+                .collect();
+            let by_token = sessions.values().any(|s| {
+                s.principal
+                    .starts_with(crate::front::mcp::auth::TOKEN_ID_PREFIX)
+            });
+            (overdue, by_token)
         };
         for id in overdue {
             tracing::info!(session = %id, "the handshake did not complete in time; closing the session");
-            self.sessions().remove(&id);
-            let _ = self.manager.close_session(&id.clone().into()).await;
+            self.close(&id).await;
+        }
+        // A session belongs to its token: once the token is revoked (or expired), its sessions
+        // end and what they run is cancelled.
+        if let (true, Some(auth)) = (by_token, &self.auth) {
+            if let Some(usable) = auth.usable_token_ids().await {
+                let gone: Vec<String> = self
+                    .sessions()
+                    .iter()
+                    .filter(|(_, s)| {
+                        s.principal
+                            .starts_with(crate::front::mcp::auth::TOKEN_ID_PREFIX)
+                            && !usable.contains(&s.principal)
+                    })
+                    .map(|(id, _)| id.clone())
+                    .collect();
+                for id in gone {
+                    tracing::info!(session = %id, "the session's API token was revoked or expired; closing the session");
+                    self.close(&id).await;
+                }
+            }
         }
         self.gateway.sessions.retain(|id| alive.contains(id));
         self.gateway.responses.expire(self.opts.write_timeout * 2);
+    }
+}
+
+impl Front {
+    /// Ends session `id`: forgets it, closes it in rmcp and cancels its executions.
+    async fn close(&self, id: &str) {
+        self.sessions().remove(id);
+        let _ = self.manager.close_session(&id.to_string().into()).await;
+        self.gateway.sessions.end(id);
     }
 }
 
@@ -139,8 +176,11 @@ pub(super) async fn guard(
         .map(str::to_string);
     let client = req.extensions().get::<ClientAddr>().map(|c| c.0);
     if let Some(id) = &session {
-        let owner = front.sessions().get(id).map(|s| s.principal.clone());
-        if owner.is_some_and(|o| o != principal.name) {
+        let foreign = front
+            .sessions()
+            .get(id)
+            .is_some_and(|s| s.principal != principal.id || s.tenant != principal.tenant);
+        if foreign {
             return refuse(
                 StatusCode::FORBIDDEN,
                 "this session was opened by another principal; open your own session (initialize)",
@@ -166,6 +206,25 @@ pub(super) async fn guard(
                 .unwrap_or(MAX_BODY_BYTES)
                 .min(MAX_BODY_BYTES);
             let permits = u32::try_from(expected.max(1)).unwrap_or(u32::MAX);
+            let key = match (&front.auth, client) {
+                (None, Some(ip)) => Some(CapKey::Address(ip)),
+                (None, None) => None,
+                (Some(_), _) => Some(CapKey::Principal(principal.id.clone())),
+            };
+            let share = match key {
+                None => None,
+                Some(key) => match BodyShare::take(&front, key, expected.max(1)) {
+                    Some(share) => Some(share),
+                    None => {
+                        return refuse(
+                            StatusCode::TOO_MANY_REQUESTS,
+                            &format!(
+                                "this caller is sending more request bodies at once than its share ({MAX_BUFFERED_BODY_BYTES_PER_CALLER} bytes); finish or close them and retry"
+                            ),
+                        )
+                    }
+                },
+            };
             let budget = front.bodies.clone().acquire_many_owned(permits);
             let _budget = match tokio::time::timeout(front.opts.header_timeout, budget).await {
                 Ok(Ok(p)) => p,
@@ -176,15 +235,27 @@ pub(super) async fn guard(
                     )
                 }
             };
-            let bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
-                Ok(b) => b,
-                Err(_) => {
+            let read = axum::body::to_bytes(body, MAX_BODY_BYTES);
+            let bytes = match tokio::time::timeout(front.opts.body_timeout, read).await {
+                Ok(Ok(b)) => b,
+                Ok(Err(_)) => {
                     return refuse(
                         StatusCode::PAYLOAD_TOO_LARGE,
                         &format!("the request body is larger than {MAX_BODY_BYTES} bytes"),
                     )
                 }
+                Err(_) => {
+                    return refuse(
+                        StatusCode::REQUEST_TIMEOUT,
+                        &format!(
+                            "the request body did not arrive within {} ms (--body-timeout-ms); send it at once",
+                            front.opts.body_timeout.as_millis()
+                        ),
+                    )
+                }
             };
+            // Read: the caller's share is free for its next body.
+            drop(share);
             let message = match jsonrpc::check(&bytes) {
                 Ok(m) => m,
                 Err(r) => return rpc_refusal(&r),
@@ -194,6 +265,14 @@ pub(super) async fn guard(
             if let (Some(len), Some(id)) = (message.code_bytes, message.id.clone()) {
                 let limit = front.gateway.limits.source_bytes;
                 if let Err(e) = crate::front::mcp::admission::Admission::check_code(len, limit) {
+                    // Audited like any refused execution: by the code's size and hash only.
+                    let outcome = refused_code_audited(&front, &principal, &bytes, len, e).await;
+                    let e = outcome.error.unwrap_or_else(|| {
+                        crate::error::ExecError::new(
+                            crate::error::ErrorCode::LimitExceeded,
+                            "the script is over the source limit (source_bytes)",
+                        )
+                    });
                     let result = crate::front::mcp::execute_code::refused(e);
                     let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result});
                     return (
@@ -209,14 +288,17 @@ pub(super) async fn guard(
             if message.code_bytes.is_some() {
                 let rate = front.gateway.rate_of(&principal);
                 match front.gateway.rate.acquire(&principal.name, rate) {
-                    Ok(p) => rate_permit = p,
+                    Ok(p) => {
+                        rate_permit =
+                            p.map(|p| crate::front::mcp::rate::ExecutionPermit(Arc::new(p)))
+                    }
                     Err(refusal) => return rate_refused(message.id.clone(), &refusal),
                 }
             }
             let method = message.method.as_deref();
             let mut reservation = None;
             if method == Some("initialize") && session.is_none() {
-                match reserve(&front, client) {
+                match reserve(&front, client, &principal) {
                     Ok(r) => reservation = r,
                     Err(response) => return *response,
                 }
@@ -227,6 +309,12 @@ pub(super) async fn guard(
                         s.initialized = true;
                     }
                 }
+            }
+            let mut parts = parts;
+            if let Some(permit) = &rate_permit {
+                // The execution holds the permit through its request's parts (see
+                // `ExecutionPermit`); the answer stream below holds it too.
+                parts.extensions.insert(permit.clone());
             }
             let req = Request::from_parts(parts, Body::from(bytes));
             let response = next.run(req).await;
@@ -242,7 +330,8 @@ pub(super) async fn guard(
                             client,
                             created: Instant::now(),
                             initialized: false,
-                            principal: principal.name.clone(),
+                            principal: principal.id.clone(),
+                            tenant: principal.tenant.clone(),
                         },
                     );
                 }
@@ -272,6 +361,36 @@ pub(super) async fn guard(
         }
         _ => next.run(req).await,
     }
+}
+
+/// Records code refused at the door (over the source limit) in the audit log by its size
+/// and SHA-256 (the body is parsed again for it: a rare path), and returns the outcome to send
+/// (`SANDBOX_UNAVAILABLE` when the record cannot be written).
+async fn refused_code_audited(
+    front: &Front,
+    principal: &crate::context::principal::Principal,
+    body: &[u8],
+    code_bytes: u64,
+    error: crate::error::ExecError,
+) -> crate::exec::outcome::Outcome {
+    let outcome = crate::exec::outcome::Outcome::failed(error);
+    if front.gateway.sandbox.auditor().is_none() {
+        return outcome;
+    }
+    let code = serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| {
+            v.pointer("/params/arguments/code")
+                .and_then(serde_json::Value::as_str)
+                .map(|c| crate::exec::audit::sha256_hex(c.as_bytes()))
+        })
+        .unwrap_or_default();
+    let caller = crate::context::principal::Caller::of(principal, None, "http");
+    front
+        .gateway
+        .sandbox
+        .audit_refusal_by_hash(Some(caller), code_bytes, code, outcome)
+        .await
 }
 
 /// 429 with `Retry-After` and a JSON-RPC error whose data has `LIMIT_EXCEEDED`.
@@ -308,11 +427,69 @@ impl Drop for Delivered {
     }
 }
 
+/// One request's share of its caller's body budget; given back when dropped.
+pub(super) struct BodyShare<'a> {
+    front: &'a Front,
+    key: CapKey,
+    bytes: usize,
+}
+
+impl<'a> BodyShare<'a> {
+    /// Takes `bytes` of `key`'s share, or `None` when that would pass
+    /// [`MAX_BUFFERED_BODY_BYTES_PER_CALLER`].
+    fn take(front: &'a Front, key: CapKey, bytes: usize) -> Option<Self> {
+        let mut shares = front.body_shares.lock().unwrap_or_else(|p| p.into_inner());
+        let held = shares.entry(key.clone()).or_default();
+        if *held + bytes > MAX_BUFFERED_BODY_BYTES_PER_CALLER {
+            if *held == 0 {
+                shares.remove(&key);
+            }
+            return None;
+        }
+        *held += bytes;
+        Some(BodyShare { front, key, bytes })
+    }
+}
+
+impl Drop for BodyShare<'_> {
+    fn drop(&mut self) {
+        let mut shares = self
+            .front
+            .body_shares
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = shares.get_mut(&self.key) {
+            *n = n.saturating_sub(self.bytes);
+            if *n == 0 {
+                shares.remove(&self.key);
+            }
+        }
+    }
+}
+
+/// Whose sessions a cap counts: with authentication, an authenticated principal's (so callers
+/// behind one proxy address do not share a cap); without it (loopback, everyone `anonymous`),
+/// a client address's.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) enum CapKey {
+    Principal(String),
+    Address(IpAddr),
+}
+
+impl CapKey {
+    fn holds(&self, s: &SessionInfo) -> bool {
+        match self {
+            CapKey::Principal(id) => &s.principal == id,
+            CapKey::Address(ip) => &s.client == ip,
+        }
+    }
+}
+
 /// A place reserved for a session being initialized; given back when dropped (by then the
 /// session, if made, is recorded).
 pub(super) struct Reservation {
     pub(super) front: Arc<Front>,
-    pub(super) client: IpAddr,
+    pub(super) key: CapKey,
 }
 
 impl Drop for Reservation {
@@ -322,20 +499,22 @@ impl Drop for Reservation {
             .reserved
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        if let Some(n) = reserved.get_mut(&self.client) {
+        if let Some(n) = reserved.get_mut(&self.key) {
             *n -= 1;
             if *n == 0 {
-                reserved.remove(&self.client);
+                reserved.remove(&self.key);
             }
         }
     }
 }
 
 /// Reserves a place for a new session, or answers 503 when the server holds its maximum of
-/// sessions and 429 when this client address holds its own.
+/// sessions and 429 when this principal (with authentication) or this client address (without)
+/// holds its own.
 pub(super) fn reserve(
     front: &Arc<Front>,
     client: Option<IpAddr>,
+    principal: &crate::context::principal::Principal,
 ) -> Result<Option<Reservation>, Box<Response>> {
     let sessions = front.sessions();
     let mut reserved = front.reserved.lock().unwrap_or_else(|p| p.into_inner());
@@ -349,23 +528,36 @@ pub(super) fn reserve(
             ),
         )));
     }
-    let Some(client) = client else {
-        return Ok(None);
-    };
-    let mine = sessions.values().filter(|s| s.client == client).count()
-        + reserved.get(&client).copied().unwrap_or(0);
-    if mine >= front.opts.max_sessions_per_client {
-        return Err(Box::new(refuse(
-            StatusCode::TOO_MANY_REQUESTS,
-            &format!(
+    let (key, cap, refusal) = if front.auth.is_some() {
+        (
+            CapKey::Principal(principal.id.clone()),
+            front.opts.max_sessions_per_principal,
+            format!(
+                "this principal holds its maximum of {} sessions (--max-sessions-per-principal); end some (DELETE) or retry later",
+                front.opts.max_sessions_per_principal
+            ),
+        )
+    } else {
+        let Some(client) = client else {
+            return Ok(None);
+        };
+        (
+            CapKey::Address(client),
+            front.opts.max_sessions_per_client,
+            format!(
                 "this client address holds its maximum of {} sessions (--max-sessions-per-client); end some (DELETE) or retry later",
                 front.opts.max_sessions_per_client
             ),
-        )));
+        )
+    };
+    let mine = sessions.values().filter(|s| key.holds(s)).count()
+        + reserved.get(&key).copied().unwrap_or(0);
+    if mine >= cap {
+        return Err(Box::new(refuse(StatusCode::TOO_MANY_REQUESTS, &refusal)));
     }
-    *reserved.entry(client).or_default() += 1;
+    *reserved.entry(key.clone()).or_default() += 1;
     Ok(Some(Reservation {
         front: front.clone(),
-        client,
+        key,
     }))
 }

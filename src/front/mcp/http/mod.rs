@@ -30,14 +30,18 @@ pub struct HttpOptions {
     pub allowed_origins: Vec<String>,
     /// A request's header must arrive within this; an idle keep-alive connection closes after it.
     pub header_timeout: Duration,
+    /// A request's body must arrive within this after its header (408 past it).
+    pub body_timeout: Duration,
     /// Connections open at once; more are answered 503 and closed.
     pub max_connections: usize,
     /// A response write that waits longer than this (the client does not read) closes the
     /// connection.
     pub write_timeout: Duration,
-    /// Sessions at once (503 past it) and per client address (429 past it).
+    /// Sessions at once (503 past it); per client address without authentication and per
+    /// principal with it (429 past them).
     pub max_sessions: usize,
     pub max_sessions_per_client: usize,
+    pub max_sessions_per_principal: usize,
     /// A session whose handshake (`notifications/initialized`) does not arrive within this ends.
     pub handshake_timeout: Duration,
     /// A session without requests for this long ends.
@@ -49,6 +53,11 @@ pub struct HttpOptions {
 /// Request bodies read and not yet handed on, in total: past it, reading a body waits (the
 /// client's data stays in its socket) up to the header timeout, then 503.
 pub const MAX_BUFFERED_BODY_BYTES: usize = 64 * 1024 * 1024;
+
+/// Of [`MAX_BUFFERED_BODY_BYTES`], what one caller may hold at once (one principal with
+/// authentication, one client address without): four full bodies. Past it: 429 at once, so
+/// one caller's slow bodies cannot exhaust the shared budget.
+pub const MAX_BUFFERED_BODY_BYTES_PER_CALLER: usize = 4 * MAX_BODY_BYTES;
 
 /// How long rmcp keeps a finished request's answers for a resuming client.
 pub const COMPLETED_CACHE_TTL: Duration = Duration::from_secs(5);
@@ -147,6 +156,7 @@ pub async fn serve_http(
         manager,
         sessions: Mutex::new(HashMap::new()),
         reserved: Mutex::new(HashMap::new()),
+        body_shares: Mutex::new(HashMap::new()),
         opts: opts.clone(),
         bodies: Arc::new(Semaphore::new(MAX_BUFFERED_BODY_BYTES)),
         auth: auth.clone(),
