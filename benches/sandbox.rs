@@ -26,6 +26,10 @@
 //!   (`Promise.all`), through the in-process echo (`in_process`) and the stdio fixture server
 //!   (`stdio`), with `per_call_us` = ms / N; the cost is linear when `per_call_us` stays flat.
 //!   The stdio 100k run takes ~10 s on this machine; it is the longest step of the benchmark.
+//! - `timer_sleep_overhead_us`: what `await new Promise((r) => setTimeout(r, 1))` takes beyond its
+//!   1 ms, from 300 sleeps in one execution (timed inside the script with `performance.now()`):
+//!   the host-driven `sleep`/`wake` round trip and the tokio timer's rounding up to whole ms.
+//!   `SANDBOX_BENCH_QUICK=1` runs only `cold_exec_ms`, `pooled_exec_ms` and this key.
 //! - `scaling`: `[x, ms]` pairs — time of one execution vs number of sequential calls, vs the size
 //!   of a tool result the script receives, and wall time of N executions submitted at once.
 
@@ -435,6 +439,7 @@ async fn bench() -> Value {
         "mcp_direct_call_us": percentiles(direct),
         "mcp_call_added_pct": round(added_pct),
         "calls_concurrent": concurrent,
+        "timer_sleep_overhead_us": timer_sleep_overhead(&local, &runner).await,
         "scaling": {
             "calls": by_calls,
             "result_bytes": by_size,
@@ -489,6 +494,75 @@ async fn concurrent_calls(local: &Catalog, mcp: &Catalog, runner: &RunnerCommand
     Value::Object(out)
 }
 
+/// `timer_sleep_overhead_us`: 300 sleeps of 1 ms in one execution, each minus its 1 ms.
+async fn timer_sleep_overhead(catalog: &Catalog, runner: &RunnerCommand) -> Value {
+    let o = exec(
+        catalog,
+        runner,
+        "const out = [];
+         for (let i = 0; i < 300; i++) {
+           const t = performance.now();
+           await new Promise((r) => setTimeout(r, 1));
+           out.push((performance.now() - t) * 1000 - 1000);
+         }
+         return out;",
+    )
+    .await;
+    let xs: Vec<f64> = o
+        .result
+        .as_array()
+        .expect("an array of samples")
+        .iter()
+        .filter_map(Value::as_f64)
+        .collect();
+    percentiles(xs)
+}
+
+/// `SANDBOX_BENCH_QUICK=1`: only `cold_exec_ms`, `pooled_exec_ms` and `timer_sleep_overhead_us`
+/// (100 samples each), to compare a change quickly without the full run.
+async fn quick() -> Value {
+    let runner = RunnerCommand::new(release_bin("sandbox-runner"));
+    let mut local = Catalog::new();
+    local
+        .add(Arc::new(InProcessServer::new("bench")))
+        .expect("catalog");
+    let local = Arc::new(local);
+    for _ in 0..20 {
+        exec(&local, &runner, "return 1+1").await;
+    }
+    let mut cold = Vec::new();
+    for _ in 0..100 {
+        let t = Instant::now();
+        exec(&local, &runner, "return 1+1").await;
+        cold.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    let pool_size = 4;
+    let sandbox = Sandbox::new(
+        local.clone(),
+        runner.clone(),
+        QueueOptions {
+            pool_size,
+            ..Default::default()
+        },
+    );
+    let mut pooled_ms = Vec::new();
+    for _ in 0..100 {
+        wait_full(&sandbox, pool_size).await;
+        let t = Instant::now();
+        pooled(&sandbox, "return 1+1").await;
+        pooled_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    if let Some(p) = sandbox.pool() {
+        p.drain().await;
+    }
+    json!({
+        "cold_exec_ms": percentiles(cold),
+        "pooled_exec_ms": percentiles(pooled_ms),
+        "timer_sleep_overhead_us": timer_sleep_overhead(&local, &runner).await,
+        "runner_bytes": std::fs::metadata(release_bin("sandbox-runner")).map(|m| m.len()).unwrap_or(0),
+    })
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; any filter arguments are ignored.
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -496,6 +570,13 @@ fn main() {
         .build()
         .expect("tokio runtime");
     // On a runtime worker, like `Sandbox::execute` runs sessions (no hop to block_on's thread).
+    if std::env::var_os("SANDBOX_BENCH_QUICK").is_some() {
+        let report = rt
+            .block_on(async { tokio::spawn(quick()).await })
+            .expect("benchmark task");
+        println!("{report:#}");
+        return;
+    }
     let report = rt
         .block_on(async { tokio::spawn(bench()).await })
         .expect("benchmark task");
