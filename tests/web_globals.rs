@@ -55,7 +55,10 @@ async fn text_decoder_bom_fatal_streaming_and_labels() {
         json!([
             "hi",
             2,
-            ["TypeError", "The encoded data was not valid for encoding utf-8"],
+            [
+                "TypeError",
+                "The encoded data was not valid for encoding utf-8"
+            ],
             "a\u{fffd}b",
             ["a", "€", "😀", ""],
             "z",
@@ -112,11 +115,39 @@ async fn structured_clone_round_trips_and_refuses_functions() {
     assert_eq!(
         r,
         json!([
-            [true, true, true, true, true, "one", true, true, 86400000, true, "a+b", "gi", true,
-             [1, 2, 3], true, 1.5, true, false, 3, true, "bad", [8, 7], 1, 4],
-            [["DataCloneError", true, 25], ["DataCloneError", true, 25],
-             ["DataCloneError", true, 25], ["DataCloneError", true, 25],
-             ["DataCloneError", true, 25]],
+            [
+                true,
+                true,
+                true,
+                true,
+                true,
+                "one",
+                true,
+                true,
+                86400000,
+                true,
+                "a+b",
+                "gi",
+                true,
+                [1, 2, 3],
+                true,
+                1.5,
+                true,
+                false,
+                3,
+                true,
+                "bad",
+                [8, 7],
+                1,
+                4
+            ],
+            [
+                ["DataCloneError", true, 25],
+                ["DataCloneError", true, 25],
+                ["DataCloneError", true, 25],
+                ["DataCloneError", true, 25],
+                ["DataCloneError", true, 25]
+            ],
             4,
             0
         ])
@@ -218,20 +249,26 @@ async fn console_extras_log_what_node_logs() {
         .map(|l| (l.level.clone(), l.message.clone()))
         .collect();
     let l = |level: &str, m: &str| (level.to_string(), m.to_string());
-    assert_eq!(lines[0..10].to_vec(), vec![
-        l("log", "outer"),
-        l("log", "  inside"),
-        l("info", "    deeper"),
-        l("info", "default: 1"),
-        l("info", "default: 2"),
-        l("info", "x: 1"),
-        l("info", "default: 1"),
-        l("error", "Assertion failed: broken 1"),
-        l("error", "Assertion failed"),
-        l("log", "{\"a\":1}"),
-    ]);
+    assert_eq!(
+        lines[0..10].to_vec(),
+        vec![
+            l("log", "outer"),
+            l("log", "  inside"),
+            l("info", "    deeper"),
+            l("info", "default: 1"),
+            l("info", "default: 2"),
+            l("info", "x: 1"),
+            l("info", "default: 1"),
+            l("error", "Assertion failed: broken 1"),
+            l("error", "Assertion failed"),
+            l("log", "{\"a\":1}"),
+        ]
+    );
     assert_eq!(lines[10].0, "info");
-    assert!(lines[10].1.starts_with("t: ") && lines[10].1.ends_with("ms"), "{lines:?}");
+    assert!(
+        lines[10].1.starts_with("t: ") && lines[10].1.ends_with("ms"),
+        "{lines:?}"
+    );
     assert_eq!(lines[11], l("warn", "Timer 'missing' does not exist"));
     assert_eq!(
         lines[12].1,

@@ -52,10 +52,11 @@ async fn url_passes_the_wpt_parsing_data() {
         o.result["failed"]
     );
     assert!(total > 800, "{total} cases");
-    // Measured 95.97 % with url 2.5.8: the failures are the cases its own test suite lists as
-    // expected failures (`file:` URLs with Windows drive letters and empty hosts, and `/.//`
-    // paths of non-special URLs); see the README's "Web-platform globals".
-    assert!(rate >= 0.95, "{passed}/{total}");
+    // Measured 783/819 = 95.6 % with url 2.5.8 (the issue asks for 99 %): the 36 failures are
+    // all `file:` URLs (Windows drive letters against a base with a host, empty path segments
+    // after the host) that the `url` crate's own suite lists as expected failures; see the
+    // README's "Web-platform globals". This bound catches any regression below that.
+    assert!(passed >= 783, "{passed}/{total}");
 }
 
 #[tokio::test]
@@ -87,8 +88,18 @@ async fn url_members_setters_and_search_params() {
     assert_eq!(
         o.result,
         json!([
-            ["https:", "user", "pw", "example.com:8080", "example.com", "8080", "/a/b", "?x=1&y=2",
-             "#frag", "https://example.com:8080"],
+            [
+                "https:",
+                "user",
+                "pw",
+                "example.com:8080",
+                "example.com",
+                "8080",
+                "/a/b",
+                "?x=1&y=2",
+                "#frag",
+                "https://example.com:8080"
+            ],
             "https://user:pw@example.com:8080/a/b?x=1&y=2&z=a+b%26c#frag",
             "é",
             "https://user:pw@example.com/c%20d?q=%C3%A9",

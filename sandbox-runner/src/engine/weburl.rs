@@ -11,7 +11,7 @@ use url::{form_urlencoded, quirks, Url};
 fn components(url: &Url) -> Vec<String> {
     vec![
         quirks::href(url).to_string(),
-        quirks::origin(url),
+        origin(url),
         quirks::protocol(url).to_string(),
         quirks::username(url).to_string(),
         quirks::password(url).to_string(),
@@ -22,6 +22,19 @@ fn components(url: &Url) -> Vec<String> {
         quirks::search(url).to_string(),
         quirks::hash(url).to_string(),
     ]
+}
+
+/// The URL standard's origin. For `blob:` URLs the standard now gives the inner URL's origin only
+/// when that is `http:` or `https:` (else an opaque origin, `"null"`); `url` 2.5 gives any inner
+/// URL's origin.
+fn origin(url: &Url) -> String {
+    if url.scheme() == "blob" {
+        return match Url::parse(url.path()) {
+            Ok(inner) if matches!(inner.scheme(), "http" | "https") => quirks::origin(&inner),
+            _ => "null".to_string(),
+        };
+    }
+    quirks::origin(url)
 }
 
 /// Parses `input` against the optional `base`; `None` when either is not a valid URL.
