@@ -31,11 +31,16 @@
 //!   this run) and `gateway_http_8_clients_pct` (8 HTTP clients' executions/s in percent of the
 //!   library's with 8 submitters).
 //! - `audit_*` and `audited_*`: the audit log's costs (see `audit/mod.rs`).
+//! - `timer_sleep_overhead_us`: what `await new Promise((r) => setTimeout(r, 1))` takes beyond its
+//!   1 ms, from 300 sleeps in one execution (timed inside the script with `performance.now()`):
+//!   the host-driven `sleep`/`wake` round trip and the tokio timer's rounding up to whole ms.
+//!   `SANDBOX_BENCH_QUICK=1` runs only `cold_exec_ms`, `pooled_exec_ms` and this key.
 //! - `scaling`: `[x, ms]` pairs — time of one execution vs number of sequential calls, vs the size
 //!   of a tool result the script receives, and wall time of N executions submitted at once.
 
 mod audit;
 mod gateway;
+mod timers;
 
 use mcp_sandbox::config::Config;
 use mcp_sandbox::tools::catalog::start_mcp_servers;
@@ -461,6 +466,7 @@ async fn bench() -> Value {
         "mcp_direct_call_us": percentiles(direct),
         "mcp_call_added_pct": round(added_pct),
         "calls_concurrent": concurrent,
+        "timer_sleep_overhead_us": timers::timer_sleep_overhead(&local, &runner).await,
         "scaling": {
             "calls": by_calls,
             "result_bytes": by_size,
@@ -556,6 +562,13 @@ fn main() {
         return;
     }
     // On a runtime worker, like `Sandbox::execute` runs sessions (no hop to block_on's thread).
+    if std::env::var_os("SANDBOX_BENCH_QUICK").is_some() {
+        let report = rt
+            .block_on(async { tokio::spawn(timers::quick()).await })
+            .expect("benchmark task");
+        println!("{report:#}");
+        return;
+    }
     let report = rt
         .block_on(async { tokio::spawn(bench()).await })
         .expect("benchmark task");

@@ -1,5 +1,5 @@
 //! A script waiting on a promise that nothing can settle (empty job queue, no tool call in
-//! flight, no timers in the sandbox) ends at once with DEADLOCK instead of waiting for the wall
+//! flight, no pending timer) ends at once with DEADLOCK instead of waiting for the wall
 //! clock; one that still has a call in flight waits for it.
 
 use crate::common;

@@ -88,4 +88,7 @@ mod tool_result_limit;
 mod tools_cli;
 mod uid_layer;
 mod unknown_tools;
+mod web_globals;
+mod web_timers;
+mod web_url;
 mod zygote_runners;

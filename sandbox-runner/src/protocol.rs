@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
 /// Version of this protocol. The runner announces it in `ready`; the host refuses any other.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// The fd number at which the runner finds its end of the socketpair.
 pub const RUNNER_SOCKET_FD: i32 = 3;
@@ -44,6 +44,11 @@ pub enum RunnerMessage {
     },
     /// A `console.*` line, sent as it happens.
     Log { level: LogLevel, message: String },
+    /// The script has timers and nothing else to do: send `wake` in `ms` milliseconds unless
+    /// another `sleep` replaces the request first. The runner has no clock it can wait on after
+    /// the lockdown (no `poll`, no `nanosleep`), so the host drives its timers; a wake that
+    /// comes early or late only makes the runner check its own clock again.
+    Sleep { ms: u64 },
     /// The script's outcome. The runner exits after sending it.
     ExecutionComplete {
         success: bool,
@@ -81,6 +86,8 @@ pub enum HostMessage {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<WireError>,
     },
+    /// The answer to the runner's latest `sleep`: its earliest timer is due.
+    Wake,
 }
 
 /// One callable tool, as the runner needs to know it.
@@ -254,11 +261,13 @@ pub fn valid_server_name(name: &str) -> bool {
 }
 
 /// Every global the runner's scripts see: the engine's own (QuickJS-ng through rquickjs with
-/// `Context::full`) plus `mcp` and `console`. A context key may not shadow any of them (nor an
+/// `Context::full`), the web globals of `engine/web.js`, plus `mcp` and `console`. A context key may not shadow any of them (nor an
 /// `Object.prototype` name, see [`RESERVED_NAMES`]); the host refuses such keys before it
 /// spawns a runner and the runner refuses them again. A unit test of the engine checks this
 /// list against a live context, so the two cannot drift apart.
 pub const SCRIPT_GLOBALS: &[&str] = &[
+    "AbortController",
+    "AbortSignal",
     "AggregateError",
     "Array",
     "ArrayBuffer",
@@ -268,12 +277,15 @@ pub const SCRIPT_GLOBALS: &[&str] = &[
     "BigInt64Array",
     "BigUint64Array",
     "Boolean",
+    "CustomEvent",
     "DOMException",
     "DataView",
     "Date",
     "DisposableStack",
     "Error",
     "EvalError",
+    "Event",
+    "EventTarget",
     "FinalizationRegistry",
     "Float16Array",
     "Float32Array",
@@ -303,8 +315,12 @@ pub const SCRIPT_GLOBALS: &[&str] = &[
     "SuppressedError",
     "Symbol",
     "SyntaxError",
+    "TextDecoder",
+    "TextEncoder",
     "TypeError",
     "URIError",
+    "URL",
+    "URLSearchParams",
     "Uint16Array",
     "Uint32Array",
     "Uint8Array",
@@ -314,21 +330,31 @@ pub const SCRIPT_GLOBALS: &[&str] = &[
     "WeakSet",
     "atob",
     "btoa",
+    "clearInterval",
+    "clearTimeout",
     "console",
+    "crypto",
     "decodeURI",
     "decodeURIComponent",
     "encodeURI",
     "encodeURIComponent",
     "escape",
     "eval",
+    "fetch",
     "globalThis",
     "isFinite",
     "isNaN",
     "mcp",
+    "navigator",
     "parseFloat",
     "parseInt",
     "performance",
     "queueMicrotask",
+    "reportError",
+    "self",
+    "setInterval",
+    "setTimeout",
+    "structuredClone",
     "undefined",
     "unescape",
 ];
@@ -661,6 +687,9 @@ pub mod raw {
         pub error: Option<WireError>,
     }
 
+    /// The `wake` frame, as the host's serializer writes it.
+    pub const WAKE: &[u8] = br#"{"type":"wake"}"#;
+
     /// Decodes an `rpc_result` payload; any other frame type is an error.
     pub fn decode_rpc_result(payload: &[u8]) -> Result<RpcResultRef<'_>, FrameError> {
         let r: RpcResultRef<'_> = serde_json::from_slice(payload)?;
@@ -975,6 +1004,16 @@ mod tests {
                 error: None
             }
         );
+    }
+
+    #[test]
+    fn wake_and_sleep_frames() {
+        let mut buf = Vec::new();
+        encode_frame(&HostMessage::Wake, 1 << 10, &mut buf).unwrap();
+        assert_eq!(&buf[4..], raw::WAKE);
+        let m: RunnerMessage = decode_payload(br#"{"type":"sleep","ms":200}"#).unwrap();
+        assert_eq!(m, RunnerMessage::Sleep { ms: 200 });
+        assert!(decode_payload::<RunnerMessage>(br#"{"type":"sleep","ms":-1}"#).is_err());
     }
 
     /// A reader that hands out at most `chunk` bytes per `read`, counting the calls.

@@ -101,6 +101,13 @@ impl Channel {
         self.hold()
     }
 
+    /// Asks the host for a `wake` in `ms` milliseconds; held until the runner blocks on the
+    /// socket (which it is about to do).
+    pub fn send_sleep(&mut self, ms: u64) -> Result<(), FrameError> {
+        encode_frame(&RunnerMessage::Sleep { ms }, self.max_frame, &mut self.out)?;
+        self.hold()
+    }
+
     pub fn send_result(&mut self, result_json: &str) -> Result<(), FrameError> {
         raw::encode_complete_ok(result_json, self.max_frame, &mut self.out)?;
         self.flush()

@@ -7,6 +7,11 @@ pub mod channel;
 mod convert;
 pub mod cpu;
 pub mod preload;
+mod subtle;
+mod text;
+mod timers;
+mod web;
+mod weburl;
 
 use crate::protocol::{raw, RunnerLimits, ToolRef, UnavailableServer, WireError};
 use bridge::Bridge;
@@ -21,7 +26,8 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+use timers::Timers;
 
 const PRELUDE: &str = include_str!("prelude.js");
 /// The name QuickJS gives the user's code in stack traces (`at script.js:3:7`).
@@ -53,6 +59,8 @@ pub struct ExecuteRequest {
 pub struct Engine {
     /// Dropped before the runtime (a value must not outlive its runtime).
     prelude: Persistent<Function<'static>>,
+    /// Installs the per-execution web globals (timers); returned by [`web::install`].
+    web_bind: Persistent<Function<'static>>,
     rt: Runtime,
     ctx: Context,
 }
@@ -62,12 +70,24 @@ impl Engine {
         let init = |e: rquickjs::Error| EngineError::Init(e.to_string());
         let rt = Runtime::new().map_err(init)?;
         let ctx = Context::full(&rt).map_err(init)?;
-        let prelude = ctx.with(|ctx| {
-            ctx.eval::<Function, _>(PRELUDE)
+        let (prelude, web_bind) = ctx.with(|ctx| {
+            let prelude = ctx
+                .eval::<Function, _>(PRELUDE)
                 .map(|f| Persistent::save(&ctx, f))
-                .map_err(init)
+                .map_err(init)?;
+            // The web globals (`URL`, `TextDecoder`, `EventTarget`, …) are defined here, once:
+            // in a zygote every forked runner finds them in its copy-on-write heap.
+            let bind = web::install(&ctx)
+                .map(|f| Persistent::save(&ctx, f))
+                .map_err(init)?;
+            Ok::<_, EngineError>((prelude, bind))
         })?;
-        Ok(Engine { prelude, rt, ctx })
+        Ok(Engine {
+            prelude,
+            web_bind,
+            rt,
+            ctx,
+        })
     }
 
     /// Runs the script and sends its `execution_complete` frame (or the socket error).
@@ -105,15 +125,26 @@ impl Engine {
                 &req.unavailable,
                 limits.max_calls,
             ));
+            let timers = Rc::new(Timers::default());
+            let setup = |e: rquickjs::Error| {
+                WireError::new("RUNTIME_ERROR", format!("runner setup failed: {e}"))
+            };
             let outcome = self
                 .prelude
                 .clone()
                 .restore(&ctx)
-                .map_err(|e| WireError::new("RUNTIME_ERROR", format!("runner setup failed: {e}")))
-                .and_then(|prelude| {
-                    run_script(&ctx, &bridge, prelude, &budget, &req, &out_of_memory)
+                .and_then(|p| Ok((p, self.web_bind.clone().restore(&ctx)?)))
+                .map_err(setup)
+                .and_then(|(prelude, web_bind)| {
+                    web::bind_timers(&ctx, &timers, web_bind).map_err(setup)?;
+                    let natives = Natives {
+                        bridge: &bridge,
+                        timers: &timers,
+                    };
+                    run_script(&ctx, natives, prelude, &budget, &req, &out_of_memory)
                 });
             bridge.clear();
+            timers.clear_all();
             let broken = bridge.broken.borrow().clone();
             match broken {
                 Some(reason) => Err(EngineError::Channel(reason)),
@@ -139,16 +170,24 @@ impl Engine {
     }
 }
 
+/// The per-execution state the script's natives share with the loop.
+#[derive(Clone, Copy)]
+struct Natives<'a, 'js> {
+    bridge: &'a Rc<Bridge<'js>>,
+    timers: &'a Timers<'js>,
+}
+
 /// Installs globals, evaluates the code and drives the job queue until the script settles.
 /// Returns the result as JSON text, or the structured error.
 fn run_script<'js>(
     ctx: &Ctx<'js>,
-    bridge: &Rc<Bridge<'js>>,
+    natives: Natives<'_, 'js>,
     prelude: Function<'js>,
     budget: &CpuBudget,
     req: &ExecuteRequest,
     out_of_memory: &AtomicBool,
 ) -> Result<String, WireError> {
+    let Natives { bridge, timers } = natives;
     let internal =
         |e: rquickjs::Error| WireError::new("RUNTIME_ERROR", format!("runner setup failed: {e}"));
     install_context(ctx, &req.context)?;
@@ -197,46 +236,72 @@ fn run_script<'js>(
                 let thrown = ctx.catch();
                 return Err(classify(ctx, budget, req.limits.cpu_ms, thrown));
             }
-            PromiseState::Pending if bridge.in_flight() == 0 => {
-                // The job queue is empty and no tool call is outstanding: the sandbox has no
-                // timers and no other I/O, so nothing can ever settle the script's promise.
-                // Unless a job ran out of memory: its promise was rejected with QuickJS's
-                // "out of memory" and nothing handled it (a growing promise chain just stops),
-                // which is the memory budget, not the script's own deadlock.
-                if out_of_memory.load(Ordering::Relaxed) {
-                    return Err(convert::memory_limit());
-                }
-                return Err(deadlock());
+            PromiseState::Pending => {}
+        }
+        // The script waits: a due timer runs first (then its microtasks, at the top).
+        let now = Instant::now();
+        match timers.run_due(now) {
+            Ok(true) => continue,
+            Ok(false) => {}
+            Err(e) => return Err(classify_err(ctx, budget, req.limits.cpu_ms, e)),
+        }
+        if bridge.in_flight() == 0 && timers.is_empty() {
+            // The job queue is empty, no tool call is outstanding and no timer is pending: the
+            // sandbox has no other I/O, so nothing can ever settle the script's promise.
+            // Unless a job ran out of memory: its promise was rejected with QuickJS's
+            // "out of memory" and nothing handled it (a growing promise chain just stops),
+            // which is the memory budget, not the script's own deadlock.
+            if out_of_memory.load(Ordering::Relaxed) {
+                return Err(convert::memory_limit());
             }
-            PromiseState::Pending => {
-                // Nothing left to run: wait for the host to answer a call.
-                let received = bridge.channel.borrow_mut().recv_owned();
-                let frame = match received {
-                    Ok(f) => f,
-                    Err(e) => {
-                        *bridge.broken.borrow_mut() = Some(e.to_string());
-                        return Err(WireError::new(
-                            "RUNNER_CRASHED",
-                            "lost the connection to the host",
-                        ));
-                    }
-                };
-                let settled = match raw::decode_rpc_result(&frame) {
-                    // Settling runs JS, which may send frames: the channel is not borrowed here.
-                    Ok(r) => bridge
-                        .settle(ctx, r)
-                        .map_err(|e| classify_err(ctx, budget, req.limits.cpu_ms, e)),
-                    Err(reason) => {
-                        *bridge.broken.borrow_mut() =
-                            Some(format!("bad frame from host: {reason}"));
-                        Err(WireError::new("RUNNER_CRASHED", "bad frame from the host"))
-                    }
-                };
-                bridge.channel.borrow_mut().restore(frame);
-                settled?;
-            }
+            return Err(deadlock());
+        }
+        wait_for_host(ctx, natives, now)
+            .map_err(|e| e.unwrap_or_else(|e| classify_err(ctx, budget, req.limits.cpu_ms, e)))?;
+    }
+}
+
+/// Nothing left to run: waits for the host to answer a call or wake a timer, and settles the
+/// call's promise. `Err(Ok(_))` ends the script with that error; `Err(Err(_))` is an exception
+/// thrown while settling.
+fn wait_for_host<'js>(
+    ctx: &Ctx<'js>,
+    natives: Natives<'_, 'js>,
+    now: Instant,
+) -> Result<(), Result<WireError, rquickjs::Error>> {
+    let Natives { bridge, timers } = natives;
+    let lost = |e: String| {
+        *bridge.broken.borrow_mut() = Some(e);
+        Ok(WireError::new(
+            "RUNNER_CRASHED",
+            "lost the connection to the host",
+        ))
+    };
+    if let Some(ms) = timers.sleep_request(now) {
+        if let Err(e) = bridge.channel.borrow_mut().send_sleep(ms) {
+            return Err(lost(e.to_string()));
         }
     }
+    let received = bridge.channel.borrow_mut().recv_owned();
+    let frame = received.map_err(|e| lost(e.to_string()))?;
+    if frame == raw::WAKE {
+        timers.woken();
+        bridge.channel.borrow_mut().restore(frame);
+        return Ok(());
+    }
+    let settled = match raw::decode_rpc_result(&frame) {
+        // Settling runs JS, which may send frames: the channel is not borrowed here.
+        Ok(r) => bridge.settle(ctx, r).map_err(Err),
+        Err(reason) => {
+            *bridge.broken.borrow_mut() = Some(format!("bad frame from host: {reason}"));
+            Err(Ok(WireError::new(
+                "RUNNER_CRASHED",
+                "bad frame from the host",
+            )))
+        }
+    };
+    bridge.channel.borrow_mut().restore(frame);
+    settled
 }
 
 /// The error of a script waiting on a promise that nothing can settle.
@@ -244,8 +309,8 @@ pub fn deadlock() -> WireError {
     WireError::new(
         "DEADLOCK",
         "the script is waiting on a promise that nothing can settle: no tool call is in flight \
-         and there are no timers (the sandbox has none). Await only promises that a tool call or \
-         your own code settles",
+         and no timer is pending. Await only promises that a tool call, a timer or your own \
+         code settles",
     )
 }
 

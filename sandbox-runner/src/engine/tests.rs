@@ -297,9 +297,14 @@ fn context_keys_that_shadow_globals_are_refused() {
             };
             let budget = CpuBudget::start(Duration::from_secs(1));
             let prelude = engine.prelude.clone().restore(&ctx).unwrap();
+            let timers = Timers::default();
+            let natives = Natives {
+                bridge: &bridge,
+                timers: &timers,
+            };
             let r = run_script(
                 &ctx,
-                &bridge,
+                natives,
                 prelude,
                 &budget,
                 &req,

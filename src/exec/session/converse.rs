@@ -68,11 +68,23 @@ impl Run {
         // One timer for the whole conversation (not one registered and dropped per frame).
         let wall_clock = tokio::time::sleep_until(self.deadline);
         tokio::pin!(wall_clock);
+        // The runner's timers: armed by its latest `sleep` frame (each replaces the one before),
+        // never later than the wall clock, which ends the execution first.
+        let wake = tokio::time::sleep_until(self.deadline);
+        tokio::pin!(wake);
+        let mut wake_armed = false;
         loop {
             tokio::select! {
                 biased;
                 _ = &mut wall_clock => {
                     return Err(self.timeout_error(""));
+                }
+                _ = &mut wake, if wake_armed => {
+                    wake_armed = false;
+                    let mut buf = Vec::new();
+                    encode_frame(&HostMessage::Wake, max_frame, &mut buf)
+                        .map_err(|e| protocol(e.to_string()))?;
+                    tx.send(buf);
                 }
                 Some((id, result)) = running.next(), if !running.is_empty() => {
                     self.finish_call(id, result, tx, max_frame);
@@ -115,6 +127,13 @@ impl Run {
                     };
                     match msg {
                         RunnerMessage::Log { level, message } => self.log(level.as_str(), message),
+                        RunnerMessage::Sleep { ms } => {
+                            let at = tokio::time::Instant::now()
+                                .checked_add(Duration::from_millis(ms))
+                                .map_or(self.deadline, |at| at.min(self.deadline));
+                            wake.as_mut().reset(at);
+                            wake_armed = true;
+                        }
                         RunnerMessage::RpcCall { id, server, tool, args } => {
                             // Before the names are copied anywhere (traces, suggestions).
                             budget::check_name("server", &server)

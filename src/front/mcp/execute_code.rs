@@ -42,7 +42,8 @@ use search_tools to see the exact signatures;\n\
 TOOL_ERROR, TOOL_TIMEOUT, PERMISSION_DENIED, LIMIT_EXCEEDED): catch it with try/catch to recover;\n\
 - `Object.keys(mcp)` lists the servers, `Object.keys(mcp.<server>)` their tools;\n\
 - `console.log` output is returned in `logs`; `context` keys are variables in scope.\n\
-There is no network, filesystem, require/import or timers: only standard JavaScript and `mcp`. \
+There is no network (no fetch), filesystem or require/import: standard JavaScript, `mcp`, timers, URL, \
+TextEncoder/TextDecoder, structuredClone, AbortController and crypto.subtle.digest. \
 A tool result is its structuredContent when the tool sends one, else its text as a string. \
 The answer holds result, logs, error {code, message} and a trace of every tool call; a failed script \
 is reported with isError and the error code.",
