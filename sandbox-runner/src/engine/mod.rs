@@ -4,8 +4,10 @@
 
 mod bridge;
 pub mod channel;
+mod clock;
 mod convert;
 pub mod cpu;
+pub mod crypto;
 pub mod preload;
 
 use crate::protocol::{raw, RunnerLimits, ToolRef, UnavailableServer, WireError};
@@ -24,6 +26,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 const PRELUDE: &str = include_str!("prelude.js");
+/// The Node-style formatter of `console.*` arguments (see the file's header).
+const INSPECT: &str = include_str!("inspect.js");
 /// The name QuickJS gives the user's code in stack traces (`at script.js:3:7`).
 pub const SCRIPT_NAME: &str = "script.js";
 
@@ -53,8 +57,14 @@ pub struct ExecuteRequest {
 pub struct Engine {
     /// Dropped before the runtime (a value must not outlive its runtime).
     prelude: Persistent<Function<'static>>,
+    /// `inspect(value)` for `console.*`, made once from `inspect.js`.
+    inspect: Persistent<Function<'static>>,
     rt: Runtime,
     ctx: Context,
+    /// The generator behind `Math.random` and `crypto`, seeded per execution ([`Engine::seed`]).
+    random: crypto::Random,
+    /// The origin of `performance.now()`, reset when the execution starts.
+    clock: clock::Clock,
 }
 
 impl Engine {
@@ -62,16 +72,42 @@ impl Engine {
         let init = |e: rquickjs::Error| EngineError::Init(e.to_string());
         let rt = Runtime::new().map_err(init)?;
         let ctx = Context::full(&rt).map_err(init)?;
-        let prelude = ctx.with(|ctx| {
-            ctx.eval::<Function, _>(PRELUDE)
+        let random = crypto::Random::default();
+        let clock = clock::Clock::default();
+        let (prelude, inspect) = ctx.with(|ctx| {
+            crypto::install(&ctx, &random).map_err(init)?;
+            clock::install(&ctx, &clock).map_err(init)?;
+            let inspect = ctx
+                .eval::<Function, _>(INSPECT)
+                .and_then(|make| make.call::<_, Function>(()))
                 .map(|f| Persistent::save(&ctx, f))
+                .map_err(init)?;
+            ctx.eval::<Function, _>(PRELUDE)
+                .map(|f| (Persistent::save(&ctx, f), inspect))
                 .map_err(init)
         })?;
-        Ok(Engine { prelude, rt, ctx })
+        Ok(Engine {
+            prelude,
+            inspect,
+            rt,
+            ctx,
+            random,
+            clock,
+        })
+    }
+
+    /// Seeds `Math.random` and `crypto` from the kernel. Called once per runner, after the
+    /// fork (or exec) that made it and before its seccomp filter: no two runners share a seed.
+    pub fn seed(&self) -> Result<(), EngineError> {
+        self.random
+            .reseed()
+            .map_err(|e| EngineError::Init(e.to_string()))
     }
 
     /// Runs the script and sends its `execution_complete` frame (or the socket error).
     pub fn execute(&self, channel: Channel, req: ExecuteRequest) -> Result<(), EngineError> {
+        // `performance.now()` counts from here, and `timeOrigin` is this moment's wall time.
+        self.clock.start();
         let limits = req.limits;
         self.rt
             .set_memory_limit(usize::try_from(limits.memory_bytes).unwrap_or(usize::MAX));
@@ -105,6 +141,9 @@ impl Engine {
                 &req.unavailable,
                 limits.max_calls,
             ));
+            if let Ok(inspect) = self.inspect.clone().restore(&ctx) {
+                bridge.set_inspect(inspect);
+            }
             let outcome = self
                 .prelude
                 .clone()
@@ -151,12 +190,21 @@ fn run_script<'js>(
 ) -> Result<String, WireError> {
     let internal =
         |e: rquickjs::Error| WireError::new("RUNTIME_ERROR", format!("runner setup failed: {e}"));
+    if let Some(at) = req.code.find('\0') {
+        return Err(nul_in_source(&req.code, at));
+    }
     install_context(ctx, &req.context)?;
     install_prelude(ctx, bridge, prelude).map_err(internal)?;
 
     let promise = match start(ctx, &req.code) {
         Ok(p) => p,
-        Err(thrown) => return Err(classify(ctx, budget, req.limits.cpu_ms, thrown)),
+        Err(thrown) if budget.tripped() => {
+            return Err(classify(ctx, budget, req.limits.cpu_ms, thrown))
+        }
+        Err(thrown) if thrown.is_null() => {
+            return Err(classify(ctx, budget, req.limits.cpu_ms, thrown))
+        }
+        Err(thrown) => return Err(convert::compile_error(ctx, thrown)),
     };
     let wrapped = promise.1;
     let promise = promise.0;
@@ -237,6 +285,20 @@ fn run_script<'js>(
             }
         }
     }
+}
+
+/// A NUL character in the source: QuickJS takes the source as a C string and cannot compile it.
+fn nul_in_source(code: &str, at: usize) -> WireError {
+    let before = &code[..at];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    WireError::new(
+        "SYNTAX_ERROR",
+        format!(
+            "the script contains a NUL character (U+0000) at line {line}, column {column}; \
+             remove it (inside a string literal, write \\0 or \\u0000 instead)"
+        ),
+    )
 }
 
 /// The error of a script waiting on a promise that nothing can settle.
