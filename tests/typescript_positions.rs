@@ -81,7 +81,7 @@ fn a_runtime_error_reports_the_typescript_line_and_column() {
     assert!(
         stack
             .lines()
-            .nth(1)
+            .next()
             .is_some_and(|l| l.contains("script.ts:7:")),
         "{stack}"
     );
