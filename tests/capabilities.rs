@@ -203,8 +203,8 @@ async fn unknown_names_fail_before_spawning_with_suggestions() {
     let caps = Capabilities::new(store, no_runner());
     let catalog = common::local_catalog();
     for (code, alternatives) in [
-        ("await mcp.math.summ()", json!(["math.sum"])),
-        ("await mcp.local.ecco({})", json!(["local.echo"])),
+        ("await mcp.math.summ()", json!(["math:sum"])),
+        ("await mcp.local.ecco({})", json!(["local:echo"])),
         ("await mcp['nothing']['here']()", json!([])),
     ] {
         let o = run_caps(&caps, &catalog, code).await;

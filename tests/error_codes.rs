@@ -101,7 +101,7 @@ async fn error_details_are_useful() {
     let e = o.error.unwrap();
     assert_eq!(
         e.alternatives.as_deref(),
-        Some(&["fixture.echo".to_string()][..])
+        Some(&["fixture:echo".to_string()][..])
     );
     assert_eq!(e.tool.as_deref(), Some("fixture:ech"));
 

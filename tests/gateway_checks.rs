@@ -153,11 +153,11 @@ async fn unknown_tool_at_the_host_names_the_closest_tools() {
             .unwrap()
             .first()
             .map(String::as_str),
-        Some("fixture.echo")
+        Some("fixture:echo")
     );
     assert!(
         e.message
-            .starts_with("unknown tool 'fixture.ecko'; did you mean fixture.echo"),
+            .starts_with("unknown tool 'fixture:ecko'; did you mean fixture:echo"),
         "{e:?}"
     );
     assert_failed_call(&o, "fixture:ecko", "TOOL_NOT_FOUND");

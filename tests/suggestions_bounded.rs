@@ -45,6 +45,6 @@ fn an_enormous_unknown_name_ends_within_the_wall_clock() {
     assert_eq!(o["error"]["code"], "TOOL_NOT_FOUND", "{o}");
     assert_eq!(
         o["error"]["alternatives"],
-        serde_json::json!(["fixture.echo"])
+        serde_json::json!(["fixture:echo"])
     );
 }

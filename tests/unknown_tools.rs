@@ -50,7 +50,7 @@ fn a_try_catch_fallback_catches_tool_not_found() {
     let o = run("try { await mcp.fixture.ech({message: 'x'}) } catch (e) { return [e.code, e.alternatives] }");
     assert_eq!(
         o["result"],
-        json!(["TOOL_NOT_FOUND", ["fixture.echo"]]),
+        json!(["TOOL_NOT_FOUND", ["fixture:echo"]]),
         "{o}"
     );
 }

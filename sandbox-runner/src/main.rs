@@ -38,6 +38,9 @@ fn parse_args() -> Result<Args, String> {
         gid: 65534,
         address_space_bytes: 1024 * 1024 * 1024,
         cpu_seconds: 30,
+        // The parent now: the host set PR_SET_PDEATHSIG before exec, so had it died since,
+        // this process would have been killed.
+        host_pid: Some(std::os::unix::process::parent_id()),
     };
     let mut max_frame = DEFAULT_MAX_FRAME;
     let mut zygote = false;
@@ -105,9 +108,17 @@ fn main() {
         if let Err(e) = zygote::harden_self() {
             eprintln!("sandbox-runner --zygote: {e}");
         }
+        // The uid drop cleared the death signal the host set: set it again.
+        if let Some(host) = args.lockdown.host_pid {
+            lockdown::parent_death::die_with(host);
+        }
         let mut run_child = |cfg: LockdownConfig, req: &zygote_wire::ForkRequest| {
             let pid = std::process::id();
             prefault.populate(req.pooled);
+            // A seed of its own, drawn after the fork (the zygote's memory is every runner's).
+            if engine.seed().is_err() {
+                std::process::exit(EXIT_ENGINE);
+            }
             let isolation = lockdown::apply_own(&cfg, &shared);
             let max_frame = usize::try_from(req.max_frame).unwrap_or(DEFAULT_MAX_FRAME);
             run(&engine, pid, isolation, max_frame)
@@ -122,6 +133,9 @@ fn main() {
         std::process::exit(status);
     }
     let pid = std::process::id();
+    if engine.seed().is_err() {
+        std::process::exit(EXIT_ENGINE);
+    }
     let isolation = lockdown::apply_own(&args.lockdown, &shared);
     run(&engine, pid, isolation, args.max_frame)
 }

@@ -7,6 +7,7 @@
 pub mod audit;
 pub mod budget;
 pub mod capability;
+pub mod hints;
 pub mod isolation;
 pub mod outbox;
 pub mod outcome;

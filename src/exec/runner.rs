@@ -454,8 +454,19 @@ fn exec(
     // locks.
     unsafe {
         command.pre_exec(crate::exec::runner_process::socket_at_fd3(raw));
+        // Dies with the host: the runner sets it again after its own uid drop.
+        command.pre_exec(crate::tools::catalog::process_tree::die_with_host());
     }
-    let child = command.spawn().map_err(|source| SpawnError::Spawn {
+    // Forked by the spawning thread: the death signal follows the process, not a thread.
+    let runtime = tokio::runtime::Handle::try_current().map_err(|e| SpawnError::Spawn {
+        path: program.to_path_buf(),
+        source: std::io::Error::other(e),
+    })?;
+    let child = crate::tools::catalog::spawn_thread::on_spawn_thread(move || {
+        let _entered = runtime.enter();
+        command.spawn()
+    })
+    .map_err(|source| SpawnError::Spawn {
         path: program.to_path_buf(),
         source,
     })?;

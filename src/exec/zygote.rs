@@ -213,8 +213,13 @@ fn start(cmd: &RunnerCommand) -> Result<Zygote, ZygoteError> {
     // system calls (dup2, fcntl, close_range) on integers; it allocates nothing.
     unsafe {
         command.pre_exec(crate::exec::runner_process::socket_at_fd3(raw));
+        // Dies with the host: the zygote sets it again after its uid drop (which clears it).
+        command.pre_exec(crate::tools::catalog::process_tree::die_with_host());
     }
-    let mut child = command.spawn().map_err(|e| fail(e.to_string()))?;
+    // Forked by the spawning thread, so the death signal (the zygote's, and that of the
+    // runners it forks with CLONE_PARENT, whose parent is this thread) follows the process.
+    let mut child = crate::tools::catalog::spawn_thread::on_spawn_thread(move || command.spawn())
+        .map_err(|e| fail(e.to_string()))?;
     drop(zygote_fd);
     let mut hello = [0u8; REPLY_LEN];
     let read = host_end

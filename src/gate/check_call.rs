@@ -60,7 +60,7 @@ pub fn check_call(
         return Err(ExecError::new(
             ErrorCode::InvalidArguments,
             format!(
-                "arguments of {server}.{tool} do not match its inputSchema: {}",
+                "arguments of {server}:{tool} do not match its inputSchema: {}",
                 violations.join("; ")
             ),
         )

@@ -1,4 +1,4 @@
-//! "Did you mean" for unknown tool names: the closest known `server.tool` names by edit
+//! "Did you mean" for unknown tool names: the closest known `server:tool` names by edit
 //! distance. The input is untrusted (a script or a runner chose it), so the work is bounded
 //! before it starts: a name longer than [`MAX_NAME_BYTES`] gets no suggestions at all, at most
 //! [`MAX_CANDIDATES`] names are compared (optimal string alignment, linear memory), and names
@@ -26,13 +26,13 @@ pub fn closest<'a>(
     if server.len() > MAX_NAME_BYTES || tool.len() > MAX_NAME_BYTES {
         return Vec::new();
     }
-    let wanted = format!("{server}.{tool}");
+    let wanted = format!("{server}:{tool}");
     let mut scored: Vec<(f64, String)> = Vec::new();
     for (s, t) in known.into_iter().take(MAX_CANDIDATES) {
         if s.len() > MAX_NAME_BYTES || t.len() > MAX_NAME_BYTES {
             continue;
         }
-        let full = format!("{s}.{t}");
+        let full = format!("{s}:{t}");
         let (a, b, weight) = if s == server {
             (tool, t, 1.0)
         } else {
@@ -68,9 +68,10 @@ fn similarity(a: &str, b: &str) -> f64 {
     1.0 - strsim::osa_distance(a, b) as f64 / longest as f64
 }
 
-/// `server.tool` as it may appear in a message: escaped and cut to a readable length.
+/// `server:tool` as it may appear in a message (the one form every message and document uses
+/// for a tool; code calls it as `mcp.server.tool`): escaped and cut to a readable length.
 pub fn shown(server: &str, tool: &str) -> String {
-    let full = format!("{server}.{tool}");
+    let full = format!("{server}:{tool}");
     crate::term::clip(&crate::term::escape(&full), 2 * MAX_NAME_BYTES + 1)
 }
 
@@ -86,7 +87,7 @@ mod tests {
             ("fs", "write_file"),
             ("mem", "read_graph"),
         ];
-        assert_eq!(closest("fs", "read_fil", known)[0], "fs.read_file");
+        assert_eq!(closest("fs", "read_fil", known)[0], "fs:read_file");
         assert!(closest("mem", "zzzzzzzz", known).is_empty());
         let huge = "r".repeat(4 * 1024 * 1024);
         let t = Instant::now();

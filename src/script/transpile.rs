@@ -15,9 +15,10 @@
 //! are refused like in JavaScript scripts.
 
 use crate::error::{ErrorCode, ExecError};
+use crate::script::source_map::{PositionMap, TS_NAME};
 use oxc::allocator::Allocator;
 use oxc::ast::ast::Program;
-use oxc::codegen::Codegen;
+use oxc::codegen::{Codegen, CodegenOptions};
 use oxc::diagnostics::{OxcDiagnostic, Severity};
 use oxc::parser::{ParseOptions, Parser};
 use oxc::semantic::SemanticBuilder;
@@ -83,7 +84,10 @@ pub fn parse<'a>(
             return Err(ExecError::new(
                 ErrorCode::SyntaxError,
                 format!(
-                    "line {line}, column {col}: import/export is not available in the sandbox; call tools with mcp.<server>.<tool>(args)"
+                    "line {line}, column {col}: {MODULES_REFUSED}: a script is the body of one \
+                     async function, not a module, and there are no modules to import. Call \
+                     tools with `await mcp.<server>.<tool>(args)` and write helpers as functions \
+                     in the script"
                 ),
             ));
         }
@@ -101,9 +105,18 @@ fn stmt_start(stmt: &oxc::ast::ast::Statement<'_>) -> u32 {
 /// Both languages are refused with `LIMIT_EXCEEDED` when their brackets nest deeper than
 /// [`crate::script::nesting::MAX_NESTING`]; the strip runs on a stack sized for the source.
 pub fn to_javascript(source: &str, language: Language) -> Result<String, ExecError> {
+    to_javascript_mapped(source, language).map(|(js, _)| js)
+}
+
+/// [`to_javascript`], with the map from the JavaScript's positions back to the TypeScript's
+/// (`None` for JavaScript, which runs as written).
+pub fn to_javascript_mapped(
+    source: &str,
+    language: Language,
+) -> Result<(String, Option<PositionMap>), ExecError> {
     crate::script::nesting::check(source)?;
     if language == Language::Javascript {
-        return Ok(source.to_string());
+        return Ok((source.to_string(), None));
     }
     // The transform asserts its own invariants with panics; user input must never take the host
     // down, so a panic becomes a SYNTAX_ERROR.
@@ -118,9 +131,50 @@ pub fn to_javascript(source: &str, language: Language) -> Result<String, ExecErr
     })?
 }
 
-fn strip_types(source: &str, language: Language) -> Result<String, ExecError> {
+/// Why a JavaScript script that QuickJS refused to compile does not compile, when a parser can
+/// say it better than QuickJS: `import`/`export` (the sandbox runs scripts, not modules), or
+/// TypeScript syntax sent as JavaScript. `None` when there is nothing better to say. Only
+/// called after a `SYNTAX_ERROR`, so it costs nothing on the way to a working script.
+pub fn explain_javascript_error(source: &str) -> Option<String> {
+    if crate::script::nesting::check(source).is_err() {
+        return None;
+    }
+    crate::script::nesting::on_parser_stack(source.len(), || {
+        std::panic::catch_unwind(|| {
+            let allocator = Allocator::default();
+            match parse(&allocator, source, Language::Javascript) {
+                Ok(_) => None,
+                Err(e) if e.message.contains(MODULES_REFUSED) => Some(e.message),
+                Err(_) => {
+                    let allocator = Allocator::default();
+                    parse(&allocator, source, Language::Typescript)
+                        .ok()
+                        .map(|_| TYPESCRIPT_AS_JAVASCRIPT.to_string())
+                }
+            }
+        })
+        .ok()
+        .flatten()
+    })
+    .ok()
+    .flatten()
+}
+
+/// What a JavaScript script with TypeScript syntax is told.
+pub const TYPESCRIPT_AS_JAVASCRIPT: &str = "the script uses TypeScript syntax (type annotations, \
+    interfaces, `as`, generics) but was sent as JavaScript: send it with language: \"typescript\" \
+    (execute_code's `language`), or as a .ts file or with --language typescript (`run`)";
+
+/// The start of the message for `import`/`export` in a script.
+const MODULES_REFUSED: &str = "import/export is not available in the sandbox";
+
+fn strip_types(
+    source: &str,
+    language: Language,
+) -> Result<(String, Option<PositionMap>), ExecError> {
     let allocator = Allocator::default();
     let mut program = parse(&allocator, source, language)?;
+    refuse_decorators(source, &program)?;
     let scoping = SemanticBuilder::new()
         .with_excess_capacity(2.0)
         .with_enum_eval(true)
@@ -133,8 +187,53 @@ fn strip_types(source: &str, language: Language) -> Result<String, ExecError> {
     if has_errors(&ret.diagnostics) {
         return Err(syntax_error(source, &ret.diagnostics));
     }
-    let code = Codegen::new().build(&program).code;
-    Ok(strip_module_marker(code))
+    let options = CodegenOptions {
+        source_map_path: Some(std::path::PathBuf::from(TS_NAME)),
+        ..CodegenOptions::default()
+    };
+    let ret = Codegen::new().with_options(options).build(&program);
+    let positions = ret.map.map(|map| {
+        PositionMap::from_tokens(map.get_tokens().map(|t| {
+            (
+                t.get_dst_line(),
+                t.get_dst_col(),
+                t.get_src_line(),
+                t.get_src_col(),
+            )
+        }))
+    });
+    Ok((strip_module_marker(ret.code), positions))
+}
+
+/// Decorators are refused: the transform would leave them in the JavaScript (QuickJS cannot
+/// run them) or turn them into calls of helpers imported from a module the sandbox does not
+/// have. The refusal names the decorator's TypeScript position.
+fn refuse_decorators(source: &str, program: &Program<'_>) -> Result<(), ExecError> {
+    use oxc::ast_visit::Visit;
+    struct First(Option<u32>);
+    impl<'a> Visit<'a> for First {
+        fn visit_decorator(&mut self, d: &oxc::ast::ast::Decorator<'a>) {
+            if self.0.is_none() {
+                self.0 = Some(d.span.start);
+            }
+        }
+    }
+    let mut first = First(None);
+    first.visit_program(program);
+    match first.0 {
+        None => Ok(()),
+        Some(at) => {
+            let (line, col) = line_col(source, at);
+            Err(ExecError::new(
+                ErrorCode::SyntaxError,
+                format!(
+                    "line {line}, column {col}: decorators (`@name` before a class or member) are \
+                     not supported in the sandbox: they cannot be turned into plain JavaScript \
+                     here. Call the decorating function yourself (`const C = decorate(class {{ … }})`)"
+                ),
+            ))
+        }
+    }
 }
 
 /// The transform marks a module whose imports were all type-only with `export {};`; the runner

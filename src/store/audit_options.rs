@@ -27,8 +27,10 @@ pub enum AuditArgs {
     /// The SHA-256 of the arguments' JSON.
     #[default]
     Digest,
-    /// The arguments' JSON too (up to [`MAX_FULL_ARGS_PER_CALL`] bytes a call and
-    /// [`MAX_FULL_ARGS_PER_EXECUTION`] an execution; past that, the digest only).
+    /// The arguments' JSON too (up to 64 KiB a call and 1 MiB an execution; past that, the
+    /// digest only).
+    // (This text is `--help`'s: plain words, no doc links. The sizes are the constants
+    // `MAX_FULL_ARGS_PER_CALL` and `MAX_FULL_ARGS_PER_EXECUTION`; a unit test keeps them equal.)
     Full,
 }
 
@@ -210,4 +212,13 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+#[cfg(test)]
+mod help_text_tests {
+    #[test]
+    fn help_sizes_match_the_constants() {
+        assert_eq!(super::MAX_FULL_ARGS_PER_CALL, 64 * 1024);
+        assert_eq!(super::MAX_FULL_ARGS_PER_EXECUTION, 1024 * 1024);
+    }
 }

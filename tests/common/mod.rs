@@ -162,7 +162,8 @@ pub fn zygote_pids() -> Vec<u32> {
         .collect()
 }
 
-/// Every child of this process that has not been reaped (zombies) or still runs.
+/// Every child of this process that has not been reaped (zombies) or still runs, except the
+/// server watcher (`sandbox-reaper`).
 pub fn all_child_pids() -> Vec<u32> {
     let me = std::process::id();
     let mut out = Vec::new();
@@ -181,7 +182,9 @@ pub fn all_child_pids() -> Vec<u32> {
                 .nth(1)
                 .and_then(|p| p.parse().ok())
                 .unwrap_or(0);
-            if ppid == me {
+            // The host's one watcher of its servers' process groups (`group_reaper`) lives as
+            // long as the process that started an MCP server: not a leak.
+            if ppid == me && !stat.contains(" (sandbox-reaper) ") {
                 out.push(pid);
             }
         }

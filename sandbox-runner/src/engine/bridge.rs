@@ -23,6 +23,8 @@ pub struct Bridge<'js> {
     max_calls: u64,
     /// Set when the socket failed: the loop stops at the next turn.
     pub broken: RefCell<Option<String>>,
+    /// How `console.*` shows values that are not strings (`inspect.js`).
+    inspect: RefCell<Option<Function<'js>>>,
 }
 
 impl<'js> Bridge<'js> {
@@ -56,7 +58,13 @@ impl<'js> Bridge<'js> {
             calls: Cell::new(0),
             max_calls,
             broken: RefCell::new(None),
+            inspect: RefCell::new(None),
         }
+    }
+
+    /// The formatter `console.*` uses for values that are not strings.
+    pub fn set_inspect(&self, inspect: Function<'js>) {
+        *self.inspect.borrow_mut() = Some(inspect);
     }
 
     /// `{server: [tool, ...]}` for the prelude.
@@ -77,6 +85,7 @@ impl<'js> Bridge<'js> {
     /// Drops every pending resolver (they hold JS values that must not outlive the context).
     pub fn clear(&self) {
         self.pending.borrow_mut().clear();
+        self.inspect.borrow_mut().take();
     }
 
     fn check(&self, server: &str, tool: &str) -> Result<(), WireError> {
@@ -104,17 +113,17 @@ impl<'js> Bridge<'js> {
         };
         let mut e = WireError::new(
             "TOOL_NOT_FOUND",
-            format!("unknown tool '{server}.{tool}'; {hint}"),
+            format!("unknown tool '{server}:{tool}'; {hint}"),
         );
         e.tool = Some(format!("{server}:{tool}"));
         e.alternatives = Some(alternatives);
         Err(e)
     }
 
-    /// Up to three `server.tool` names closest to the one asked for: by tool name within the
-    /// same server, by the whole `server.tool` name across servers.
+    /// Up to three `server:tool` names closest to the one asked for: by tool name within the
+    /// same server, by the whole `server:tool` name across servers.
     fn closest(&self, server: &str, tool: &str) -> Vec<String> {
-        let wanted = format!("{server}.{tool}");
+        let wanted = format!("{server}:{tool}");
         let mut scored: Vec<(f64, String)> = self
             .tools
             .iter()
@@ -123,9 +132,9 @@ impl<'js> Bridge<'js> {
                 let score = if s == server {
                     strsim::normalized_damerau_levenshtein(tool, t)
                 } else {
-                    strsim::normalized_damerau_levenshtein(&wanted, &format!("{s}.{t}")) * 0.9
+                    strsim::normalized_damerau_levenshtein(&wanted, &format!("{s}:{t}")) * 0.9
                 };
-                (score, format!("{s}.{t}"))
+                (score, format!("{s}:{t}"))
             })
             .filter(|(score, _)| *score >= 0.5)
             .collect();
@@ -273,10 +282,11 @@ impl<'js> Bridge<'js> {
             "debug" => LogLevel::Debug,
             _ => LogLevel::Log,
         };
+        let inspect = self.inspect.borrow().clone();
         let message = args
             .0
             .into_iter()
-            .map(|v| describe(&ctx, v))
+            .map(|v| super::convert::describe_with(&ctx, v, inspect.as_ref()))
             .collect::<Vec<_>>()
             .join(" ");
         if let Err(e) = self.channel.borrow_mut().send_log(level, message) {

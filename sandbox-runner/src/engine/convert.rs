@@ -152,12 +152,9 @@ pub fn thrown_to_error<'js>(ctx: &Ctx<'js>, thrown: Value<'js>) -> WireError {
     if let Some(exc) = thrown.as_exception() {
         let name = error_name(ctx, exc);
         let message = prop_text(ctx, exc, "message").unwrap_or_default();
-        let mut err = if name == "SyntaxError" {
-            WireError::new(
-                "SYNTAX_ERROR",
-                with_location(&message, prop_text(ctx, exc, "stack").as_deref()),
-            )
-        } else if name == "InternalError" && message == "out of memory" {
+        // A SyntaxError thrown while the script runs (`JSON.parse`, `new RegExp`) is the
+        // script's runtime error; only compiling the script gives SYNTAX_ERROR (`compile_error`).
+        let mut err = if name == "InternalError" && message == "out of memory" {
             memory_limit()
         } else if message == "Maximum call stack size exceeded" {
             WireError::new(
@@ -174,6 +171,21 @@ pub fn thrown_to_error<'js>(ctx: &Ctx<'js>, thrown: Value<'js>) -> WireError {
         "RUNTIME_ERROR",
         format!("Uncaught {}", describe(ctx, thrown)),
     )
+}
+
+/// The error of a script that does not compile: `SYNTAX_ERROR` with the line and column for a
+/// SyntaxError (anything else thrown while compiling is classified as at run time).
+pub fn compile_error<'js>(ctx: &Ctx<'js>, thrown: Value<'js>) -> WireError {
+    if let Some(exc) = thrown.as_exception() {
+        if error_name(ctx, exc) == "SyntaxError" {
+            let message = prop_text(ctx, exc, "message").unwrap_or_default();
+            return WireError::new(
+                "SYNTAX_ERROR",
+                with_location(&message, prop_text(ctx, exc, "stack").as_deref()),
+            );
+        }
+    }
+    thrown_to_error(ctx, thrown)
 }
 
 /// `message (line L, column C)` from QuickJS's `at script.js:L:C` stack line, when present.
@@ -202,7 +214,29 @@ fn error_name<'js>(ctx: &Ctx<'js>, exc: &rquickjs::Exception<'js>) -> String {
     prop_text(ctx, exc, "name").unwrap_or_else(|| "Error".into())
 }
 
-/// Text for one `console.*` argument.
+/// Text for one `console.*` argument: a string as it is, anything else through `inspect` (the
+/// Node-style formatter of `inspect.js`), or [`describe`] if that throws.
+pub fn describe_with<'js>(
+    ctx: &Ctx<'js>,
+    v: Value<'js>,
+    inspect: Option<&Function<'js>>,
+) -> String {
+    if let (Some(f), false) = (inspect, v.is_string()) {
+        match f.call::<_, Value>((v.clone(),)) {
+            Ok(text) => {
+                if let Some(s) = text.as_string() {
+                    return js_text(s);
+                }
+            }
+            Err(_) => {
+                ctx.catch();
+            }
+        }
+    }
+    describe(ctx, v)
+}
+
+/// Text for one `console.*` argument without the formatter (JSON for objects).
 pub fn describe<'js>(ctx: &Ctx<'js>, v: Value<'js>) -> String {
     if let Some(s) = v.as_string() {
         return js_text(s);

@@ -4,8 +4,10 @@
 
 mod bridge;
 pub mod channel;
+mod clock;
 mod convert;
 pub mod cpu;
+pub mod crypto;
 pub mod preload;
 mod subtle;
 mod text;
@@ -30,6 +32,8 @@ use std::time::{Duration, Instant};
 use timers::Timers;
 
 const PRELUDE: &str = include_str!("prelude.js");
+/// The Node-style formatter of `console.*` arguments (see the file's header).
+const INSPECT: &str = include_str!("inspect.js");
 /// The name QuickJS gives the user's code in stack traces (`at script.js:3:7`).
 pub const SCRIPT_NAME: &str = "script.js";
 
@@ -61,8 +65,14 @@ pub struct Engine {
     prelude: Persistent<Function<'static>>,
     /// Installs the per-execution web globals (timers); returned by [`web::install`].
     web_bind: Persistent<Function<'static>>,
+    /// `inspect(value)` for `console.*`, made once from `inspect.js`.
+    inspect: Persistent<Function<'static>>,
     rt: Runtime,
     ctx: Context,
+    /// The generator behind `Math.random` and `crypto`, seeded per execution ([`Engine::seed`]).
+    random: crypto::Random,
+    /// The origin of `performance.now()`, reset when the execution starts.
+    clock: clock::Clock,
 }
 
 impl Engine {
@@ -70,7 +80,17 @@ impl Engine {
         let init = |e: rquickjs::Error| EngineError::Init(e.to_string());
         let rt = Runtime::new().map_err(init)?;
         let ctx = Context::full(&rt).map_err(init)?;
-        let (prelude, web_bind) = ctx.with(|ctx| {
+        let random = crypto::Random::default();
+        let clock = clock::Clock::default();
+        let (prelude, inspect, web_bind) = ctx.with(|ctx| {
+            // `crypto` first: the web globals add `crypto.subtle` to it.
+            crypto::install(&ctx, &random).map_err(init)?;
+            clock::install(&ctx, &clock).map_err(init)?;
+            let inspect = ctx
+                .eval::<Function, _>(INSPECT)
+                .and_then(|make| make.call::<_, Function>(()))
+                .map(|f| Persistent::save(&ctx, f))
+                .map_err(init)?;
             let prelude = ctx
                 .eval::<Function, _>(PRELUDE)
                 .map(|f| Persistent::save(&ctx, f))
@@ -80,18 +100,31 @@ impl Engine {
             let bind = web::install(&ctx)
                 .map(|f| Persistent::save(&ctx, f))
                 .map_err(init)?;
-            Ok::<_, EngineError>((prelude, bind))
+            Ok::<_, EngineError>((prelude, inspect, bind))
         })?;
         Ok(Engine {
             prelude,
             web_bind,
+            inspect,
             rt,
             ctx,
+            random,
+            clock,
         })
+    }
+
+    /// Seeds `Math.random` and `crypto` from the kernel. Called once per runner, after the
+    /// fork (or exec) that made it and before its seccomp filter: no two runners share a seed.
+    pub fn seed(&self) -> Result<(), EngineError> {
+        self.random
+            .reseed()
+            .map_err(|e| EngineError::Init(e.to_string()))
     }
 
     /// Runs the script and sends its `execution_complete` frame (or the socket error).
     pub fn execute(&self, channel: Channel, req: ExecuteRequest) -> Result<(), EngineError> {
+        // `performance.now()` counts from here, and `timeOrigin` is this moment's wall time.
+        self.clock.start();
         let limits = req.limits;
         self.rt
             .set_memory_limit(usize::try_from(limits.memory_bytes).unwrap_or(usize::MAX));
@@ -129,6 +162,9 @@ impl Engine {
             let setup = |e: rquickjs::Error| {
                 WireError::new("RUNTIME_ERROR", format!("runner setup failed: {e}"))
             };
+            if let Ok(inspect) = self.inspect.clone().restore(&ctx) {
+                bridge.set_inspect(inspect);
+            }
             let outcome = self
                 .prelude
                 .clone()
@@ -190,12 +226,21 @@ fn run_script<'js>(
     let Natives { bridge, timers } = natives;
     let internal =
         |e: rquickjs::Error| WireError::new("RUNTIME_ERROR", format!("runner setup failed: {e}"));
+    if let Some(at) = req.code.find('\0') {
+        return Err(nul_in_source(&req.code, at));
+    }
     install_context(ctx, &req.context)?;
     install_prelude(ctx, bridge, prelude).map_err(internal)?;
 
     let promise = match start(ctx, &req.code) {
         Ok(p) => p,
-        Err(thrown) => return Err(classify(ctx, budget, req.limits.cpu_ms, thrown)),
+        Err(thrown) if budget.tripped() => {
+            return Err(classify(ctx, budget, req.limits.cpu_ms, thrown))
+        }
+        Err(thrown) if thrown.is_null() => {
+            return Err(classify(ctx, budget, req.limits.cpu_ms, thrown))
+        }
+        Err(thrown) => return Err(convert::compile_error(ctx, thrown)),
     };
     let wrapped = promise.1;
     let promise = promise.0;
@@ -302,6 +347,20 @@ fn wait_for_host<'js>(
     };
     bridge.channel.borrow_mut().restore(frame);
     settled
+}
+
+/// A NUL character in the source: QuickJS takes the source as a C string and cannot compile it.
+fn nul_in_source(code: &str, at: usize) -> WireError {
+    let before = &code[..at];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    WireError::new(
+        "SYNTAX_ERROR",
+        format!(
+            "the script contains a NUL character (U+0000) at line {line}, column {column}; \
+             remove it (inside a string literal, write \\0 or \\u0000 instead)"
+        ),
+    )
 }
 
 /// The error of a script waiting on a promise that nothing can settle.

@@ -127,7 +127,7 @@ fn tool_calls_resolve_and_reject_with_codes() {
 fn unknown_and_reserved_names_reject_with_alternatives() {
     let (code, msg) = code_of(outcome("await mcp.fx.ecko({})"));
     assert_eq!(code, "TOOL_NOT_FOUND");
-    assert!(msg.contains("fx.echo"), "{msg}");
+    assert!(msg.contains("fx:echo"), "{msg}");
     let r =
         outcome("try { await mcp.nosuch.tool() } catch (e) { return [e.code, e.alternatives] }");
     assert_eq!(r, ok(json!(["TOOL_NOT_FOUND", []])));

@@ -32,6 +32,7 @@ pub mod fds;
 pub mod identity;
 pub mod landlock;
 pub mod namespaces;
+pub mod parent_death;
 pub mod prctl;
 pub mod rlimits;
 pub mod seccomp;
@@ -50,6 +51,8 @@ pub struct LockdownConfig {
     pub address_space_bytes: u64,
     /// RLIMIT_CPU in seconds (a hard backstop above the JS CPU budget).
     pub cpu_seconds: u64,
+    /// The host's pid: the process dies with it ([`parent_death`]); `None` skips that.
+    pub host_pid: Option<u32>,
 }
 
 /// Layer name → `"enforced"` or `"unavailable: <reason>"`.
@@ -237,6 +240,10 @@ pub fn apply_own(cfg: &LockdownConfig, shared: &Shared) -> IsolationReport {
     report.insert("landlock".into(), run_layer(landlock::apply));
     report.insert("rlimits".into(), run_layer(|| rlimits::apply(cfg)));
     report.insert("no_new_privs".into(), run_layer(prctl::apply));
+    // After the last credential change (which would clear it), before seccomp forbids prctl.
+    if let Some(host) = cfg.host_pid {
+        parent_death::die_with(host);
+    }
     report.insert(
         "seccomp".into(),
         run_layer(move || seccomp::install(program.map_err(LockdownError::NotHeld)?)),

@@ -95,6 +95,7 @@ mod tests {
     #[test]
     fn plan_matches_the_design() {
         let cfg = LockdownConfig {
+            host_pid: None,
             socket_fd: 3,
             uid: 65534,
             gid: 65534,

@@ -59,6 +59,9 @@ pub const LOG_LINE_OVERHEAD: u64 = 32;
 #[derive(Debug, Clone, Default)]
 pub struct ExecRequest {
     pub code: String,
+    /// For a script stripped from TypeScript: where each position of `code` came from. Error
+    /// positions in the outcome are mapped back with it (`script.ts:L:C`).
+    pub positions: Option<std::sync::Arc<crate::script::source_map::PositionMap>>,
     /// Variables of the script (`--context`, `execute_code {context}`).
     pub context: Map<String, Value>,
     /// Who asks, under which limits and policy, in which trace: the only source of the limits
@@ -139,7 +142,16 @@ pub async fn execute_pooled(
     if let Some(pool) = pool {
         pool.refill();
     }
-    run.finish(error, started)
+    let request = run.request.clone();
+    let mut outcome = run.finish(error, started);
+    if let Some(e) = outcome.error.as_mut() {
+        crate::exec::hints::improve(e, &req.code, &request);
+        if let Some(map) = &req.positions {
+            e.message = map.rewrite(&e.message);
+            e.stack = e.stack.as_deref().map(|s| map.rewrite(s));
+        }
+    }
+    outcome
 }
 
 /// The state of one execution.

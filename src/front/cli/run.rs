@@ -11,7 +11,7 @@ use crate::exec::outcome::Outcome;
 use crate::exec::session::ExecRequest;
 use crate::front::shutdown::{execute_until_signal, SignalListener};
 use crate::sandbox::{QueueOptions, Sandbox};
-use crate::script::transpile::{to_javascript, Language};
+use crate::script::transpile::{to_javascript_mapped, Language};
 use crate::trace::{render, TraceFormat};
 use clap::Args;
 use std::io::Read;
@@ -158,8 +158,8 @@ pub async fn command(args: RunArgs) -> Result<i32, UsageError> {
         .language
         .map(Language::from)
         .unwrap_or_else(|| Language::from_path(std::path::Path::new(&args.file)));
-    let code = match to_javascript(&code, language) {
-        Ok(js) => js,
+    let (code, positions) = match to_javascript_mapped(&code, language) {
+        Ok((js, positions)) => (js, positions.map(Arc::new)),
         Err(e) => {
             print_outcome(&Outcome::failed(e), args.json, args.trace);
             return Ok(EXIT_FAILED);
@@ -231,6 +231,7 @@ pub async fn command(args: RunArgs) -> Result<i32, UsageError> {
     }
     let request = ExecRequest {
         code,
+        positions,
         context,
         request: RequestContext::new(Client::Cli, limits, policy).with_caller(Caller {
             front: "run",

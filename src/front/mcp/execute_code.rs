@@ -9,7 +9,7 @@ use crate::context::RequestContext;
 use crate::error::ErrorCode;
 use crate::exec::outcome::Outcome;
 use crate::exec::session::ExecRequest;
-use crate::script::transpile::{to_javascript, Language};
+use crate::script::transpile::{to_javascript_mapped, Language};
 use crate::trace::TraceKind;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::ErrorData;
@@ -144,13 +144,14 @@ pub async fn call(
     };
     let mut outcome = match held {
         Err(e) => refused(e).await,
-        Ok(_held) => match to_javascript(code, language) {
+        Ok(_held) => match to_javascript_mapped(code, language) {
             Err(e) => refused(e).await,
-            Ok(js) => {
+            Ok((js, positions)) => {
                 gateway
                     .sandbox
                     .execute(ExecRequest {
                         code: js,
+                        positions: positions.map(std::sync::Arc::new),
                         context: context.cloned().unwrap_or_default(),
                         request: request.clone(),
                         require_layers: gateway.require_layers.clone(),

@@ -120,6 +120,10 @@ impl Conn {
                     group.signal(nix::sys::signal::Signal::SIGKILL);
                     group.wait_gone(Duration::from_millis(100)).await;
                 }
+                if !group.exists() {
+                    // Gone: its id may be reused, so the watcher must forget it.
+                    super::group_reaper::unwatch_group(group.id());
+                }
                 // The processes are gone: closing only ends the session and reaps the child
                 // (rmcp kills and reaps it on drop if this gives up).
                 let _ = service.close_with_timeout(CLOSE_AFTER_EXIT).await;
@@ -406,6 +410,10 @@ async fn connect(
     } = super::stdio_transport::spawn(cmd)
         .map_err(|e| format!("cannot start `{}`: {e}", config.command))?;
     let group = pid.and_then(ProcessGroup::of_leader);
+    if let Some(g) = &group {
+        // Its children die with the host too (they do not inherit the death signal).
+        super::group_reaper::watch_group(g.id());
+    }
     let tail = Arc::new(Mutex::new(VecDeque::new()));
     if let Some(stderr) = stderr {
         let tail = tail.clone();

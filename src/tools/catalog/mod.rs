@@ -2,6 +2,7 @@
 //! tools registered from Rust. The session routes every call through [`ToolProvider`].
 
 mod backoff;
+pub mod group_reaper;
 mod http_transport;
 mod in_process;
 pub mod line_guard;
@@ -11,6 +12,7 @@ pub mod oauth;
 mod oauth_store;
 pub mod process_tree;
 pub mod server_env;
+pub mod spawn_thread;
 mod stdio_transport;
 
 pub use in_process::InProcessServer;

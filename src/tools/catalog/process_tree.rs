@@ -7,10 +7,10 @@
 //!   SIGKILL to the group after a short grace.
 //! - The server gets `PR_SET_PDEATHSIG(SIGKILL)`: if the host dies without cleaning up (SIGKILL,
 //!   abort), the kernel kills the server. The signal fires when the *thread* that forked the
-//!   server exits, not the process: servers are started from `block_on`'s thread or from tokio
-//!   worker threads, which live as long as the runtime (never from the blocking pool, whose
-//!   threads exit when idle). A server's own children do not inherit the setting; they see their
-//!   stdin close when the host dies (MCP servers exit on that), and are not killed otherwise.
+//!   server exits, not the process: servers are started from the one spawning thread that
+//!   lives as long as the process ([`super::spawn_thread`]). A server's own children do not
+//!   inherit the setting: the group watcher ([`super::group_reaper`]) kills the server's whole
+//!   process group when the host dies.
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
@@ -19,11 +19,23 @@ use std::time::Duration;
 /// Makes the command's process the leader of a new process group that dies with the host.
 pub fn own_tree(cmd: &mut tokio::process::Command) {
     cmd.process_group(0);
-    let parent = std::process::id();
-    // SAFETY: the closure runs in the forked child before exec. It only calls prctl and getppid
-    // (async-signal-safe system calls) and allocates nothing (OS errors are stored inline).
+    // SAFETY: the closure runs in the forked child before exec and only makes
+    // async-signal-safe system calls; see `die_with_host`.
     unsafe {
-        cmd.pre_exec(move || {
+        cmd.pre_exec(die_with_host());
+    }
+}
+
+/// A `pre_exec` step: `PR_SET_PDEATHSIG(SIGKILL)`, then a check that the host is still the
+/// parent (if it died between fork and prctl the signal would never come: the start fails).
+/// Only prctl and getppid, async-signal-safe system calls; it allocates nothing (OS errors are
+/// stored inline). The setting survives exec, and the kernel sends it when the forking
+/// *thread* exits: fork from [`super::spawn_thread`].
+pub fn die_with_host() -> impl FnMut() -> std::io::Result<()> + Send + Sync + 'static {
+    let parent = std::process::id();
+    move || {
+        // SAFETY: plain system calls on integers, valid in a forked child before exec.
+        unsafe {
             if libc::prctl(
                 libc::PR_SET_PDEATHSIG,
                 libc::SIGKILL as libc::c_ulong,
@@ -34,12 +46,11 @@ pub fn own_tree(cmd: &mut tokio::process::Command) {
             {
                 return Err(std::io::Error::last_os_error());
             }
-            // The host died between fork and prctl: the signal will never come.
             if libc::getppid() as u32 != parent {
                 return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
             }
-            Ok(())
-        });
+        }
+        Ok(())
     }
 }
 
@@ -51,6 +62,11 @@ impl ProcessGroup {
     /// The group led by `pid` (a process started with [`own_tree`]).
     pub fn of_leader(pid: u32) -> Option<ProcessGroup> {
         i32::try_from(pid).ok().filter(|p| *p > 1).map(ProcessGroup)
+    }
+
+    /// The group's id (its leader's pid).
+    pub fn id(&self) -> i32 {
+        self.0
     }
 
     /// Sends `signal` to every process of the group (a group already gone is fine).

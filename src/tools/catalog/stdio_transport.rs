@@ -36,7 +36,12 @@ pub fn spawn(mut cmd: tokio::process::Command) -> std::io::Result<Spawned> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    let mut child = cmd.spawn()?;
+    // From the spawning thread: the server's PR_SET_PDEATHSIG is tied to the host process.
+    let runtime = tokio::runtime::Handle::current();
+    let mut child = super::spawn_thread::on_spawn_thread(move || {
+        let _entered = runtime.enter();
+        cmd.spawn()
+    })?;
     let missing = || std::io::Error::other("the child's stdio was not piped");
     let stdout = child.stdout.take().ok_or_else(missing)?;
     let stdin = child.stdin.take().ok_or_else(missing)?;

@@ -65,6 +65,7 @@ fn main() {
     };
 
     let cfg = LockdownConfig {
+        host_pid: None,
         socket_fd: SOCKET_FD,
         uid: 65534,
         gid: 65534,
