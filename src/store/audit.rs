@@ -67,42 +67,7 @@ pub struct AuditFilter {
 impl Store {
     /// Appends one record (and its calls) in one transaction; returns its id.
     pub fn append_audit(&self, r: &AuditRecord) -> Result<i64, StoreError> {
-        self.write(|tx| {
-            tx.execute(
-                "INSERT INTO audit (ts, principal, tenant, client, front, code, code_sha256, outcome, duration_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                params![
-                    r.ts,
-                    r.principal,
-                    r.tenant,
-                    r.client,
-                    r.front,
-                    r.code,
-                    r.code_sha256,
-                    r.outcome,
-                    r.duration_ms
-                ],
-            )?;
-            let id = tx.last_insert_rowid();
-            let mut stmt = tx.prepare_cached(
-                "INSERT INTO audit_calls (audit_id, seq, kind, tool, args_sha256, args, error, duration_ms, approval)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )?;
-            for (seq, c) in r.calls.iter().enumerate() {
-                stmt.execute(params![
-                    id,
-                    seq as i64,
-                    c.kind,
-                    c.tool,
-                    c.args_sha256,
-                    c.args,
-                    c.error,
-                    c.duration_ms,
-                    c.approval
-                ])?;
-            }
-            Ok(id)
-        })
+        self.write(|tx| insert(tx, r))
     }
 
     /// The records matching `filter`, oldest first (the newest `limit` of them).
@@ -208,6 +173,46 @@ impl Store {
             Ok(tx.execute("DELETE FROM audit WHERE ts < ?1", params![before_ms])?)
         })
     }
+}
+
+/// Inserts one record (and its calls) in the open transaction `tx`; returns its id. Other
+/// writes that must be audited (saving a capability) commit their record in their own
+/// transaction with it.
+pub(super) fn insert(tx: &rusqlite::Transaction<'_>, r: &AuditRecord) -> Result<i64, StoreError> {
+    tx.execute(
+        "INSERT INTO audit (ts, principal, tenant, client, front, code, code_sha256, outcome, duration_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        params![
+            r.ts,
+            r.principal,
+            r.tenant,
+            r.client,
+            r.front,
+            r.code,
+            r.code_sha256,
+            r.outcome,
+            r.duration_ms
+        ],
+    )?;
+    let id = tx.last_insert_rowid();
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO audit_calls (audit_id, seq, kind, tool, args_sha256, args, error, duration_ms, approval)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?;
+    for (seq, c) in r.calls.iter().enumerate() {
+        stmt.execute(params![
+            id,
+            seq as i64,
+            c.kind,
+            c.tool,
+            c.args_sha256,
+            c.args,
+            c.error,
+            c.duration_ms,
+            c.approval
+        ])?;
+    }
+    Ok(id)
 }
 
 #[cfg(test)]

@@ -167,6 +167,10 @@ const MIGRATIONS: &[&str] = &[
      CREATE INDEX edges_by_target ON edges (tenant, target);",
     // 4: the approval decision of each audited call (policy `ask`).
     "ALTER TABLE audit_calls ADD COLUMN approval TEXT;",
+    // 5: who saved each capability version (its author principal) and the policies it had
+    // then (a JSON array of names); NULL for versions saved before authors were recorded.
+    "ALTER TABLE capabilities ADD COLUMN author TEXT;
+     ALTER TABLE capabilities ADD COLUMN author_policies TEXT;",
 ];
 
 /// A failure of the state store.
