@@ -18,10 +18,15 @@ async fn tool(addr: &str, token: &str, session: &str, id: i64, name: &str, args:
 
 #[tokio::test(flavor = "multi_thread")]
 async fn tenants_see_call_and_overwrite_only_their_own_capabilities() {
-    let h = start_http_with(json!({"auth": {}}), &[]).await;
-    let ta = create_token(&h.state, "alice", &["--tenant", "a"]);
-    let tb = create_token(&h.state, "bob", &["--tenant", "b"]);
-    let tc = create_token(&h.state, "carol", &["--tenant", "c"]);
+    // Tokens may save capabilities only with `save_capabilities` in a policy (issue 25).
+    let h = start_http_with(
+        json!({"auth": {}, "policies": {"team": {"save_capabilities": true}}}),
+        &[],
+    )
+    .await;
+    let ta = create_token(&h.state, "alice", &["--tenant", "a", "--policy", "team"]);
+    let tb = create_token(&h.state, "bob", &["--tenant", "b", "--policy", "team"]);
+    let tc = create_token(&h.state, "carol", &["--tenant", "c", "--policy", "team"]);
     let (sa, sb, sc) = (
         open_session_as(&h.addr, &ta).await,
         open_session_as(&h.addr, &tb).await,
