@@ -87,7 +87,15 @@ impl Sandbox {
     }
 
     /// Resolves `mcp.X.Y` capabilities before each execution and learns from each outcome.
-    pub fn with_learning(mut self, capabilities: crate::exec::capability::Capabilities) -> Self {
+    pub fn with_learning(
+        mut self,
+        mut capabilities: crate::exec::capability::Capabilities,
+    ) -> Self {
+        // Capabilities' nested executions take their runners through this sandbox's slots.
+        capabilities.admission = Some(crate::exec::capability::NestedAdmission {
+            slots: self.slots.clone(),
+            pool: self.pool.clone(),
+        });
         self.learning = Some(capabilities);
         self
     }

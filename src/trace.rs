@@ -19,6 +19,9 @@ pub enum TraceKind {
     ApprovalGranted,
     /// It was refused (`by`: elicitation, tty, flag, timeout), with the error the script gets.
     ApprovalDenied,
+    /// A capability call runs a version saved by another principal than the version before it
+    /// (`by`: this version's author; `rule`: which versions, saved by whom).
+    CapabilityAuthorChanged,
 }
 
 /// The `{code, message}` of a failed call.
@@ -205,6 +208,10 @@ fn mermaid(events: &[TraceEvent]) -> String {
                 out.push_str(&format!(
                     "    Note over H: {tool} {what} by {by} after {ms:.1} ms\n"
                 ));
+            }
+            TraceKind::CapabilityAuthorChanged => {
+                let rule = mermaid_text(e.rule.as_deref().unwrap_or(""));
+                out.push_str(&format!("    Note over H: {tool}: {rule}\n"));
             }
         }
     }

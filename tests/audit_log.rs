@@ -346,7 +346,15 @@ fn a_capability_call_and_the_calls_inside_it_are_in_the_callers_record() {
         &[],
     );
     assert_eq!(status, 0, "{err}");
-    let records = audit(&state, &[]);
+    let all = audit(&state, &[]);
+    // The save is audited too (issue 25): its own record, before the execution's.
+    assert_eq!(all.len(), 2, "{all:?}");
+    assert_eq!(
+        all[0]["calls"][0]["kind"],
+        json!("capability_save"),
+        "{all:?}"
+    );
+    let records = &all[1..];
     assert_eq!(records.len(), 1, "one record per execution: {records:?}");
     let calls = records[0]["calls"].as_array().unwrap();
     let kinds: Vec<(&str, &str)> = calls

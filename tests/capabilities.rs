@@ -230,6 +230,7 @@ async fn arguments_are_validated_against_the_schema() {
                 "properties": {"n": {"type": "integer"}},
                 "required": ["n"]
             })),
+            ..Default::default()
         })
         .unwrap();
     let caps = Capabilities::new(store, common::runner());

@@ -105,7 +105,10 @@ fn capability_save_list_show_rm() {
         None,
     );
     let id = mcp_sandbox::store::capability_id("math:sum", code).unwrap();
-    assert_eq!(out, format!("saved math:sum version 1 as {id}\n"));
+    assert_eq!(
+        out,
+        format!("saved math:sum version 1 as {id} (author local)\n")
+    );
 
     let list: Value =
         serde_json::from_str(&env.ok(&["capability", "list", "--json"], None)).unwrap();

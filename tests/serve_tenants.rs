@@ -18,10 +18,15 @@ async fn tool(addr: &str, token: &str, session: &str, id: i64, name: &str, args:
 
 #[tokio::test(flavor = "multi_thread")]
 async fn tenants_see_call_and_overwrite_only_their_own_capabilities() {
-    let h = start_http_with(json!({"auth": {}}), &[]).await;
-    let ta = create_token(&h.state, "alice", &["--tenant", "a"]);
-    let tb = create_token(&h.state, "bob", &["--tenant", "b"]);
-    let tc = create_token(&h.state, "carol", &["--tenant", "c"]);
+    // Tokens may save capabilities only with `save_capabilities` in a policy (issue 25).
+    let h = start_http_with(
+        json!({"auth": {}, "policies": {"team": {"save_capabilities": true}}}),
+        &[],
+    )
+    .await;
+    let ta = create_token(&h.state, "alice", &["--tenant", "a", "--policy", "team"]);
+    let tb = create_token(&h.state, "bob", &["--tenant", "b", "--policy", "team"]);
+    let tc = create_token(&h.state, "carol", &["--tenant", "c", "--policy", "team"]);
     let (sa, sb, sc) = (
         open_session_as(&h.addr, &ta).await,
         open_session_as(&h.addr, &tb).await,
@@ -129,9 +134,13 @@ async fn tenants_see_call_and_overwrite_only_their_own_capabilities() {
     let graph: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(graph["tools"], json!([]), "{graph}");
     // The audit log has each execution with its tenant.
-    let tenants: Vec<Value> = audit(&h.state, &[])
+    // (The two saves have their own records, in their tenants: issue 25.)
+    let records = audit(&h.state, &[]);
+    let (saves, runs): (Vec<&Value>, Vec<&Value>) = records
         .iter()
-        .map(|r| r["tenant"].clone())
-        .collect();
-    assert_eq!(tenants, vec![json!("a"), json!("b"), json!("c")]);
+        .partition(|r| r["calls"][0]["kind"] == json!("capability_save"));
+    let tenants =
+        |rs: &[&Value]| -> Vec<Value> { rs.iter().map(|r| r["tenant"].clone()).collect() };
+    assert_eq!(tenants(&saves), vec![json!("a"), json!("b")]);
+    assert_eq!(tenants(&runs), vec![json!("a"), json!("b"), json!("c")]);
 }

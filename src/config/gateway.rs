@@ -85,6 +85,10 @@ pub struct PrincipalPolicy {
     /// Executions a principal may have running at once.
     #[serde(default)]
     pub max_concurrent: Option<u32>,
+    /// Whether the principal may save capabilities (`save_capability`). Token and JWT
+    /// principals may only when one of their policies says `true` and none says `false`.
+    #[serde(default)]
+    pub save_capabilities: Option<bool>,
 }
 
 impl PrincipalPolicy {
@@ -95,6 +99,42 @@ impl PrincipalPolicy {
             &self.deny,
         )
     }
+}
+
+/// Whether `principal` may save capabilities, or why not. The local principal (CLI, stdio) and
+/// `anonymous` (HTTP without authentication, loopback only: the operator) may; a token or JWT
+/// principal only when one of its policies has `"save_capabilities": true` and none `false`.
+pub fn may_save_capabilities(
+    principal: &crate::context::principal::Principal,
+    all: &BTreeMap<String, PrincipalPolicy>,
+) -> Result<(), String> {
+    let mine: Vec<(&String, &PrincipalPolicy)> = principal
+        .policies
+        .iter()
+        .filter_map(|n| all.get_key_value(n))
+        .collect();
+    if let Some((name, _)) = mine
+        .iter()
+        .find(|(_, p)| p.save_capabilities == Some(false))
+    {
+        return Err(format!(
+            "{} may not save capabilities: its policy '{name}' says \"save_capabilities\": false",
+            principal.name
+        ));
+    }
+    let team = principal.name.starts_with("token:") || principal.name.starts_with("jwt:");
+    if !team || mine.iter().any(|(_, p)| p.save_capabilities == Some(true)) {
+        return Ok(());
+    }
+    Err(format!(
+        "{} may not save capabilities: a token or JWT principal needs a policy with \"save_capabilities\": true (its policies: {}); ask the operator",
+        principal.name,
+        if principal.policies.is_empty() {
+            "none".to_string()
+        } else {
+            principal.policies.join(", ")
+        }
+    ))
 }
 
 /// Checks the gateway keys of a parsed `sandbox` section.

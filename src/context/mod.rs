@@ -12,6 +12,7 @@
 pub mod limits;
 pub mod policy;
 pub mod principal;
+pub mod tree;
 
 use limits::{AppliedLimit, Limits, RequestedLimits};
 use policy::Policy;
@@ -81,6 +82,9 @@ pub struct RequestContext {
     /// The trace id of the call this execution serves (a capability call): stamped as
     /// `parent_trace_id` on this execution's own events. `None` for a top-level execution.
     pub parent_trace_id: Option<String>,
+    /// The bounds shared with the execution's capabilities (calls, CPU, nested runners): set
+    /// by the session of a top-level execution, handed on to each nested one.
+    pub tree: Option<std::sync::Arc<tree::ExecTree>>,
 }
 
 impl Default for RequestContext {
@@ -100,6 +104,7 @@ impl RequestContext {
             policy,
             execution_id: crate::trace::new_trace_id(),
             parent_trace_id: None,
+            tree: None,
         }
     }
 
@@ -142,6 +147,7 @@ impl RequestContext {
             policy: self.policy.clone(),
             execution_id: crate::trace::new_trace_id(),
             parent_trace_id: Some(trace_id.to_string()),
+            tree: self.tree.clone(),
         }
     }
 }

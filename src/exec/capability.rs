@@ -53,11 +53,25 @@ pub struct Capabilities {
     /// Isolation layers required of every runner (the caller's).
     pub require_layers: Vec<String>,
     pub max_depth: usize,
+    /// The config's per-principal policies: a capability's calls also obey its author's.
+    pub authors: crate::exec::capability_author::AuthorPolicies,
+    /// The sandbox's runner slots and pool, which nested executions take their runners
+    /// through like any other (`None`: unbounded, as for a bare library caller).
+    pub admission: Option<NestedAdmission>,
+}
+
+/// The runner admission a nested execution goes through (see [`crate::sandbox::Sandbox`]).
+#[derive(Clone)]
+pub struct NestedAdmission {
+    pub slots: Arc<tokio::sync::Semaphore>,
+    pub pool: Option<Arc<crate::exec::pool::RunnerPool>>,
 }
 
 /// A resolved capability and what its own code references.
 struct Node {
     record: CapabilityRecord,
+    /// The author of the version before this one (`None`: it is the first version).
+    previous_author: Option<Option<String>>,
     validator: Option<jsonschema::Validator>,
     plan: Plan,
 }
@@ -75,6 +89,8 @@ impl Capabilities {
             runner,
             require_layers: Vec::new(),
             max_depth: DEFAULT_MAX_DEPTH,
+            authors: Default::default(),
+            admission: None,
         }
     }
 
@@ -292,11 +308,15 @@ fn resolve(
             })?),
             None => None,
         };
+        let previous_author = store
+            .previous_author(&name, record.version)
+            .map_err(store_err)?;
         chain.push(name);
         let sub = resolve(catalog, store, &record.code, chain, max_depth, budget);
         chain.pop();
         let node = Node {
             validator,
+            previous_author,
             plan: sub?,
             record,
         };
@@ -447,6 +467,7 @@ impl ToolProvider for CapabilityServer {
                 return Box::pin(async move { Err(e) });
             }
         }
+        let tree = ctx.request.tree.clone();
         let remaining = ctx.deadline.saturating_duration_since(Instant::now());
         // A little under the caller's bounds, so the capability's own timeout ends it (with its
         // receipts) before the caller's per-call timeout cancels it.
@@ -455,16 +476,57 @@ impl ToolProvider for CapabilityServer {
             .saturating_sub(CALL_MARGIN);
         let mut limits = self.limits;
         limits.timeout_ms = u64::try_from(budget.as_millis()).unwrap_or(u64::MAX).max(1);
+        // What is left of the tree's calls and CPU is all the nested execution may use.
+        if let Some(tree) = &tree {
+            limits.max_calls = limits.max_calls.min(tree.calls_left());
+            let root = tree
+                .root_pid()
+                .and_then(crate::exec::cpu_time::used_ms)
+                .unwrap_or(0);
+            let left = tree
+                .cpu_ms()
+                .saturating_sub(tree.spent_ms())
+                .saturating_sub(root);
+            if left == 0 {
+                let e = ExecError::new(
+                    ErrorCode::CpuLimit,
+                    format!(
+                        "capability {qualified} was not started: this execution and the capabilities it called have used their {} ms of CPU time (cpu_ms)",
+                        tree.cpu_ms()
+                    ),
+                )
+                .with_tool(&qualified);
+                return Box::pin(async move { Err(e) });
+            }
+            limits.cpu_ms = limits.cpu_ms.min(left);
+        }
         let catalog = self
             .env
             .catalog_for(&self.base, &node.plan, &chain, &limits);
         let mut context = Map::new();
         context.insert("args".into(), args);
+        // The capability's own calls obey the caller's policy and its author's, and belong to
+        // the caller's trace.
+        let mut request = ctx.request.nested(&ctx.trace_id, limits);
+        request.policy = self
+            .env
+            .authors
+            .narrow(request.policy, &node.record, &qualified);
+        let changed = crate::exec::capability_author::author_changed(
+            &node.record,
+            node.previous_author.as_ref(),
+            &ctx.trace_id,
+            ctx.request.parent_trace_id.as_ref(),
+        );
+        if let Some(event) = changed {
+            if let Ok(mut s) = ctx.children.lock() {
+                s.push(event);
+            }
+        }
         let req = ExecRequest {
             code: node.record.code.clone(),
             context,
-            // The capability's own calls obey the caller's policy and belong to its trace.
-            request: ctx.request.nested(&ctx.trace_id, limits),
+            request,
             require_layers: self.env.require_layers.clone(),
             // …and are audited with the caller's execution.
             audit_args: ctx.audit_args.clone(),
@@ -472,8 +534,31 @@ impl ToolProvider for CapabilityServer {
         };
         let runner = self.env.runner.clone();
         let sink = ctx.children.clone();
+        let admission = self.env.admission.clone();
+        let deadline = tokio::time::Instant::from_std(ctx.deadline);
         Box::pin(async move {
-            let outcome = execute(&catalog, &runner, req).await;
+            // A runner of the tree's bound, then a slot of the sandbox's, like any execution.
+            let _tree_permit = match &tree {
+                Some(t) => Some(
+                    wait_for(
+                        &t.runners,
+                        deadline,
+                        &qualified,
+                        "this execution's capability runners",
+                    )
+                    .await?,
+                ),
+                None => None,
+            };
+            let _slot = match &admission {
+                Some(a) => {
+                    Some(wait_for(&a.slots, deadline, &qualified, "the sandbox's runners").await?)
+                }
+                None => None,
+            };
+            let pool = admission.as_ref().and_then(|a| a.pool.clone());
+            let outcome =
+                crate::exec::session::execute_pooled(&catalog, &runner, pool.as_deref(), req).await;
             if let Ok(mut s) = sink.lock() {
                 s.extend(outcome.traces);
             }
@@ -482,6 +567,31 @@ impl ToolProvider for CapabilityServer {
                 Some(e) => Err(as_call_error(&qualified, e)),
             }
         })
+    }
+}
+
+/// A permit of `slots`, waiting at most until `deadline` (then `LIMIT_EXCEEDED`: every runner
+/// of `what` stayed busy for the whole time the call had).
+async fn wait_for(
+    slots: &Arc<tokio::sync::Semaphore>,
+    deadline: tokio::time::Instant,
+    qualified: &str,
+    what: &str,
+) -> Result<tokio::sync::OwnedSemaphorePermit, ExecError> {
+    match tokio::time::timeout_at(deadline, slots.clone().acquire_owned()).await {
+        Ok(Ok(permit)) => Ok(permit),
+        Ok(Err(_)) => Err(ExecError::new(
+            ErrorCode::SandboxUnavailable,
+            "the sandbox is shutting down and starts no more runners",
+        )
+        .with_tool(qualified)),
+        Err(_) => Err(ExecError::new(
+            ErrorCode::LimitExceeded,
+            format!(
+                "capability {qualified} was not started: {what} were all busy for the time the call had; call fewer capabilities at once"
+            ),
+        )
+        .with_tool(qualified)),
     }
 }
 

@@ -7,6 +7,8 @@
 pub mod audit;
 pub mod budget;
 pub mod capability;
+pub mod capability_author;
+pub mod cpu_time;
 pub mod hints;
 pub mod isolation;
 pub mod outbox;

@@ -15,6 +15,8 @@ pub struct ExecFeedback {
     upstream: Option<Arc<dyn Feedback>>,
     /// The execution's wall-clock deadline: a forwarded request does not outlive it.
     deadline: tokio::time::Instant,
+    /// `tenant/principal` (see [`Feedback::owner`]).
+    owner: String,
 }
 
 impl ExecFeedback {
@@ -28,7 +30,14 @@ impl ExecFeedback {
             max_bytes,
             upstream,
             deadline,
+            owner: String::new(),
         }
+    }
+
+    /// The same, for an execution of `owner` (`tenant/principal`).
+    pub fn owned_by(mut self, owner: String) -> Self {
+        self.owner = owner;
+        self
     }
 
     /// The lines collected since the last call.
@@ -41,6 +50,10 @@ impl ExecFeedback {
 }
 
 impl Feedback for ExecFeedback {
+    fn owner(&self) -> &str {
+        &self.owner
+    }
+
     fn progress(&self, server: &str, progress: f64, total: Option<f64>, message: Option<String>) {
         if let Some(up) = &self.upstream {
             up.progress(server, progress, total, message);

@@ -117,11 +117,7 @@ impl Store {
 
     /// Appends one record (and its calls) in one transaction; returns its id.
     pub fn append_audit(&self, r: &AuditRecord) -> Result<i64, StoreError> {
-        self.write(|tx| {
-            let id = insert_head(tx, r)?;
-            insert_calls(tx, id, r)?;
-            Ok(id)
-        })
+        self.write(|tx| insert(tx, r))
     }
 }
 
@@ -130,28 +126,24 @@ fn insert_calls(
     id: i64,
     r: &AuditRecord,
 ) -> Result<(), StoreError> {
-    {
-        {
-            let mut stmt = tx.prepare_cached(
-                "INSERT INTO audit_calls (audit_id, seq, kind, tool, args_sha256, args, error, duration_ms, approval)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )?;
-            for (seq, c) in r.calls.iter().enumerate() {
-                stmt.execute(params![
-                    id,
-                    seq as i64,
-                    c.kind,
-                    c.tool,
-                    c.args_sha256,
-                    c.args,
-                    c.error,
-                    c.duration_ms,
-                    c.approval
-                ])?;
-            }
-            Ok(())
-        }
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO audit_calls (audit_id, seq, kind, tool, args_sha256, args, error, duration_ms, approval)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?;
+    for (seq, c) in r.calls.iter().enumerate() {
+        stmt.execute(params![
+            id,
+            seq as i64,
+            c.kind,
+            c.tool,
+            c.args_sha256,
+            c.args,
+            c.error,
+            c.duration_ms,
+            c.approval
+        ])?;
     }
+    Ok(())
 }
 
 impl Store {
@@ -259,6 +251,15 @@ impl Store {
             Ok(tx.execute("DELETE FROM audit WHERE ts < ?1", params![before_ms])?)
         })
     }
+}
+
+/// Inserts one record (and its calls) in the open transaction `tx`; returns its id. Other
+/// writes that must be audited (saving a capability) commit their record in their own
+/// transaction with it.
+pub(super) fn insert(tx: &rusqlite::Transaction<'_>, r: &AuditRecord) -> Result<i64, StoreError> {
+    let id = insert_head(tx, r)?;
+    insert_calls(tx, id, r)?;
+    Ok(id)
 }
 
 #[cfg(test)]

@@ -30,9 +30,20 @@ pub struct CapabilityRecord {
     pub input_schema: Option<Value>,
     /// Milliseconds since the Unix epoch.
     pub created_at: f64,
+    /// The principal who saved this version (`token:NAME`, `jwt:SUB`, `local`, `anonymous`);
+    /// `None` for a version saved before authors were recorded (schema 5).
+    pub author: Option<String>,
+    /// The names of the author's policies (`sandbox.policies`) when it saved this version: the
+    /// version's calls run under them as well as under the caller's policy.
+    pub author_policies: Vec<String>,
 }
 
 impl CapabilityRecord {
+    /// The author as shown to people: `unknown` for versions saved before authors were recorded.
+    pub fn author_shown(&self) -> &str {
+        self.author.as_deref().unwrap_or("unknown")
+    }
+
     /// `(namespace, action)`.
     pub fn parts(&self) -> (&str, &str) {
         self.name.split_once(':').unwrap_or((&self.name, ""))
@@ -46,6 +57,20 @@ pub struct NewCapability {
     pub code: String,
     pub description: Option<String>,
     pub input_schema: Option<Value>,
+    /// Who saves it (`local` when empty).
+    pub author: String,
+    /// The author's policies (names in `sandbox.policies`).
+    pub author_policies: Vec<String>,
+}
+
+impl NewCapability {
+    fn author(&self) -> &str {
+        if self.author.is_empty() {
+            "local"
+        } else {
+            &self.author
+        }
+    }
 }
 
 /// The last execution of `mcp-sandbox run`, for `capability save --from-last`.
@@ -97,9 +122,11 @@ pub fn capability_id_in(tenant: &str, name: &str, code: &str) -> Result<String, 
     ))
 }
 
-const COLUMNS: &str = "id, name, version, code, code_sha256, description, input_schema, created_at";
+const COLUMNS: &str = "id, name, version, code, code_sha256, description, input_schema, created_at, author, author_policies";
 
-fn from_row(r: &Row<'_>) -> rusqlite::Result<(CapabilityRecord, Option<String>)> {
+type RawRow = (CapabilityRecord, Option<String>, Option<String>);
+
+fn from_row(r: &Row<'_>) -> rusqlite::Result<RawRow> {
     Ok((
         CapabilityRecord {
             id: r.get(0)?,
@@ -110,13 +137,24 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<(CapabilityRecord, Option<String>)>
             description: r.get(5)?,
             input_schema: None,
             created_at: r.get(7)?,
+            author: r.get(8)?,
+            author_policies: Vec::new(),
         },
         r.get(6)?,
+        r.get(9)?,
     ))
 }
 
-fn finish(row: (CapabilityRecord, Option<String>)) -> Result<CapabilityRecord, StoreError> {
-    let (mut rec, schema) = row;
+fn finish(row: RawRow) -> Result<CapabilityRecord, StoreError> {
+    let (mut rec, schema, policies) = row;
+    if let Some(text) = policies {
+        rec.author_policies = serde_json::from_str(&text).map_err(|e| {
+            StoreError::Corrupt(format!(
+                "capability {} has bad author policies: {e}",
+                rec.id
+            ))
+        })?;
+    }
     if let Some(text) = schema {
         rec.input_schema = Some(serde_json::from_str(&text).map_err(|e| {
             StoreError::Corrupt(format!("capability {} has a bad schema: {e}", rec.id))
@@ -174,7 +212,22 @@ impl Store {
         new: &NewCapability,
         quota: &CapabilityQuota,
     ) -> Result<CapabilityRecord, StoreError> {
+        self.save_capability_audited(new, quota, None)
+    }
+
+    /// [`Store::save_capability_within`], and when `audit` is given, its record (with one
+    /// `capability_save` call naming the saved id and version) committed in the same
+    /// transaction: a save is never stored unaudited, nor audited but not stored.
+    pub fn save_capability_audited(
+        &self,
+        new: &NewCapability,
+        quota: &CapabilityQuota,
+        audit: Option<super::audit::AuditRecord>,
+    ) -> Result<CapabilityRecord, StoreError> {
         quota.check_code(&new.code)?;
+        let author = new.author().to_string();
+        let author_policies = serde_json::to_string(&new.author_policies)
+            .map_err(|e| StoreError::Capability(e.to_string()))?;
         let tenant = self.tenant.clone();
         let id = capability_id_in(&tenant, &new.name, &new.code)?;
         let sha = sha256_hex(&new.code);
@@ -206,21 +259,23 @@ impl Store {
                 }
                 Some((_, _, version)) if Some(version) == latest => {
                     tx.execute(
-                        "UPDATE capabilities SET description = ?2, input_schema = ?3 WHERE id = ?1",
-                        params![id, new.description, schema],
+                        "UPDATE capabilities SET description = ?2, input_schema = ?3, author = ?4,
+                            author_policies = ?5 WHERE id = ?1",
+                        params![id, new.description, schema, author, author_policies],
                     )?;
                 }
                 Some(_) => {
                     tx.execute(
                         "UPDATE capabilities SET version = ?2, description = ?3, input_schema = ?4,
-                            created_at = ?5 WHERE id = ?1",
-                        params![id, next, new.description, schema, now_ms()],
+                            created_at = ?5, author = ?6, author_policies = ?7 WHERE id = ?1",
+                        params![id, next, new.description, schema, now_ms(), author, author_policies],
                     )?;
                 }
                 None => {
                     tx.execute(
                         "INSERT INTO capabilities (id, name, version, code, code_sha256, description,
-                            input_schema, created_at, tenant) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                            input_schema, created_at, tenant, author, author_policies)
+                            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                         params![
                             id,
                             new.name,
@@ -230,7 +285,9 @@ impl Store {
                             new.description,
                             schema,
                             now_ms(),
-                            &*tenant
+                            &*tenant,
+                            author,
+                            author_policies
                         ],
                     )?;
                 }
@@ -261,7 +318,41 @@ impl Store {
                 params![id],
                 from_row,
             )?;
-            finish(row)
+            let rec = finish(row)?;
+            if let Some(mut record) = audit {
+                record.calls = vec![super::audit::AuditCall {
+                    kind: "capability_save".into(),
+                    tool: rec.name.clone(),
+                    args_sha256: Some(rec.code_sha256.clone()),
+                    args: Some(
+                        serde_json::json!({"id": rec.id, "version": rec.version}).to_string(),
+                    ),
+                    error: None,
+                    duration_ms: None,
+                    approval: None,
+                }];
+                super::audit::insert(tx, &record)?;
+            }
+            Ok(rec)
+        })
+    }
+
+    /// Who saved the version of `name` before `version` (`Some(None)`: it has no recorded
+    /// author; `None`: there is no earlier version).
+    pub fn previous_author(
+        &self,
+        name: &str,
+        version: i64,
+    ) -> Result<Option<Option<String>>, StoreError> {
+        self.with(|conn| {
+            Ok(conn
+                .query_row(
+                    "SELECT author FROM capabilities WHERE tenant = ?3 AND name = ?1 AND version < ?2
+                     ORDER BY version DESC LIMIT 1",
+                    params![name, version, &*self.tenant],
+                    |r| r.get::<_, Option<String>>(0),
+                )
+                .optional()?)
         })
     }
 
@@ -335,6 +426,16 @@ impl Store {
 
     /// Removes every version of a name (`ns:action`), or one version by id. Returns how many.
     pub fn remove_capability(&self, name_or_id: &str) -> Result<usize, StoreError> {
+        self.remove_capability_audited(name_or_id, None)
+    }
+
+    /// [`Store::remove_capability`], committing `audit` (with one `capability_remove` call) in
+    /// the same transaction when something was removed.
+    pub fn remove_capability_audited(
+        &self,
+        name_or_id: &str,
+        audit: Option<super::audit::AuditRecord>,
+    ) -> Result<usize, StoreError> {
         self.write(|tx| {
             let n = if name_or_id.contains(':') {
                 tx.execute(
@@ -347,6 +448,18 @@ impl Store {
                     params![name_or_id, &*self.tenant],
                 )?
             };
+            if let (Some(mut record), true) = (audit, n > 0) {
+                record.calls = vec![super::audit::AuditCall {
+                    kind: "capability_remove".into(),
+                    tool: name_or_id.to_string(),
+                    args_sha256: None,
+                    args: Some(serde_json::json!({"removed_versions": n}).to_string()),
+                    error: None,
+                    duration_ms: None,
+                    approval: None,
+                }];
+                super::audit::insert(tx, &record)?;
+            }
             Ok(n)
         })
     }

@@ -170,6 +170,10 @@ const MIGRATIONS: &[&str] = &[
     "ALTER TABLE audit_calls ADD COLUMN approval TEXT;",
     // 5: the code's size in each audit record (a refused or hash-only record keeps no code).
     "ALTER TABLE audit ADD COLUMN code_bytes INTEGER;",
+    // 6: who saved each capability version (its author principal) and the policies it had
+    // then (a JSON array of names); NULL for versions saved before authors were recorded.
+    "ALTER TABLE capabilities ADD COLUMN author TEXT;
+     ALTER TABLE capabilities ADD COLUMN author_policies TEXT;",
 ];
 
 /// A failure of the state store.

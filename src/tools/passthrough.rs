@@ -1,7 +1,11 @@
 //! What a downstream MCP server says *while* a call runs, routed back to the execution that made
-//! the call: progress notifications (matched by the call's progress token) and log messages
-//! (`notifications/message`, given to every execution with a call open to that server, since
-//! they carry no request id).
+//! the call: progress notifications (matched by the call's progress token), log messages
+//! (`notifications/message`) and elicitation and sampling requests. A log message or request
+//! goes to the execution whose call's progress token it carries in `_meta.progressToken`;
+//! without one, to the one execution with calls open to that server connection. One that cannot
+//! be attributed to exactly one execution (none open, or several: a server shared by several
+//! executions, perhaps of different tenants) is dropped — counted ([`Routes::dropped`]) and
+//! logged at the host — never delivered to another execution.
 //!
 //! A [`Feedback`] receives them for one execution; [`Routes`] maps each open call's progress
 //! token to its execution's feedback for one server connection. Everything a server sends here
@@ -21,6 +25,7 @@ use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{ErrorData, Peer, RoleClient};
 use serde_json::Value;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// A downstream progress message or log line is cut to this many bytes.
@@ -36,6 +41,11 @@ pub trait Feedback: Send + Sync {
     fn progress(&self, server: &str, progress: f64, total: Option<f64>, message: Option<String>);
     /// `server` sent a log message while this execution had a call open to it.
     fn log(&self, server: &str, level: &str, message: String);
+    /// Who the execution runs for (tenant and principal): a message that names no call goes
+    /// only to executions of one owner.
+    fn owner(&self) -> &str {
+        ""
+    }
     /// `server` sent an elicitation or sampling request during this execution's call: the
     /// answer (the result's JSON) from whoever can give it, or why not.
     fn forward(&self, server: &str, request: Forward) -> BoxFuture<'static, Result<Value, String>> {
@@ -70,15 +80,35 @@ pub struct Routes {
     /// progress token only once the request is on its way, and a quick server may already
     /// have answered with progress or a log line. Handlers wait for this to be 0.
     opening: tokio::sync::watch::Sender<u32>,
+    /// Log messages and requests that could not be attributed to exactly one execution.
+    dropped: AtomicU64,
+    /// Executions whose calls to this server ended within [`RECENT`]: a message without a
+    /// progress token may still be about one of them (a server that logs or asks after it
+    /// answered), so while another one is recent, such a message is nobody's.
+    recent: Mutex<Vec<(String, std::time::Instant)>>,
 }
+
+/// How long an execution whose call ended still counts as a possible owner of a message that
+/// names no call (see [`Routes::attribute`]).
+pub const RECENT: std::time::Duration = std::time::Duration::from_secs(10);
+/// Recent executions remembered per server connection (more: every such message is dropped).
+const MAX_RECENT: usize = 64;
 
 impl Default for Routes {
     fn default() -> Self {
         Routes {
             open: Mutex::default(),
             opening: tokio::sync::watch::channel(0).0,
+            dropped: AtomicU64::new(0),
+            recent: Mutex::default(),
         }
     }
+}
+
+/// The progress token in a message's `_meta` (as JSON), if it has one.
+pub fn token_in_meta(meta: &Value) -> Option<ProgressToken> {
+    meta.get("progressToken")
+        .and_then(|t| serde_json::from_value(t.clone()).ok())
 }
 
 /// Longest a notification's handler waits for calls being opened (bounded: a call stuck in
@@ -123,23 +153,78 @@ impl Routes {
         }
     }
 
-    /// A log message from `server`: to every execution with a call open to it (once each).
-    pub fn on_log(&self, server: &str, p: LoggingMessageNotificationParam) {
-        let targets: Vec<Arc<dyn Feedback>> = match self.open.lock() {
-            Ok(open) => {
-                let mut seen: Vec<Arc<dyn Feedback>> = Vec::new();
-                for f in open.values() {
-                    if !seen.iter().any(|s| Arc::ptr_eq(s, f)) {
-                        seen.push(f.clone());
-                    }
-                }
-                seen
-            }
-            Err(_) => return,
-        };
-        if targets.is_empty() {
-            return;
+    /// The executions a message from the server belongs to: the one whose call has `token`;
+    /// else those with calls open, if they all run for one owner and no other owner's call to
+    /// this server ended within [`RECENT`] (and, when `single`, there is only one). `Err` says
+    /// why there is none.
+    fn attribute(
+        &self,
+        token: Option<&ProgressToken>,
+        single: bool,
+    ) -> Result<Vec<Arc<dyn Feedback>>, String> {
+        let open = self.open.lock().map_err(|_| "internal error".to_string())?;
+        if let Some(f) = token.and_then(|t| open.get(t)) {
+            return Ok(vec![f.clone()]);
         }
+        let mut seen: Vec<Arc<dyn Feedback>> = Vec::new();
+        for f in open.values() {
+            if !seen.iter().any(|s| Arc::ptr_eq(s, f)) {
+                seen.push(f.clone());
+            }
+        }
+        drop(open);
+        let Some(owner) = seen.first().map(|f| f.owner().to_string()) else {
+            return Err("no execution has a call open to this server".into());
+        };
+        if seen.iter().any(|f| f.owner() != owner) {
+            return Err("executions of several callers have calls open to this server and the message names none of their calls (no _meta.progressToken)".into());
+        }
+        if single && seen.len() > 1 {
+            return Err(format!(
+                "{} executions have calls open to this server and the message names none of their calls (no _meta.progressToken)",
+                seen.len()
+            ));
+        }
+        let mut recent = self
+            .recent
+            .lock()
+            .map_err(|_| "internal error".to_string())?;
+        recent.retain(|(_, at)| at.elapsed() < RECENT);
+        if recent.len() >= MAX_RECENT || recent.iter().any(|(o, _)| *o != owner) {
+            return Err(format!(
+                "it names no call (no _meta.progressToken) and another caller's call to this server ended less than {} s ago, so it may be about that call",
+                RECENT.as_secs()
+            ));
+        }
+        Ok(seen)
+    }
+
+    /// Messages and requests dropped because they could not be attributed.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    fn drop_one(&self, server: &str, what: &str, why: &str) {
+        let n = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+        tracing::warn!(
+            server = %crate::term::escape(server),
+            dropped = n,
+            "{what} from the server dropped: {why}"
+        );
+    }
+
+    /// A log message from `server` (`token`: the progress token in its `_meta`): to the one
+    /// execution it belongs to, or dropped.
+    pub fn on_log(
+        &self,
+        server: &str,
+        p: LoggingMessageNotificationParam,
+        token: Option<&ProgressToken>,
+    ) {
+        let targets = match self.attribute(token, false) {
+            Ok(f) => f,
+            Err(why) => return self.drop_one(server, "a log message", &why),
+        };
         let text = match &p.data {
             Value::String(s) => s.clone(),
             other => other.to_string(),
@@ -149,18 +234,18 @@ impl Routes {
             None => text,
         };
         let text = clip(&text);
-        let level = level(p.level);
         for f in targets {
-            f.log(server, level, text.clone());
+            f.log(server, level(p.level), text.clone());
         }
     }
 
-    /// A downstream request (elicitation, sampling) for the one execution with calls open to
-    /// this server; refused when none or several executions have (it carries no request id).
+    /// A downstream request (elicitation, sampling) for the one execution it belongs to (see
+    /// [`Routes::attribute`]); refused (and counted as dropped) when it cannot be attributed.
     pub async fn forward<T: serde::de::DeserializeOwned>(
         &self,
         server: &str,
         request: Forward,
+        token: Option<&ProgressToken>,
     ) -> Result<T, ErrorData> {
         let what = match &request {
             Forward::Elicit(_) => "elicitation",
@@ -169,29 +254,13 @@ impl Routes {
         let refuse = |why: String| {
             ErrorData::invalid_request(format!("{what} is not supported: {why}"), None)
         };
-        let target = {
-            let open = self
-                .open
-                .lock()
-                .map_err(|_| refuse("internal error".into()))?;
-            let mut seen: Vec<Arc<dyn Feedback>> = Vec::new();
-            for f in open.values() {
-                if !seen.iter().any(|s| Arc::ptr_eq(s, f)) {
-                    seen.push(f.clone());
-                }
+        let target = match self.attribute(token, true).map(|mut v| v.pop()) {
+            Ok(Some(f)) => f,
+            Ok(None) => return Err(refuse("internal error".into())),
+            Err(why) => {
+                self.drop_one(server, &format!("an {what} request"), &why);
+                return Err(refuse(why));
             }
-            match seen.len() {
-                1 => seen.pop(),
-                0 => return Err(refuse("no execution has a call open to this server".into())),
-                _ => {
-                    return Err(refuse(
-                        "several executions have calls open to this server, so the sandbox cannot tell whose client to ask".into(),
-                    ))
-                }
-            }
-        };
-        let Some(target) = target else {
-            return Err(refuse("no execution has a call open to this server".into()));
         };
         let answer = target.forward(server, request).await.map_err(refuse)?;
         serde_json::from_value(answer)
@@ -205,8 +274,16 @@ impl Routes {
     }
 
     fn remove(&self, token: &ProgressToken) {
-        if let Ok(mut open) = self.open.lock() {
-            open.remove(token);
+        let gone = match self.open.lock() {
+            Ok(mut open) => open.remove(token),
+            Err(_) => None,
+        };
+        if let (Some(f), Ok(mut recent)) = (gone, self.recent.lock()) {
+            let owner = f.owner();
+            recent.retain(|(o, at)| at.elapsed() < RECENT && o != owner);
+            if recent.len() < MAX_RECENT {
+                recent.push((owner.to_string(), std::time::Instant::now()));
+            }
         }
     }
 }

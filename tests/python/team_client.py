@@ -4,7 +4,8 @@ tests/audit_log.rs.
 
 usage: team_client.py URL TOKEN CALLS
   TOKEN  a bearer token, or - for none
-  CALLS  a JSON array of execute_code arguments, run in order in one session
+  CALLS  a JSON array of execute_code arguments, run in order in one session; an item
+         {"tool": NAME, "arguments": {...}} calls another tool (save_capability, …)
   $TEAM_CA_FILE  for an https URL: the only CA certificate trusted
 
 Prints one JSON line: {"results": [{"is_error": bool, "out": structuredContent}, ...]}, or
@@ -63,7 +64,10 @@ async def main() -> None:
                 ) as session:
                     await asyncio.wait_for(session.initialize(), 30)
                     for args in calls:
-                        r = await asyncio.wait_for(session.call_tool("execute_code", args), 60)
+                        name = "execute_code"
+                        if "tool" in args and "arguments" in args:
+                            name, args = args["tool"], args["arguments"]
+                        r = await asyncio.wait_for(session.call_tool(name, args), 60)
                         results.append({"is_error": bool(r.is_error), "out": r.structured_content})
     except BaseException as e:  # noqa: BLE001 - report whatever ended the session
         if isinstance(e, (KeyboardInterrupt, SystemExit)):

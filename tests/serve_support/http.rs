@@ -30,14 +30,18 @@ pub async fn start_http(args: &[&str]) -> HttpServed {
 
 /// Like [`start_http`], with `sandbox` as the config's `sandbox` section.
 pub async fn start_http_with(sandbox: Value, args: &[&str]) -> HttpServed {
+    start_http_config(
+        json!({"mcpServers": {"fixture": {"command": bin("fixture-mcp-server")}}, "sandbox": sandbox}),
+        args,
+    )
+    .await
+}
+
+/// Like [`start_http`], with `config` as the whole config file.
+pub async fn start_http_config(config_json: Value, args: &[&str]) -> HttpServed {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("mcp.json");
-    std::fs::write(
-        &config,
-        json!({"mcpServers": {"fixture": {"command": bin("fixture-mcp-server")}}, "sandbox": sandbox})
-            .to_string(),
-    )
-    .unwrap();
+    std::fs::write(&config, config_json.to_string()).unwrap();
     let state = dir.path().join("state.db");
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-sandbox"))
         .args(["serve", "--http", "127.0.0.1:0", "--config"])

@@ -97,6 +97,19 @@ impl Run {
             self.finish_call(q.id, Err(e), tx, max_frame);
             return None;
         }
+        if let Some(tree) = self.tree().filter(|t| !t.take_call()) {
+            let tool = format!("{}:{}", q.server, q.tool);
+            let e = ExecError::new(
+                ErrorCode::LimitExceeded,
+                format!(
+                    "{tool} was not called: this execution and the capabilities it called have made {} tool calls, the limit (max_calls) for all of them together",
+                    tree.max_calls()
+                ),
+            )
+            .with_tool(&tool);
+            self.finish_call(q.id, Err(e), tx, max_frame);
+            return None;
+        }
         if let Err(e) =
             crate::gate::check_call::check_call(catalog, &self.request, &q.server, &q.tool, &q.args)
         {

@@ -121,24 +121,58 @@ pub async fn execute_pooled(
     req: ExecRequest,
 ) -> Outcome {
     let started = Instant::now();
-    let mut run = Run::new(Arc::new(req.request.clone()));
+    // A top-level execution starts the tree its capabilities share; a nested one joins it.
+    let mut request = req.request.clone();
+    let top = request.tree.is_none();
+    let tree = request
+        .tree
+        .get_or_insert_with(|| {
+            Arc::new(crate::context::tree::ExecTree::new(
+                request.limits.max_calls,
+                request.limits.cpu_ms,
+            ))
+        })
+        .clone();
+    let mut run = Run::new(Arc::new(request));
+    run.top = top;
     run.approvals = crate::gate::approval::Gate::new(req.approvals.clone());
     run.audit_args = req.audit_args.clone();
-    run.feedback = Arc::new(crate::exec::passthrough::ExecFeedback::new(
-        run.limits.log_bytes,
-        req.progress.clone().map(|f| f.0),
-        run.deadline,
-    ));
+    let owner = format!(
+        "{}/{}",
+        run.request.caller.tenant, run.request.caller.principal
+    );
+    run.feedback = Arc::new(
+        crate::exec::passthrough::ExecFeedback::new(
+            run.limits.log_bytes,
+            req.progress.clone().map(|f| f.0),
+            run.deadline,
+        )
+        .owned_by(owner),
+    );
     let span = tracing::debug_span!(
         "execution",
         id = %run.request.execution_id,
         client = %run.request.client
     );
-    let error = run
+    let mut error = run
         .drive(catalog, runner, pool, &req)
         .instrument(span)
         .await
         .err();
+    let own = run.cpu_ms.unwrap_or(0);
+    if !top {
+        tree.spend(own);
+    } else if tree.spent_ms() > 0 && own + tree.spent_ms() > tree.cpu_ms() {
+        // The whole tree spends one CPU budget: its capabilities' runners count.
+        error = Some(ExecError::new(
+            ErrorCode::CpuLimit,
+            format!(
+                "this execution and the capabilities it called used {} ms of CPU time together ({own} ms its own); the limit (cpu_ms) is {} ms for all of them. Do less work per execution or raise --cpu-ms",
+                own + tree.spent_ms(),
+                tree.cpu_ms()
+            ),
+        ));
+    }
     if let Some(pool) = pool {
         pool.refill();
     }
@@ -188,6 +222,10 @@ struct Run {
     approvals: crate::gate::approval::Gate,
     /// The servers' progress and log messages for this execution's calls.
     feedback: Arc<crate::exec::passthrough::ExecFeedback>,
+    /// A top-level execution (not a capability's nested one).
+    top: bool,
+    /// CPU its runner used, read from `/proc` before it was reaped.
+    cpu_ms: Option<u64>,
 }
 
 impl Run {
@@ -219,7 +257,14 @@ impl Run {
                 None,
                 TokioInstant::now(),
             )),
+            top: true,
+            cpu_ms: None,
         }
+    }
+
+    /// The tree this execution belongs to (always set by `execute_pooled`).
+    fn tree(&self) -> Option<&Arc<crate::context::tree::ExecTree>> {
+        self.request.tree.as_ref()
     }
 }
 

@@ -58,6 +58,11 @@ impl Run {
             None => runner::start(runner, &self.limits, self.deadline, hook).await?,
         };
         self.isolation = ready.isolation.clone();
+        if self.top {
+            if let Some(tree) = self.tree() {
+                tree.set_root_pid(ready.pid);
+            }
+        }
         let result = match missing_layers(&ready.isolation, &req.require_layers) {
             Some(e) => Err(e),
             None => {
@@ -69,6 +74,13 @@ impl Run {
                 }
             }
         };
+        // Before it is reaped: what it spent counts against the tree's CPU budget.
+        self.cpu_ms = crate::exec::cpu_time::used_ms(ready.pid);
+        if self.top {
+            if let Some(tree) = self.tree() {
+                tree.set_root_pid(0);
+            }
+        }
         // Whatever happened, the runner is killed now. After a checked `execution_complete`
         // it is reaped in the background (no teardown on the hot path); after a failure it is
         // reaped before we return, as the failure may be about how it ended.

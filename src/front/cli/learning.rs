@@ -65,11 +65,25 @@ impl StateArgs {
 
 impl StoreArgs {
     fn open(&self) -> Result<Store, UsageError> {
+        Ok(self.open_audited()?.0)
+    }
+
+    /// The store, and the audit record of a capability write by the local principal (the code
+    /// kept as the config's `sandbox.audit.code` says).
+    fn open_audited(&self) -> Result<(Store, store::audit::AuditRecord), UsageError> {
         let config = match &self.config {
             Some(p) => Some(Config::load(p).map_err(|e| UsageError(e.to_string()))?),
             None => None,
         };
-        self.state.open(config.as_ref())
+        let keep = crate::store::audit_options::AuditFlags::default()
+            .options(config.as_ref().and_then(|c| c.sandbox.audit.as_ref()))
+            .code;
+        let caller = crate::context::principal::Caller {
+            front: "run",
+            ..Default::default()
+        };
+        let record = crate::exec::capability_author::write_record(keep, &caller, "");
+        Ok((self.state.open(config.as_ref())?, record))
     }
 }
 
@@ -267,7 +281,7 @@ pub fn capability(args: CapabilityArgs) -> Result<i32, UsageError> {
             store,
         } => {
             split_name(&name).map_err(|e| UsageError(e.to_string()))?;
-            let store = store.open()?;
+            let (store, mut audit) = store.open_audited()?;
             let code = if from_last {
                 let last = store
                     .last_execution()
@@ -297,15 +311,32 @@ pub fn capability(args: CapabilityArgs) -> Result<i32, UsageError> {
                 Some(p) => Some(load_schema(p)?),
                 None => None,
             };
+            // The local principal (the operator) is the author; the save is audited with it.
+            audit.code_sha256 = crate::store::audit_options::sha256_hex(code.as_bytes());
+            if audit.code.is_some() {
+                audit.code = Some(code.clone());
+            }
             let rec = store
-                .save_capability(&NewCapability {
-                    name,
-                    code,
-                    description,
-                    input_schema,
-                })
+                .save_capability_audited(
+                    &NewCapability {
+                        name,
+                        code,
+                        description,
+                        input_schema,
+                        author: "local".into(),
+                        author_policies: Vec::new(),
+                    },
+                    &store::CapabilityQuota::default(),
+                    Some(audit),
+                )
                 .map_err(|e| UsageError(e.to_string()))?;
-            println!("saved {} version {} as {}", rec.name, rec.version, rec.id);
+            println!(
+                "saved {} version {} as {} (author {})",
+                rec.name,
+                rec.version,
+                rec.id,
+                rec.author_shown()
+            );
             Ok(0)
         }
         CapabilityCommand::List { json, store } => {
@@ -322,17 +353,24 @@ pub fn capability(args: CapabilityArgs) -> Result<i32, UsageError> {
                 return Ok(0);
             }
             let width = caps.iter().map(|c| c.name.len()).max().unwrap_or(4).max(4);
+            let authors = caps
+                .iter()
+                .map(|c| crate::term::escape(c.author_shown()).len())
+                .max()
+                .unwrap_or(6)
+                .max(6);
             println!(
-                "{:<width$}  {:>7}  {:<32}  DESCRIPTION",
-                "NAME", "VERSION", "ID"
+                "{:<width$}  {:>7}  {:<32}  {:<authors$}  DESCRIPTION",
+                "NAME", "VERSION", "ID", "AUTHOR"
             );
             for c in caps {
                 println!(
-                    "{:<width$}  {:>7}  {:<32}  {}",
+                    "{:<width$}  {:>7}  {:<32}  {:<authors$}  {}",
                     c.name,
                     c.version,
                     c.id,
-                    c.description.unwrap_or_default()
+                    crate::term::escape(c.author_shown()),
+                    c.description.as_deref().unwrap_or_default()
                 );
             }
             Ok(0)
@@ -359,6 +397,13 @@ pub fn capability(args: CapabilityArgs) -> Result<i32, UsageError> {
             println!("name:        {}", c.name);
             println!("id:          {}", c.id);
             println!("version:     {}", c.version);
+            println!("author:      {}", crate::term::escape(c.author_shown()));
+            if !c.author_policies.is_empty() {
+                println!(
+                    "policies:    {}",
+                    crate::term::escape(&c.author_policies.join(", "))
+                );
+            }
             println!("description: {}", c.description.as_deref().unwrap_or(""));
             if let Some(s) = &c.input_schema {
                 println!("schema:      {s}");
@@ -367,9 +412,9 @@ pub fn capability(args: CapabilityArgs) -> Result<i32, UsageError> {
             Ok(0)
         }
         CapabilityCommand::Rm { name_or_id, store } => {
+            let (store, audit) = store.open_audited()?;
             let n = store
-                .open()?
-                .remove_capability(&name_or_id)
+                .remove_capability_audited(&name_or_id, Some(audit))
                 .map_err(|e| UsageError(e.to_string()))?;
             if n == 0 {
                 eprintln!(

@@ -206,7 +206,8 @@ pub async fn command(args: RunArgs) -> Result<i32, UsageError> {
         Arc::new(catalog),
         runner.clone(),
         QueueOptions {
-            max_running: 1,
+            // The script's runner and its capabilities' (bounded per execution).
+            max_running: 1 + crate::context::tree::MAX_NESTED_RUNNERS,
             max_queued: 0,
             // One script: a pre-started runner would only be wasted.
             pool_size: 0,

@@ -22,10 +22,12 @@ execute_code scripts call like a tool, `await mcp.<namespace>.<action>(args)`. `
 `code` the body of an async function (the same rules as execute_code; the call's argument object \
 is the variable `args`), `input_schema` an optional JSON Schema that `args` is checked against. \
 Saving other code under an existing name adds a version; calls use the latest. Answers with the \
-saved record (id, name, version). Save code that has already run successfully.";
+saved record (id, name, version, author). A capability's calls obey the caller's policy and the \
+policy of the principal who saved it; saving needs `save_capabilities` in the saver's policy \
+(tokens and JWT callers). Save code that has already run successfully.";
 
 pub const LIST_DESCRIPTION: &str = "List the saved capabilities (latest version of each): name, \
-id, version, description and input_schema. Call one from execute_code with \
+id, version, author (who saved it), description and input_schema. Call one from execute_code with \
 `await mcp.<namespace>.<action>(args)`.";
 
 pub fn save_schema() -> Value {
@@ -53,6 +55,7 @@ fn view(rec: &CapabilityRecord) -> Value {
         "name": rec.name,
         "id": rec.id,
         "version": rec.version,
+        "author": rec.author_shown(),
         "description": rec.description,
         "input_schema": rec.input_schema,
         "code_sha256": rec.code_sha256,
@@ -95,8 +98,10 @@ async fn blocking<T: Send + 'static>(
 pub async fn save(
     gateway: &Gateway,
     args: JsonObject,
-    tenant: &str,
+    principal: &crate::context::principal::Principal,
+    caller: crate::context::principal::Caller,
 ) -> Result<CallToolResult, ErrorData> {
+    let tenant = principal.tenant.as_str();
     const FIELDS: [&str; 4] = ["name", "code", "description", "input_schema"];
     if let Some(extra) = args.keys().find(|k| !FIELDS.contains(&k.as_str())) {
         return Err(bad_args(format!(
@@ -124,6 +129,9 @@ pub async fn save(
             ))
         }
     };
+    if let Err(why) = crate::config::gateway::may_save_capabilities(principal, &gateway.policies) {
+        return Ok(failed(ErrorCode::PermissionDenied, why));
+    }
     let invalid = |message: String| Ok(failed(ErrorCode::InvalidArguments, message));
     let (ns, _) = match split_name(&name) {
         Ok(parts) => parts,
@@ -151,19 +159,27 @@ pub async fn save(
         Ok(s) => s,
         Err(result) => return Ok(result),
     };
+    // The save and its audit record are one transaction.
+    let audit = gateway
+        .sandbox
+        .auditor()
+        .map(|a| crate::exec::capability_author::write_record(a.options().code, &caller, &code));
     let new = NewCapability {
         name,
         code,
         description,
         input_schema,
+        author: principal.name.clone(),
+        author_policies: principal.policies.clone(),
     };
-    match blocking(move || store.save_capability_within(&new, &quota)).await {
+    match blocking(move || store.save_capability_audited(&new, &quota, audit)).await {
         Ok(rec) => {
             let text = format!(
-                "saved {} version {} as {}; call it from execute_code with `{}`",
+                "saved {} version {} as {} (author {}); call it from execute_code with `{}`",
                 rec.name,
                 rec.version,
                 rec.id,
+                rec.author_shown(),
                 view(&rec)["call"].as_str().unwrap_or_default()
             );
             Ok(CallToolResult::structured(view(&rec)).with_text(text))
@@ -194,10 +210,11 @@ pub async fn list(
                 caps.iter()
                     .map(|c| {
                         format!(
-                            "{} v{} ({}){}",
+                            "{} v{} ({}, by {}){}",
                             c.name,
                             c.version,
                             c.id,
+                            c.author_shown(),
                             c.description
                                 .as_deref()
                                 .map(|d| format!(": {d}"))

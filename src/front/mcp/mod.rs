@@ -131,11 +131,7 @@ impl GatewayServer {
             .peer_info()
             .map(|i| (i.client_info.name.clone(), i.client_info.version.clone()))
             .unwrap_or_default();
-        let caller = Caller::of(
-            principal,
-            (!name.is_empty()).then(|| name.clone()),
-            if over_http { "http" } else { "stdio" },
-        );
+        let caller = caller_of(context, over_http, principal);
         // The principal's policies narrow the operator's policy and limits; what the request
         // asks for may only lower them further (`RequestContext::narrowed`).
         let (policy, limits) = self.gateway.narrowed_for(principal);
@@ -150,6 +146,24 @@ impl GatewayServer {
         };
         crate::context::RequestContext::new(client, limits, policy).with_caller(caller)
     }
+}
+
+/// Who sends a request: the principal, its tenant, the client's name and the front.
+fn caller_of(
+    context: &RequestContext<RoleServer>,
+    over_http: bool,
+    principal: &Principal,
+) -> Caller {
+    let name = context
+        .peer
+        .peer_info()
+        .map(|i| i.client_info.name.clone())
+        .unwrap_or_default();
+    Caller::of(
+        principal,
+        (!name.is_empty()).then_some(name),
+        if over_http { "http" } else { "stdio" },
+    )
 }
 
 pub(crate) fn schema(value: Value) -> Arc<JsonObject> {
@@ -252,7 +266,14 @@ impl ServerHandler for GatewayServer {
                 }
             }
             "search_tools" => search_tools::call(&self.gateway, args, tenant).await?,
-            "save_capability" => capabilities::save(&self.gateway, args, tenant).await?,
+            "save_capability" => {
+                let over_http = context
+                    .extensions
+                    .get::<axum::http::request::Parts>()
+                    .is_some();
+                let caller = caller_of(&context, over_http, &principal);
+                capabilities::save(&self.gateway, args, &principal, caller).await?
+            }
             "list_capabilities" => capabilities::list(&self.gateway, args, tenant).await?,
             other => {
                 return Err(ErrorData::invalid_params(

@@ -159,6 +159,9 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
     if let Some(store) = &store {
         sandbox = sandbox.with_learning(crate::exec::capability::Capabilities {
             require_layers: require_layers.clone(),
+            authors: crate::exec::capability_author::AuthorPolicies(Arc::new(
+                config.sandbox.policies.clone(),
+            )),
             ..crate::exec::capability::Capabilities::new(store.clone(), runner)
         });
         let options = args.audit.options(config.sandbox.audit.as_ref());

@@ -186,14 +186,19 @@ impl ClientHandler for ListWatcher {
     async fn create_elicitation(
         &self,
         request: rmcp::model::ElicitRequestParams,
-        _context: rmcp::service::RequestContext<RoleClient>,
+        context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
         let params = serde_json::to_value(&request)
             .map_err(|e| rmcp::ErrorData::invalid_request(e.to_string(), None))?;
+        // The call it is about may have been sent a moment ago; its token (if the server
+        // names one) says whose it is.
+        self.routes.routed().await;
+        let token = context.meta.get_progress_token();
         self.routes
             .forward(
                 &self.server,
                 crate::tools::passthrough::Forward::Elicit(params),
+                token.as_ref(),
             )
             .await
     }
@@ -202,14 +207,17 @@ impl ClientHandler for ListWatcher {
     async fn create_message(
         &self,
         params: rmcp::model::CreateMessageRequestParams,
-        _context: rmcp::service::RequestContext<RoleClient>,
+        context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
         let params = serde_json::to_value(&params)
             .map_err(|e| rmcp::ErrorData::invalid_request(e.to_string(), None))?;
+        self.routes.routed().await;
+        let token = context.meta.get_progress_token();
         self.routes
             .forward(
                 &self.server,
                 crate::tools::passthrough::Forward::Sample(params),
+                token.as_ref(),
             )
             .await
     }
@@ -222,9 +230,12 @@ impl ClientHandler for ListWatcher {
     ) {
         // A log line is for the calls open to this server: wait for those just sent.
         self.routes.routed().await;
+        let token = serde_json::to_value(&context.meta)
+            .ok()
+            .and_then(|m| crate::tools::passthrough::token_in_meta(&m));
         self.order
             .in_turn(&context.extensions, || {
-                self.routes.on_log(&self.server, params)
+                self.routes.on_log(&self.server, params, token.as_ref())
             })
             .await;
     }
