@@ -543,7 +543,8 @@ fn main() {
                 tokio::spawn(async move {
                     let mut out = serde_json::Map::new();
                     if gw {
-                        if let Value::Object(g) = gateway::bench(&release_bin("mcp-sandbox")).await {
+                        if let Value::Object(g) = gateway::bench(&release_bin("mcp-sandbox")).await
+                        {
                             out.extend(g);
                         }
                     }

@@ -105,7 +105,11 @@ async fn a_keepalive_client_reading_each_answer_to_its_end_is_not_stalled() {
         ms.push(t.elapsed().as_secs_f64() * 1000.0);
         assert_eq!(a.status, 200, "{a:?}");
         let reply = a.reply(id);
-        assert_eq!(reply["result"]["structuredContent"]["result"], json!(2), "{reply}");
+        assert_eq!(
+            reply["result"]["structuredContent"]["result"],
+            json!(2),
+            "{reply}"
+        );
         // The connection was kept alive: no `connection: close`.
         assert_ne!(a.header("connection"), Some("close"), "{a:?}");
     }

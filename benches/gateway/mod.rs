@@ -87,10 +87,9 @@ impl HttpClient {
     async fn connect(addr: std::net::SocketAddr) -> HttpClient {
         let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
         tcp.set_nodelay(true).expect("TCP_NODELAY");
-        let (send, conn) =
-            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
-                .await
-                .expect("HTTP/1.1 handshake");
+        let (send, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
+            .await
+            .expect("HTTP/1.1 handshake");
         tokio::spawn(conn);
         let mut c = HttpClient {
             send,
