@@ -31,7 +31,7 @@ pub struct CapabilityRecord {
     /// Milliseconds since the Unix epoch.
     pub created_at: f64,
     /// The principal who saved this version (`token:NAME`, `jwt:SUB`, `local`, `anonymous`);
-    /// `None` for a version saved before authors were recorded (schema 5).
+    /// `None` for a version saved before authors were recorded (schema 6).
     pub author: Option<String>,
     /// The names of the author's policies (`sandbox.policies`) when it saved this version: the
     /// version's calls run under them as well as under the caller's policy.
