@@ -249,7 +249,7 @@ async fn arguments_are_validated_against_the_schema() {
     let msg = o.result[1][1].as_str().unwrap();
     assert!(
         // Checked at the host's door (the same check as for MCP tools) before the capability runs.
-        msg.starts_with("arguments of math.double do not match its inputSchema: /n: "),
+        msg.starts_with("arguments of math:double do not match its inputSchema: /n: "),
         "{msg}"
     );
 }

@@ -49,7 +49,7 @@ async fn schema_violations_are_invalid_arguments_with_json_paths() {
     assert_eq!(o.result["code"], "INVALID_ARGUMENTS");
     let msg = o.result["message"].as_str().unwrap();
     assert!(
-        msg.starts_with("arguments of fixture.add do not match its inputSchema: "),
+        msg.starts_with("arguments of fixture:add do not match its inputSchema: "),
         "{msg}"
     );
     assert!(msg.contains(r#"/a: "x" is not of type "number""#), "{msg}");

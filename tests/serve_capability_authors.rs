@@ -140,7 +140,16 @@ async fn a_capability_runs_with_no_more_rights_than_its_author() {
     let args: Value = serde_json::from_str(who[1].1.as_str().unwrap()).unwrap();
     assert_eq!(args["version"], json!(2), "{args}");
     assert_eq!(saves[1]["tenant"], json!("notes"));
-    assert_eq!(saves[1]["code"], json!("return await mcp.fixture.pid({})"));
+    // The save's record names the code by hash and size; the code itself is the version's.
+    let code = "return await mcp.fixture.pid({})";
+    assert_eq!(saves[1]["code"], Value::Null, "{saves:?}");
+    assert_eq!(
+        saves[1]["code_sha256"],
+        json!(mcp_sandbox::store::audit_options::sha256_hex(
+            code.as_bytes()
+        ))
+    );
+    assert_eq!(saves[1]["code_bytes"], json!(code.len()));
     assert_eq!(saves[1]["client"], json!("team-client"));
 }
 

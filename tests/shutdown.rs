@@ -76,6 +76,9 @@ fn start_host(script: &str, grace_ms: u64) -> Host {
 }
 
 /// Waits until the host runs both a runner and the MCP server; returns their pids.
+/// The host's runner and server processes, once both run. Not the host's `sandbox-reaper`: it
+/// kills the servers' process groups when the host dies, so it outlives the host by design
+/// until it has done that (tests/host_death.rs checks that nothing is left within 2 s).
 fn wait_for_runner(host: &Host) -> Vec<u32> {
     let pid = host.child.id();
     let end = Instant::now() + Duration::from_secs(20);
@@ -84,7 +87,11 @@ fn wait_for_runner(host: &Host) -> Vec<u32> {
         if kids.iter().any(|(_, c)| c == "sandbox-runner")
             && kids.iter().any(|(_, c)| c.starts_with("fixture-mcp"))
         {
-            return kids.into_iter().map(|(p, _)| p).collect();
+            return kids
+                .into_iter()
+                .filter(|(_, c)| c != "sandbox-reaper")
+                .map(|(p, _)| p)
+                .collect();
         }
         std::thread::sleep(Duration::from_millis(10));
     }

@@ -78,7 +78,7 @@ fn a_call_that_certainly_runs_is_refused_before_anything_runs() {
         o["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("github.create_issue"),
+            .contains("github:create_issue"),
         "{o}"
     );
     // Refused before the runner started: the first call never happened.

@@ -261,7 +261,7 @@ async fn console_extras_log_what_node_logs() {
             l("info", "default: 1"),
             l("error", "Assertion failed: broken 1"),
             l("error", "Assertion failed"),
-            l("log", "{\"a\":1}"),
+            l("log", "{ a: 1 }"),
         ]
     );
     assert_eq!(lines[10].0, "info");

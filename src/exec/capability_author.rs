@@ -45,7 +45,7 @@ impl AuthorPolicies {
 }
 
 /// The audit record of a capability write (save, remove) by `caller`: who, from where, the
-/// code (or only its hash, as `--audit-code` says). The store adds the one call row that says
+/// code's hash and size. The store adds the one call row that says
 /// what was written.
 pub fn write_record(keep: AuditCode, caller: &Caller, code: &str) -> AuditRecord {
     AuditRecord {
@@ -59,7 +59,10 @@ pub fn write_record(keep: AuditCode, caller: &Caller, code: &str) -> AuditRecord
             .as_deref()
             .map(|c| crate::exec::audit::bounded(c, keep)),
         front: caller.front.to_string(),
-        code: (keep == AuditCode::Full).then(|| code.to_string()),
+        // The hash and size only, whatever `--audit-code` says: the code itself is the saved
+        // version's (the call row names it), and a second copy would let saves grow the state
+        // file past the capability quota.
+        code: None,
         code_sha256: crate::store::audit_options::sha256_hex(code.as_bytes()),
         code_bytes: Some(code.len() as u64),
         outcome: "OK".into(),

@@ -208,7 +208,7 @@ fn console_lines_are_forwarded_in_order_and_bounded() {
         [
             RunnerMessage::Log {
                 level: crate::protocol::LogLevel::Log,
-                message: "a 1 {\"b\":2}".into()
+                message: "a 1 { b: 2 }".into()
             },
             RunnerMessage::Log {
                 level: crate::protocol::LogLevel::Error,
