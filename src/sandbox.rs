@@ -258,7 +258,7 @@ impl Sandbox {
             Ok(full) => self.run_on_worker(Arc::new(full), req).await,
             Err(e) => Outcome::failed(e),
         };
-        crate::exec::capability::record(&caps.store, &outcome, code.as_deref()).await;
+        crate::exec::learning::record(&caps.store, &outcome, code.as_deref()).await;
         outcome
     }
 

@@ -3,7 +3,8 @@
 
 use crate::common;
 
-use mcp_sandbox::exec::capability::{record, Capabilities};
+use mcp_sandbox::exec::capability::Capabilities;
+use mcp_sandbox::exec::learning::record;
 use mcp_sandbox::store::{NewCapability, Store};
 use mcp_sandbox::{Catalog, ErrorCode, ExecError, ExecRequest, InProcessServer, Limits};
 use serde_json::{json, Value};

@@ -32,21 +32,6 @@ fn fill_slots(h: &HttpServed, session: &str, ms: u64) -> Vec<tokio::task::JoinHa
         .collect()
 }
 
-/// Like [`exchange`], from the local address `from`.
-async fn exchange_from(from: std::net::Ipv4Addr, addr: &str, request: &[u8]) -> Answer {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let socket = tokio::net::TcpSocket::new_v4().unwrap();
-    socket.bind((from, 0).into()).unwrap();
-    let mut s = socket.connect(addr.parse().unwrap()).await.unwrap();
-    s.write_all(request).await.unwrap();
-    let mut raw = Vec::new();
-    tokio::time::timeout(Duration::from_secs(60), s.read_to_end(&mut raw))
-        .await
-        .expect("no complete answer within 60 s")
-        .unwrap();
-    parse(&raw)
-}
-
 fn outcome_error(a: &Answer, id: i64) -> Value {
     let r = a.reply(id);
     assert_eq!(r["result"]["isError"], json!(true), "{r}");

@@ -11,6 +11,7 @@ pub mod capability_author;
 pub mod cpu_time;
 pub mod hints;
 pub mod isolation;
+pub mod learning;
 pub mod outbox;
 pub mod outcome;
 pub mod passthrough;

@@ -161,7 +161,22 @@ pub fn post_bytes(
 
 /// Sends raw bytes on a new connection and reads the whole answer (the server closes).
 pub async fn exchange(addr: &str, request: &[u8]) -> Answer {
-    let mut s = TcpStream::connect(addr).await.unwrap();
+    exchange_on(TcpStream::connect(addr).await.unwrap(), request).await
+}
+
+/// Like [`exchange`], from the local address `from` (another address of the loopback network:
+/// another client, as far as the server's per-address bounds go).
+pub async fn exchange_from(from: std::net::Ipv4Addr, addr: &str, request: &[u8]) -> Answer {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind((from, 0).into()).unwrap();
+    exchange_on(
+        socket.connect(addr.parse().unwrap()).await.unwrap(),
+        request,
+    )
+    .await
+}
+
+async fn exchange_on(mut s: TcpStream, request: &[u8]) -> Answer {
     s.write_all(request).await.unwrap();
     let mut raw = Vec::new();
     tokio::time::timeout(Duration::from_secs(60), s.read_to_end(&mut raw))
