@@ -19,15 +19,36 @@ pub fn used_ms(pid: u32) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    /// CPU this process has used, by the kernel's own clock (not /proc).
+    fn process_cpu_ms() -> u64 {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid, writable timespec for the call's duration.
+        let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+        assert_eq!(rc, 0);
+        ts.tv_sec as u64 * 1000 + ts.tv_nsec as u64 / 1_000_000
+    }
+
     #[test]
     fn reads_this_process() {
-        let start = std::time::Instant::now();
+        // Spin until the kernel says 80 ms of CPU were used (not 80 ms of wall clock: on a
+        // loaded machine the two differ), then /proc must show it, within its 10 ms ticks.
+        let start = process_cpu_ms();
         let mut x = 0u64;
-        while start.elapsed() < std::time::Duration::from_millis(60) {
-            x = x.wrapping_add(std::hint::black_box(1));
+        while process_cpu_ms() < start + 80 {
+            for _ in 0..10_000 {
+                x = x.wrapping_add(std::hint::black_box(1));
+            }
         }
         assert!(x > 0);
         let ms = super::used_ms(std::process::id()).unwrap();
-        assert!(ms >= 30, "{ms}");
+        assert!(ms >= start + 60, "/proc says {ms} ms, the kernel's clock {}", process_cpu_ms());
+    }
+
+    #[test]
+    fn a_pid_that_does_not_exist_is_none() {
+        assert_eq!(super::used_ms(u32::MAX), None);
     }
 }
