@@ -265,7 +265,7 @@ async fn bench() -> Value {
     assert!(failed.is_empty(), "{failed:?}");
     let mut mcp = Catalog::new();
     for s in servers {
-        mcp.add(Arc::new(s)).expect("catalog");
+        mcp.add(s).expect("catalog");
     }
     let calls = "for (let i = 0; i < 2000; i++) await mcp.fixture.echo({ message: 'x' }); return 1";
     let o = exec(&mcp, &runner, calls).await;

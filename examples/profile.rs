@@ -115,7 +115,7 @@ async fn run() {
             assert!(failed.is_empty(), "{failed:?}");
             let mut mcp = Catalog::new();
             for s in servers {
-                mcp.add(Arc::new(s)).expect("catalog");
+                mcp.add(s).expect("catalog");
             }
             let t = Instant::now();
             let code =

@@ -83,6 +83,7 @@ mod serve_typescript_sdk;
 mod serve_unread_answers;
 mod server_env;
 mod server_process_tree;
+mod server_scope;
 mod server_startup;
 mod shutdown;
 mod state_location;

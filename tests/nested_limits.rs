@@ -14,11 +14,6 @@ fn save(name: &str, code: &str) -> Value {
     json!({"tool": "save_capability", "arguments": {"name": name, "code": code}})
 }
 
-fn results(out: &Value) -> Vec<Value> {
-    assert!(out.get("error").is_none(), "{out}");
-    out["results"].as_array().unwrap().clone()
-}
-
 /// Runner processes (not the zygote) that are children of `parent` now.
 fn runners_of(parent: u32) -> usize {
     let Ok(dir) = std::fs::read_dir("/proc") else {
@@ -80,7 +75,6 @@ async fn calls_through_capabilities_count_against_the_callers_max_calls() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "fails: the nested runners' CPU is not charged to the tree (reading /proc/PID/stat at the end of the session gives nothing here; cause not found yet; issue 25 item 2, open)"]
 async fn capabilities_spend_the_callers_cpu_budget() {
     let h = start_http_with(
         json!({"auth": {}, "policies": {
@@ -90,7 +84,9 @@ async fn capabilities_spend_the_callers_cpu_budget() {
     )
     .await;
     let t = create_token(&h.state, "lean", &["--policy", "lean"]);
-    let burn = "let x = 0; const t = Date.now(); while (Date.now() - t < 150) { x++ } return x > 0";
+    // A fixed amount of work (~130 ms of CPU here, whatever the load), not a wall-clock loop:
+    // on a busy machine 150 ms of wall clock can be far less CPU.
+    let burn = "let x = 0; for (let i = 0; i < 8000000; i++) { x += i } return x > 0";
     let outer =
         "await mcp.spin.burn({}); await mcp.spin.burn({}); await mcp.spin.burn({}); return 'done'";
     let r = results(&sdk(

@@ -14,11 +14,6 @@ fn save(name: &str, code: &str) -> Value {
     json!({"tool": "save_capability", "arguments": {"name": name, "code": code}})
 }
 
-fn results(out: &Value) -> Vec<Value> {
-    assert!(out.get("error").is_none(), "{out}");
-    out["results"].as_array().unwrap().clone()
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_capability_runs_with_no_more_rights_than_its_author() {
     let h = start_http_with(

@@ -36,7 +36,9 @@ pub fn tenant_clients(url: &str, plan: &Value) -> Value {
 async fn a_servers_late_log_and_elicitation_about_blue_never_reach_red() {
     let h = start_http_config(
         json!({
-            "mcpServers": {"fixture": {"command": crate::common::bin("fixture-mcp-server")}},
+            // One process serves both tenants (what the routing must handle when an operator
+            // chooses to share a server).
+            "mcpServers": {"fixture": {"command": crate::common::bin("fixture-mcp-server"), "scope": "shared"}},
             "sandbox": {"auth": {}}
         }),
         &[],

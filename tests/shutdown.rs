@@ -51,6 +51,10 @@ struct Host {
 }
 
 fn start_host(script: &str, grace_ms: u64) -> Host {
+    start_host_with(script, grace_ms, &[])
+}
+
+fn start_host_with(script: &str, grace_ms: u64, flags: &[&str]) -> Host {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("config.json");
     std::fs::write(
@@ -68,6 +72,7 @@ fn start_host(script: &str, grace_ms: u64) -> Host {
         .arg("--json")
         .arg("--shutdown-grace-ms")
         .arg(grace_ms.to_string())
+        .args(flags)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -143,6 +148,34 @@ fn sigterm_kills_a_runner_that_outlives_the_grace_period() {
         took >= Duration::from_millis(250) && took < Duration::from_secs(5),
         "grace 300 ms, took {took:?}"
     );
+    for pid in kids {
+        assert!(!alive(pid), "process {pid} outlived the host");
+    }
+}
+
+#[test]
+fn sigterm_during_a_storm_of_calls_ends_run_within_the_grace() {
+    // Issue 25 item 14: with tens of thousands of calls traced, `run` still honours SIGTERM at
+    // once (the grace, then exit), and the outcome it prints keeps what was done.
+    let host = start_host_with(
+        "for (let i = 0; i < 1000000; i++) await mcp.fixture.echo({message: 'x'}); return 'never'",
+        300,
+        &["--max-calls", "1000000"],
+    );
+    let kids = wait_for_runner(&host);
+    std::thread::sleep(Duration::from_millis(1500));
+    let (status, outcome, stderr, took) = signal_and_wait(host, libc::SIGTERM);
+    assert_eq!(status, 0, "stderr: {stderr}");
+    assert_eq!(outcome["error"]["code"], "SANDBOX_UNAVAILABLE", "{outcome}");
+    let calls = outcome["traces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "tool_end")
+        .count();
+    assert!(calls > 1000, "only {calls} calls were traced");
+    assert!(stderr.contains("SIGTERM: shut down cleanly"), "{stderr}");
+    assert!(took < Duration::from_secs(3), "grace 300 ms, took {took:?}");
     for pid in kids {
         assert!(!alive(pid), "process {pid} outlived the host");
     }

@@ -111,7 +111,7 @@ pub async fn bench(runner: &RunnerCommand) -> Value {
     assert!(failed.is_empty(), "{failed:?}");
     let mut mcp = Catalog::new();
     for s in servers {
-        mcp.add(Arc::new(s)).expect("catalog");
+        mcp.add(s).expect("catalog");
     }
     let mcp = Arc::new(mcp);
     let pool = 4;

@@ -80,7 +80,36 @@ pub struct ServerConfig {
     /// reported unavailable; default [`DEFAULT_STARTUP_TIMEOUT_MS`].
     #[serde(default, rename = "startupTimeoutMs")]
     pub startup_timeout_ms: Option<u64>,
+    /// Who shares one server process: `"shared"` (everyone), `"tenant"` (one process per
+    /// tenant) or `"principal"` (one per principal). Default: `tenant` for a stdio server,
+    /// `shared` for a remote one (see [`ServerConfig::scope`]).
+    #[serde(default)]
+    pub scope: Option<ServerScope>,
+    /// How long a tenant's or principal's server process may sit unused before it is stopped
+    /// (scoped servers only); default [`DEFAULT_IDLE_TIMEOUT_MS`].
+    #[serde(default, rename = "idleTimeoutMs")]
+    pub idle_timeout_ms: Option<u64>,
+    /// Most processes of a scoped server alive at once; default [`DEFAULT_MAX_INSTANCES`].
+    #[serde(default, rename = "maxInstances")]
+    pub max_instances: Option<usize>,
 }
+
+/// Who shares one process of a server (`scope` in a server entry).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ServerScope {
+    /// One process serves every caller: what one tenant leaves in it, another can read.
+    Shared,
+    /// One process per tenant.
+    Tenant,
+    /// One process per principal (within its tenant).
+    Principal,
+}
+
+/// Default idle time after which a scoped server's process is stopped.
+pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 10 * 60 * 1000;
+/// Default cap on a scoped server's processes alive at once.
+pub const DEFAULT_MAX_INSTANCES: usize = 32;
 
 /// OAuth settings of a remote server (`"oauth": {}` turns it on).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -110,6 +139,27 @@ impl ServerConfig {
         } else {
             "stdio"
         }
+    }
+
+    /// Who shares one process of this server: the entry's `scope`, else `tenant` for a stdio
+    /// server (one tenant never sees what another left in a stateful server) and `shared` for a
+    /// remote one (its state lives behind one credential, whatever the connection).
+    pub fn scope(&self) -> ServerScope {
+        self.scope.unwrap_or(if self.is_remote() {
+            ServerScope::Shared
+        } else {
+            ServerScope::Tenant
+        })
+    }
+
+    /// How long a scoped server's process may sit unused.
+    pub fn idle_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.idle_timeout_ms.unwrap_or(DEFAULT_IDLE_TIMEOUT_MS))
+    }
+
+    /// Most processes of a scoped server at once.
+    pub fn max_instances(&self) -> usize {
+        self.max_instances.unwrap_or(DEFAULT_MAX_INSTANCES)
     }
 
     /// The server's start-up timeout.

@@ -105,6 +105,12 @@ pub fn check(name: &str, server: &ServerConfig) -> Result<(), String> {
         }
         _ => {}
     }
+    if server.max_instances == Some(0) {
+        return Err(format!("server '{name}': maxInstances must be at least 1"));
+    }
+    if server.idle_timeout_ms == Some(0) {
+        return Err(format!("server '{name}': idleTimeoutMs must be at least 1"));
+    }
     let kind = server.transport.as_deref();
     if kind == Some("sse") {
         return Err(format!(
@@ -182,11 +188,86 @@ pub fn check(name: &str, server: &ServerConfig) -> Result<(), String> {
         )
         .map_err(|e| e.to_string())?;
     }
+    let scope = server.scope();
     for (var, value) in &server.env {
-        expand(value, &format!("server '{name}': env.{var}"), host_var)
-            .map_err(|e| e.to_string())?;
+        for scoped in references(value)
+            .into_iter()
+            .filter(|v| SCOPE_VARS.contains(v))
+        {
+            let defined = match scope {
+                crate::config::ServerScope::Shared => false,
+                crate::config::ServerScope::Tenant => scoped == TENANT_VAR,
+                crate::config::ServerScope::Principal => true,
+            };
+            if !defined {
+                return Err(format!(
+                    "server '{name}': env.{var} uses ${{{scoped}}}, which only a server with \"scope\": \"{}\" has; set that scope or remove it",
+                    if scoped == TENANT_VAR { "tenant\" or \"principal" } else { "principal" }
+                ));
+            }
+        }
+        let lookup = |v: &str| {
+            if SCOPE_VARS.contains(&v) {
+                Some(String::new())
+            } else {
+                host_var(v)
+            }
+        };
+        expand(value, &format!("server '{name}': env.{var}"), lookup).map_err(|e| e.to_string())?;
     }
     Ok(())
+}
+
+/// In a scoped server's `env` values, the tenant its process serves (a tenant name: letters,
+/// digits, `-`, `_`); also set in the process's environment.
+pub const TENANT_VAR: &str = "MCP_SANDBOX_TENANT";
+/// In a principal-scoped server's `env` values, the principal its process serves, made safe
+/// for a file name (see [`principal_slug`]); also set in the process's environment.
+pub const PRINCIPAL_VAR: &str = "MCP_SANDBOX_PRINCIPAL";
+const SCOPE_VARS: [&str; 2] = [TENANT_VAR, PRINCIPAL_VAR];
+
+/// A principal name as a file-name-safe word: its letters, digits, `-` and `_` (others become
+/// `_`, at most 40 of them), then `-` and 16 hex digits of its SHA-256, so two principals never
+/// share one (`jwt:a/b` and `jwt:a_b` differ) and no `/` or `..` reaches a path.
+pub fn principal_slug(principal: &str) -> String {
+    use sha2::Digest;
+    let readable: String = principal
+        .chars()
+        .take(40)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let digest = sha2::Sha256::digest(principal.as_bytes());
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{readable}-{hex}")
+}
+
+/// The entry one scoped process of `server` starts with: `${MCP_SANDBOX_TENANT}` and
+/// `${MCP_SANDBOX_PRINCIPAL}` in its `env` values replaced by the caller's, and both set as
+/// variables of the process (a principal only under `"scope": "principal"`).
+pub fn for_scope(
+    server: &crate::config::ServerConfig,
+    tenant: &str,
+    principal: Option<&str>,
+) -> crate::config::ServerConfig {
+    let mut out = server.clone();
+    let slug = principal.map(principal_slug);
+    for value in out.env.values_mut() {
+        *value = value.replace(&format!("${{{TENANT_VAR}}}"), tenant);
+        if let Some(slug) = &slug {
+            *value = value.replace(&format!("${{{PRINCIPAL_VAR}}}"), slug);
+        }
+    }
+    out.env.insert(TENANT_VAR.to_string(), tenant.to_string());
+    if let Some(slug) = slug {
+        out.env.insert(PRINCIPAL_VAR.to_string(), slug);
+    }
+    out
 }
 
 #[cfg(test)]

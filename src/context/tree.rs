@@ -4,7 +4,7 @@
 //! [`MAX_NESTED_RUNNERS`] nested runners are alive at once. The wall clock needs no state here:
 //! a nested execution's deadline is what is left of its caller's.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Nested (capability) runners one execution's tree may have alive at once; further capability
@@ -21,6 +21,8 @@ pub struct ExecTree {
     spent_ms: AtomicU64,
     /// The top-level runner, whose CPU so far counts as spent too (0: none yet).
     root_pid: AtomicU32,
+    /// Set when a nested execution ran out of the CPU the tree had left (or found none left).
+    exhausted: AtomicBool,
     /// Nested runners alive at once.
     pub runners: Arc<tokio::sync::Semaphore>,
 }
@@ -34,6 +36,7 @@ impl ExecTree {
             cpu_ms,
             spent_ms: AtomicU64::new(0),
             root_pid: AtomicU32::new(0),
+            exhausted: AtomicBool::new(false),
             runners: Arc::new(tokio::sync::Semaphore::new(MAX_NESTED_RUNNERS)),
         }
     }
@@ -73,6 +76,17 @@ impl ExecTree {
     /// Adds the CPU a nested runner used.
     pub fn spend(&self, ms: u64) {
         self.spent_ms.fetch_add(ms, Ordering::SeqCst);
+    }
+
+    /// Marks the tree's CPU budget as spent: a nested execution hit `CPU_LIMIT` under the
+    /// budget the tree cut for it. The top-level outcome is then `CPU_LIMIT`, however the
+    /// script handled the call's error (tick-granular CPU readings alone could miss it).
+    pub fn exhaust(&self) {
+        self.exhausted.store(true, Ordering::SeqCst);
+    }
+
+    pub fn exhausted(&self) -> bool {
+        self.exhausted.load(Ordering::SeqCst)
     }
 
     /// CPU used by the nested runners that have ended.

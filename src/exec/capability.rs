@@ -25,6 +25,7 @@
 
 use crate::context::limits::Limits;
 use crate::error::{ErrorCode, ExecError};
+use crate::exec::capability_call::{as_call_error, wait_for};
 use crate::exec::outcome::Outcome;
 use crate::exec::runner::RunnerCommand;
 use crate::exec::session::{execute, ExecRequest};
@@ -471,6 +472,7 @@ impl ToolProvider for CapabilityServer {
                 .saturating_sub(tree.spent_ms())
                 .saturating_sub(root);
             if left == 0 {
+                tree.exhaust();
                 let e = ExecError::new(
                     ErrorCode::CpuLimit,
                     format!(
@@ -483,6 +485,8 @@ impl ToolProvider for CapabilityServer {
             }
             limits.cpu_ms = limits.cpu_ms.min(left);
         }
+        // A CPU_LIMIT under a budget the tree cut means the tree's budget is spent.
+        let cut_by_tree = limits.cpu_ms < self.limits.cpu_ms;
         let catalog = self
             .env
             .catalog_for(&self.base, &node.plan, &chain, &limits);
@@ -545,54 +549,14 @@ impl ToolProvider for CapabilityServer {
             if let Ok(mut s) = sink.lock() {
                 s.extend(outcome.traces);
             }
-            match outcome.error {
-                None => Ok(outcome.result),
-                Some(e) => Err(as_call_error(&qualified, e)),
+            match (outcome.error, &tree) {
+                (None, _) => Ok(outcome.result),
+                (Some(e), Some(t)) if e.code == ErrorCode::CpuLimit && cut_by_tree => {
+                    t.exhaust();
+                    Err(as_call_error(&qualified, e))
+                }
+                (Some(e), _) => Err(as_call_error(&qualified, e)),
             }
         })
     }
-}
-
-/// A permit of `slots`, waiting at most until `deadline` (then `LIMIT_EXCEEDED`: every runner
-/// of `what` stayed busy for the whole time the call had).
-async fn wait_for(
-    slots: &Arc<tokio::sync::Semaphore>,
-    deadline: tokio::time::Instant,
-    qualified: &str,
-    what: &str,
-) -> Result<tokio::sync::OwnedSemaphorePermit, ExecError> {
-    match tokio::time::timeout_at(deadline, slots.clone().acquire_owned()).await {
-        Ok(Ok(permit)) => Ok(permit),
-        Ok(Err(_)) => Err(ExecError::new(
-            ErrorCode::SandboxUnavailable,
-            "the sandbox is shutting down and starts no more runners",
-        )
-        .with_tool(qualified)),
-        Err(_) => Err(ExecError::new(
-            ErrorCode::LimitExceeded,
-            format!(
-                "capability {qualified} was not started: {what} were all busy for the time the call had; call fewer capabilities at once"
-            ),
-        )
-        .with_tool(qualified)),
-    }
-}
-
-/// A capability's failure as its caller sees it. Codes only the host may decide for an
-/// execution become call errors the caller's runner may report.
-fn as_call_error(qualified: &str, mut e: ExecError) -> ExecError {
-    e.code = match e.code {
-        ErrorCode::ExecutionTimeout => ErrorCode::ToolTimeout,
-        ErrorCode::RunnerCrashed | ErrorCode::ProtocolError | ErrorCode::SandboxUnavailable => {
-            ErrorCode::ToolError
-        }
-        c => c,
-    };
-    e.message = format!("capability {qualified} failed: {}", e.message);
-    if e.tool.is_none() {
-        e.tool = Some(qualified.to_string());
-    }
-    e.signal = None;
-    e.exit_status = None;
-    e
 }

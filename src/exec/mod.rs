@@ -8,6 +8,7 @@ pub mod audit;
 pub mod budget;
 pub mod capability;
 pub mod capability_author;
+pub mod capability_call;
 pub mod cpu_time;
 pub mod hints;
 pub mod isolation;

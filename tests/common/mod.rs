@@ -81,7 +81,7 @@ async fn servers_catalog(config: &Config, within: Duration) -> Catalog {
     assert!(failed.is_empty(), "MCP servers failed to start: {failed:?}");
     let mut c = Catalog::new();
     for s in servers {
-        c.add(Arc::new(s)).unwrap();
+        c.add(s).unwrap();
     }
     c
 }

@@ -64,6 +64,12 @@ pub fn sdk(url: &str, token: Option<&str>, calls: &Value) -> Value {
     sdk_trusting(url, token, calls, None)
 }
 
+/// The per-call results of an [`sdk`] run that did not fail as a whole.
+pub fn results(out: &Value) -> Vec<Value> {
+    assert!(out.get("error").is_none(), "{out}");
+    out["results"].as_array().unwrap().clone()
+}
+
 /// Like [`sdk`]; for an https URL, `ca` is the only certificate trusted.
 pub fn sdk_trusting(url: &str, token: Option<&str>, calls: &Value, ca: Option<&Path>) -> Value {
     let py = repo_root().join(".venv/bin/python");

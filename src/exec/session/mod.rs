@@ -162,14 +162,14 @@ pub async fn execute_pooled(
     let own = run.cpu_ms.unwrap_or(0);
     if !top {
         tree.spend(own);
-    } else if tree.spent_ms() > 0 && own + tree.spent_ms() > tree.cpu_ms() {
+    } else if tree.exhausted() || (tree.spent_ms() > 0 && own + tree.spent_ms() > tree.cpu_ms()) {
         // The whole tree spends one CPU budget: its capabilities' runners count.
         error = Some(ExecError::new(
             ErrorCode::CpuLimit,
             format!(
-                "this execution and the capabilities it called used {} ms of CPU time together ({own} ms its own); the limit (cpu_ms) is {} ms for all of them. Do less work per execution or raise --cpu-ms",
-                own + tree.spent_ms(),
-                tree.cpu_ms()
+                "this execution and the capabilities it called used up the {} ms of CPU time (cpu_ms) they share ({own} ms its own, {} ms in capabilities, as the host reads them). Do less work per execution or raise --cpu-ms",
+                tree.cpu_ms(),
+                tree.spent_ms()
             ),
         ));
     }

@@ -18,7 +18,6 @@ use crate::exec::runner::RunnerCommand;
 use crate::tools::catalog::{start_some_mcp_servers, Catalog};
 use clap::Args;
 use std::path::PathBuf;
-use std::sync::Arc;
 /// Exit status for a usage or configuration error.
 pub const EXIT_USAGE: i32 = 2;
 /// Exit status when the execution failed (the outcome has an error).
@@ -145,9 +144,7 @@ pub async fn load_catalog_of(
     let mut catalog = Catalog::new();
     let (servers, failed) = start_some_mcp_servers(config, only, None).await;
     for s in servers {
-        catalog
-            .add(Arc::new(s))
-            .map_err(|e| UsageError(e.to_string()))?;
+        catalog.add(s).map_err(|e| UsageError(e.to_string()))?;
     }
     for (name, reason) in failed {
         crate::term::errln(&format!(

@@ -81,3 +81,92 @@ impl ResponseBudget {
         held.retain(|_, (_, since)| since.elapsed() < age);
     }
 }
+
+/// What an answer holding `value` keeps in memory until its client reads it: the decoded value
+/// (every node, string and map entry, as serde_json lays them out) plus its encoded form (the
+/// JSON text written to the client). The budget counts this, not just the text: a 7 MB
+/// answer of many small items holds several times 7 MB.
+pub fn held_bytes(value: &serde_json::Value) -> u64 {
+    encoded_bytes(value).saturating_add(decoded_bytes(value))
+}
+
+/// The length of `value` as compact JSON, without building the text.
+pub fn encoded_bytes(value: &serde_json::Value) -> u64 {
+    struct Count(u64);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len() as u64;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
+/// Heap and inline bytes of a decoded `serde_json::Value` tree (without recursion: values
+/// nest to any depth).
+pub fn decoded_bytes(value: &serde_json::Value) -> u64 {
+    use serde_json::Value;
+    const NODE: u64 = std::mem::size_of::<Value>() as u64;
+    // A BTreeMap entry: its key (a String) and value, plus the tree's share per entry.
+    const ENTRY: u64 = std::mem::size_of::<String>() as u64 + NODE + 16;
+    let mut total = NODE;
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::String(s) => total += s.capacity() as u64,
+            Value::Array(items) => {
+                total += items.capacity() as u64 * NODE;
+                stack.extend(items.iter());
+            }
+            Value::Object(map) => {
+                for (k, item) in map {
+                    total += ENTRY + k.capacity() as u64;
+                    stack.push(item);
+                }
+            }
+            _ => {}
+        }
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_answer_holds_its_text_and_its_decoded_value() {
+        let big = json!("x".repeat(1_000_000));
+        let held = held_bytes(&big);
+        assert!((2_000_000..2_000_200).contains(&held), "{held}");
+        // Many small items weigh far more decoded than as text.
+        let many = json!((0..100_000).map(|i| json!({ "i": i })).collect::<Vec<_>>());
+        let text = serde_json::to_string(&many).unwrap().len() as u64;
+        assert_eq!(encoded_bytes(&many), text);
+        assert!(
+            decoded_bytes(&many) > 5 * text,
+            "{} vs {text}",
+            decoded_bytes(&many)
+        );
+    }
+
+    #[test]
+    fn deep_values_are_measured_without_recursion() {
+        let mut v = json!(1);
+        for _ in 0..200_000 {
+            v = serde_json::Value::Array(vec![v]);
+        }
+        assert!(decoded_bytes(&v) > 200_000 * 32);
+        // Dropping it recursively would overflow the stack: take it apart by hand.
+        let mut cur = v;
+        while let serde_json::Value::Array(mut items) = cur {
+            cur = items.pop().unwrap_or(serde_json::Value::Null);
+        }
+    }
+}

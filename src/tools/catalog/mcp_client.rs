@@ -734,13 +734,30 @@ impl ToolProvider for McpServer {
     }
 }
 
+/// Starts one configured server: shared, or scoped (one process per tenant or principal).
+async fn start_one(
+    name: &str,
+    server: &ServerConfig,
+    cwd: &std::path::Path,
+    timeout: Duration,
+) -> Result<Arc<dyn ToolProvider>, String> {
+    if server.scope() == crate::config::ServerScope::Shared {
+        let s = McpServer::start(name, server, cwd).await?;
+        s.set_restart_timeout(timeout);
+        Ok(Arc::new(s))
+    } else {
+        let s = super::scoped_server::ScopedServer::start(name, server, cwd, timeout).await?;
+        Ok(Arc::new(s))
+    }
+}
+
 /// Starts every configured server in parallel, each bounded by its `startupTimeoutMs`, or by
 /// `timeout` when the config does not set one. Returns the servers that started and, for the
 /// others, the reason.
 pub async fn start_mcp_servers(
     config: &Config,
     timeout: Duration,
-) -> (Vec<McpServer>, Vec<(String, String)>) {
+) -> (Vec<Arc<dyn ToolProvider>>, Vec<(String, String)>) {
     start_some_mcp_servers(config, None, Some(timeout)).await
 }
 
@@ -750,7 +767,7 @@ pub async fn start_some_mcp_servers(
     config: &Config,
     only: Option<&std::collections::BTreeSet<String>>,
     default_timeout: Option<Duration>,
-) -> (Vec<McpServer>, Vec<(String, String)>) {
+) -> (Vec<Arc<dyn ToolProvider>>, Vec<(String, String)>) {
     let chosen = config
         .servers
         .iter()
@@ -762,10 +779,7 @@ pub async fn start_some_mcp_servers(
             _ => server.startup_timeout(),
         };
         async move {
-            let r = tokio::time::timeout(timeout, McpServer::start(name, server, &cwd)).await;
-            if let Ok(Ok(s)) = &r {
-                s.set_restart_timeout(timeout);
-            }
+            let r = tokio::time::timeout(timeout, start_one(name, server, &cwd, timeout)).await;
             let r = match r {
                 Ok(r) => r,
                 Err(_) => Err(format!(

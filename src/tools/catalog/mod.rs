@@ -11,6 +11,7 @@ mod notification_order;
 pub mod oauth;
 mod oauth_store;
 pub mod process_tree;
+mod scoped_server;
 pub mod server_env;
 pub mod spawn_thread;
 mod stdio_transport;
@@ -18,6 +19,7 @@ mod stdio_transport;
 pub use in_process::InProcessServer;
 pub use mcp_client::{start_mcp_servers, start_some_mcp_servers, McpServer};
 pub use sandbox_runner::protocol::valid_server_name;
+pub use scoped_server::ScopedServer;
 
 use crate::error::ExecError;
 use futures::future::BoxFuture;
