@@ -2,15 +2,17 @@
 //! with a start-up timeout; a server that fails to start is reported with the reason and leaves
 //! the others usable. A server that dies is restarted once; a changed tool list is re-read.
 
+use super::mcp_result::{map_result, tool_info};
+use super::mcp_watcher::ListWatcher;
 use super::notification_order::{Counted, NotificationOrder};
 use super::process_tree::{GroupGuard, ProcessGroup};
 use super::{CallContext, ToolInfo, ToolProvider};
-use crate::config::{Config, ServerConfig};
+use crate::config::ServerConfig;
 use crate::error::{ErrorCode, ExecError};
 use futures::future::BoxFuture;
-use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Tool};
-use rmcp::service::{NotificationContext, Peer, RunningService, ServiceError};
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::model::{CallToolRequestParams, CallToolResponse};
+use rmcp::service::{Peer, RunningService, ServiceError};
+use rmcp::{RoleClient, ServiceExt};
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -28,8 +30,6 @@ const CLOSE_AFTER_EXIT: Duration = Duration::from_millis(200);
 const STDERR_TAIL: usize = 8;
 /// How long a restart may take when `start` was not given a timeout.
 const DEFAULT_RESTART_TIMEOUT: Duration = Duration::from_secs(30);
-/// How long a `tools/list` refresh after `notifications/tools/list_changed` may take.
-const REFRESH_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a call's answer waits for a tool-list refresh in progress (see [`Inner::settle`]).
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -144,127 +144,6 @@ impl Drop for Conn {
                 group.signal(nix::sys::signal::Signal::SIGKILL);
             }
         }
-    }
-}
-
-/// The rmcp client handler: re-reads the tool list when the server says it changed.
-#[derive(Clone)]
-struct ListWatcher {
-    server: String,
-    tools: Arc<RwLock<Vec<ToolInfo>>>,
-    refreshing: Arc<watch::Sender<u32>>,
-    routes: Arc<crate::tools::passthrough::Routes>,
-    /// This connection's (each connection has its own).
-    order: Arc<NotificationOrder>,
-}
-
-impl ClientHandler for ListWatcher {
-    async fn on_progress(
-        &self,
-        params: rmcp::model::ProgressNotificationParam,
-        context: NotificationContext<RoleClient>,
-    ) {
-        // The call this progress is about may have been sent a moment ago.
-        self.routes.routed().await;
-        self.order
-            .in_turn(&context.extensions, || {
-                self.routes.on_progress(&self.server, params)
-            })
-            .await;
-    }
-
-    /// Declares elicitation and sampling so servers may ask; each request goes to the upstream
-    /// client of the execution whose call is open (or is refused, see `passthrough::Routes`).
-    #[allow(deprecated)]
-    fn get_info(&self) -> rmcp::model::ClientInfo {
-        let mut info = rmcp::model::ClientInfo::default();
-        info.capabilities.elicitation = Some(Default::default());
-        info.capabilities.sampling = Some(Default::default());
-        info
-    }
-
-    async fn create_elicitation(
-        &self,
-        request: rmcp::model::ElicitRequestParams,
-        context: rmcp::service::RequestContext<RoleClient>,
-    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
-        let params = serde_json::to_value(&request)
-            .map_err(|e| rmcp::ErrorData::invalid_request(e.to_string(), None))?;
-        // The call it is about may have been sent a moment ago; its token (if the server
-        // names one) says whose it is.
-        self.routes.routed().await;
-        let token = context.meta.get_progress_token();
-        self.routes
-            .forward(
-                &self.server,
-                crate::tools::passthrough::Forward::Elicit(params),
-                token.as_ref(),
-            )
-            .await
-    }
-
-    #[allow(deprecated)] // MCP sampling (SEP-2577): older servers still ask for it.
-    async fn create_message(
-        &self,
-        params: rmcp::model::CreateMessageRequestParams,
-        context: rmcp::service::RequestContext<RoleClient>,
-    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
-        let params = serde_json::to_value(&params)
-            .map_err(|e| rmcp::ErrorData::invalid_request(e.to_string(), None))?;
-        self.routes.routed().await;
-        let token = context.meta.get_progress_token();
-        self.routes
-            .forward(
-                &self.server,
-                crate::tools::passthrough::Forward::Sample(params),
-                token.as_ref(),
-            )
-            .await
-    }
-
-    #[allow(deprecated)] // MCP logging (SEP-2577): older servers still send it.
-    async fn on_logging_message(
-        &self,
-        params: rmcp::model::LoggingMessageNotificationParam,
-        context: NotificationContext<RoleClient>,
-    ) {
-        // A log line is for the calls open to this server: wait for those just sent.
-        self.routes.routed().await;
-        let token = serde_json::to_value(&context.meta)
-            .ok()
-            .and_then(|m| crate::tools::passthrough::token_in_meta(&m));
-        self.order
-            .in_turn(&context.extensions, || {
-                self.routes.on_log(&self.server, params, token.as_ref())
-            })
-            .await;
-    }
-
-    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
-        // Handled once the refresh is under way: a call answered after this notification then
-        // waits for the new list (`settle`).
-        self.order
-            .in_turn(&context.extensions, || {
-                self.refreshing.send_modify(|n| *n += 1)
-            })
-            .await;
-        match tokio::time::timeout(REFRESH_TIMEOUT, context.peer.list_all_tools()).await {
-            Ok(Ok(tools)) => {
-                let tools: Vec<ToolInfo> =
-                    tools.iter().map(|t| tool_info(&self.server, t)).collect();
-                tracing::info!(server = %self.server, tools = tools.len(), "tool list changed; re-read it");
-                if let Ok(mut t) = self.tools.write() {
-                    *t = tools;
-                }
-            }
-            Ok(Err(e)) => {
-                tracing::warn!(server = %self.server, "tool list changed but tools/list failed: {e}")
-            }
-            Err(_) => {
-                tracing::warn!(server = %self.server, "tool list changed but tools/list timed out")
-            }
-        }
-        self.refreshing.send_modify(|n| *n = n.saturating_sub(1));
     }
 }
 
@@ -544,46 +423,6 @@ fn is_transport_error(e: &ServiceError) -> bool {
     )
 }
 
-fn tool_info(server: &str, t: &Tool) -> ToolInfo {
-    ToolInfo {
-        server: server.to_string(),
-        name: t.name.to_string(),
-        description: t.description.as_ref().map(|d| d.to_string()),
-        input_schema: Value::Object((*t.input_schema).clone()),
-        output_schema: t
-            .output_schema
-            .as_ref()
-            .map(|s| Value::Object((**s).clone())),
-    }
-}
-
-/// The design's result mapping: `structuredContent` when present; else a single text item as a
-/// string; else the content array. `isError` becomes `TOOL_ERROR` with the server's text.
-pub fn map_result(tool: &str, result: CallToolResult) -> Result<Value, ExecError> {
-    if result.is_error == Some(true) {
-        let text: Vec<String> = result
-            .content
-            .iter()
-            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-            .collect();
-        let message = if text.is_empty() {
-            "the tool reported an error without a message".to_string()
-        } else {
-            text.join("\n")
-        };
-        return Err(ExecError::new(ErrorCode::ToolError, message).with_tool(tool));
-    }
-    if let Some(structured) = result.structured_content {
-        return Ok(structured);
-    }
-    if let [one] = result.content.as_slice() {
-        if let Some(t) = one.as_text() {
-            return Ok(Value::String(t.text.clone()));
-        }
-    }
-    Ok(serde_json::to_value::<&Vec<ContentBlock>>(&result.content).unwrap_or(Value::Null))
-}
-
 impl ToolProvider for McpServer {
     fn name(&self) -> &str {
         &self.inner.name
@@ -732,74 +571,4 @@ impl ToolProvider for McpServer {
             }
         })
     }
-}
-
-/// Starts one configured server: shared, or scoped (one process per tenant or principal).
-async fn start_one(
-    name: &str,
-    server: &ServerConfig,
-    cwd: &std::path::Path,
-    timeout: Duration,
-) -> Result<Arc<dyn ToolProvider>, String> {
-    if server.scope() == crate::config::ServerScope::Shared {
-        let s = McpServer::start(name, server, cwd).await?;
-        s.set_restart_timeout(timeout);
-        Ok(Arc::new(s))
-    } else {
-        let s = super::scoped_server::ScopedServer::start(name, server, cwd, timeout).await?;
-        Ok(Arc::new(s))
-    }
-}
-
-/// Starts every configured server in parallel, each bounded by its `startupTimeoutMs`, or by
-/// `timeout` when the config does not set one. Returns the servers that started and, for the
-/// others, the reason.
-pub async fn start_mcp_servers(
-    config: &Config,
-    timeout: Duration,
-) -> (Vec<Arc<dyn ToolProvider>>, Vec<(String, String)>) {
-    start_some_mcp_servers(config, None, Some(timeout)).await
-}
-
-/// Starts the configured servers named in `only` (all when `None`) in parallel, each bounded by
-/// its `startupTimeoutMs` (default 10 s, or `default_timeout`).
-pub async fn start_some_mcp_servers(
-    config: &Config,
-    only: Option<&std::collections::BTreeSet<String>>,
-    default_timeout: Option<Duration>,
-) -> (Vec<Arc<dyn ToolProvider>>, Vec<(String, String)>) {
-    let chosen = config
-        .servers
-        .iter()
-        .filter(|(name, _)| only.is_none_or(|o| o.contains(*name)));
-    let starts = chosen.map(|(name, server)| {
-        let cwd = config.server_cwd(server);
-        let timeout = match (server.startup_timeout_ms, default_timeout) {
-            (None, Some(t)) => t,
-            _ => server.startup_timeout(),
-        };
-        async move {
-            let r = tokio::time::timeout(timeout, start_one(name, server, &cwd, timeout)).await;
-            let r = match r {
-                Ok(r) => r,
-                Err(_) => Err(format!(
-                    "did not finish starting within {} ms",
-                    timeout.as_millis()
-                )),
-            };
-            (name.clone(), r)
-        }
-    });
-    let mut ok = Vec::new();
-    let mut failed = Vec::new();
-    for (name, r) in futures::future::join_all(starts).await {
-        match r {
-            Ok(s) => ok.push(s),
-            Err(reason) => {
-                tracing::warn!(server = %name, "MCP server unavailable: {reason}");
-                failed.push((name, reason));
-            }
-        }
-    }
-    (ok, failed)
 }

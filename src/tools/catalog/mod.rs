@@ -7,6 +7,9 @@ mod http_transport;
 mod in_process;
 pub mod line_guard;
 mod mcp_client;
+mod mcp_result;
+mod mcp_start;
+mod mcp_watcher;
 mod notification_order;
 pub mod oauth;
 mod oauth_store;
@@ -17,7 +20,9 @@ pub mod spawn_thread;
 mod stdio_transport;
 
 pub use in_process::InProcessServer;
-pub use mcp_client::{start_mcp_servers, start_some_mcp_servers, McpServer};
+pub use mcp_client::McpServer;
+pub use mcp_result::map_result;
+pub use mcp_start::{start_mcp_servers, start_some_mcp_servers};
 pub use sandbox_runner::protocol::valid_server_name;
 pub use scoped_server::ScopedServer;
 
