@@ -5,16 +5,18 @@ use crate::common;
 use common::*;
 use std::process::{Command, Stdio};
 
-/// Runs `mcp-sandbox args` with a stdout pipe whose reading end is closed at once.
+/// Runs `mcp-sandbox args` with a stdout pipe whose reading end is closed before it starts
+/// (closed after the start, a small output could fit in the pipe before the close).
 fn closed_stdout(args: &[&str]) -> (i32, String) {
-    let mut child = Command::new(bin("mcp-sandbox"))
+    let (reader, writer) = nix::unistd::pipe().expect("pipe");
+    drop(reader);
+    let child = Command::new(bin("mcp-sandbox"))
         .args(args)
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
+        .stdout(Stdio::from(writer))
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
-    drop(child.stdout.take());
     let out = child.wait_with_output().expect("wait");
     (
         out.status.code().unwrap_or(-1),

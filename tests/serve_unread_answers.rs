@@ -93,3 +93,57 @@ async fn clients_that_never_read_their_answers_are_bounded() {
     );
     drop(silent);
 }
+
+/// Issue 25 item 16: an answer's room counts what the host really holds for it until it is read
+/// — its JSON text and its decoded value — not just the text. A million numbers are ~6.9 MB of
+/// text but ~39 MB held; one silent client's answer of them leaves too little of a 64 MiB
+/// budget for a second one (counted by the text alone, both would fit).
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unread_answer_counts_its_text_and_its_decoded_value() {
+    let h = start_http_with(
+        json!({"limits": {"max_output_bytes": 16 * 1024 * 1024}}),
+        &[
+            "--write-timeout-ms",
+            "30000",
+            "--max-buffered-response-bytes",
+            "67108864",
+        ],
+    )
+    .await;
+    let numbers = "await mcp.fixture.echo({ message: 'a' }); return Array.from({length: 1000000}, (_, i) => i)";
+    let s = open_session(&h.addr).await;
+    let mut silent = tokio::net::TcpStream::connect(&h.addr).await.unwrap();
+    let body = execute_body(1, json!({"code": numbers})).to_string();
+    silent
+        .write_all(&post_bytes(&h.addr, Some(&s), &body, &[]))
+        .await
+        .unwrap();
+    // Until its execution is recorded (its answer's room is taken right after).
+    let store = mcp_sandbox::store::Store::open(&h.state).unwrap();
+    let t = Instant::now();
+    while store.graph(None).unwrap().tools.is_empty() && t.elapsed() < Duration::from_secs(20) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let reader = open_session(&h.addr).await;
+    let a = post(
+        &h.addr,
+        Some(&reader),
+        &execute_body(2, json!({"code": numbers})),
+    )
+    .await;
+    let out = &a.reply(2)["result"]["structuredContent"];
+    assert_eq!(
+        out["error"]["code"],
+        json!("LIMIT_EXCEEDED"),
+        "{}",
+        a.body.len()
+    );
+    let message = out["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("answers not yet read by their clients hold")
+            && message.contains("of the 67108864 bytes allowed"),
+        "{message}"
+    );
+    drop(silent);
+}

@@ -56,11 +56,22 @@ fn names(env: &serde_json::Map<String, Value>) -> Vec<&str> {
 fn a_server_without_env_sees_only_the_default_variables() {
     let env = server_env(json!({"command": bin("fixture-mcp-server")}));
     for name in names(&env) {
+        // MCP_SANDBOX_TENANT: the tenant a (default, tenant-scoped) stdio server's process serves.
         assert!(
-            ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"].contains(&name),
+            [
+                "HOME",
+                "LOGNAME",
+                "PATH",
+                "SHELL",
+                "TERM",
+                "USER",
+                "MCP_SANDBOX_TENANT"
+            ]
+            .contains(&name),
             "unexpected variable {name} in {env:?}"
         );
     }
+    assert_eq!(env["MCP_SANDBOX_TENANT"], "default");
     assert_eq!(env["HOME"], "/home/tester");
     assert_eq!(env["TERM"], "xterm-test");
     assert!(env.contains_key("PATH"), "{env:?}");
