@@ -44,7 +44,11 @@ mod tests {
         }
         assert!(x > 0);
         let ms = super::used_ms(std::process::id()).unwrap();
-        assert!(ms >= start + 60, "/proc says {ms} ms, the kernel's clock {}", process_cpu_ms());
+        assert!(
+            ms >= start + 60,
+            "/proc says {ms} ms, the kernel's clock {}",
+            process_cpu_ms()
+        );
     }
 
     #[test]
