@@ -143,15 +143,25 @@ pub fn fit(outcome: &Outcome, budget: Budget, measure: &dyn Fn(&Value) -> u64) -
             return answer;
         }
     }
-    cut.push("result");
     for d in &DETAILS {
         let mut a = answer.clone();
+        let mut cut = cut.clone();
         set(&mut a, "traces", summarise_traces(outcome, d));
         set(&mut a, "logs", cut_logs(outcome, d));
-        set(&mut a, "result", preview(&outcome.result, d));
+        // A result smaller than its preview stays whole (the rest of the answer was too large).
+        let p = preview(&outcome.result, d);
+        if json_len(&p) < result_alone {
+            set(&mut a, "result", p);
+            cut.push("result");
+        }
         if d.chars < DETAILS[0].chars {
             if let Some(e) = a.get_mut("error").filter(|e| e.is_object()) {
                 clip_error(e, d.chars);
+                cut.push("error");
+            }
+            // The isolation layers are the first metrics to go.
+            if let Some(Value::Object(m)) = a.get_mut("metrics") {
+                m.remove("isolation");
             }
         }
         set(&mut a, "output", report(budget, &cut, Some(full)));
@@ -192,22 +202,32 @@ pub fn smallest(budget: Budget, success: bool) -> Value {
     })
 }
 
+/// A result this small stays whole in the minimal answer.
+const MINIMAL_RESULT_BYTES: u64 = 64;
+
 /// Status, error code and clipped message, the result's size and type: no logs, traces or shape.
 fn minimal(outcome: &Outcome, budget: Budget, full: u64) -> Value {
     let error = outcome
         .error
         .as_ref()
         .map(|e| json!({"code": e.code.to_string(), "message": clip_str(&e.message, 100)}));
+    let bytes = json_len(&outcome.result);
+    let mut cut = vec!["traces", "logs", "metrics"];
+    let result = if bytes <= MINIMAL_RESULT_BYTES {
+        outcome.result.clone()
+    } else {
+        cut.push("result");
+        json!({"truncated": true, "bytes": bytes, "type": type_name(&outcome.result)})
+    };
+    if error.is_some() {
+        cut.push("error");
+    }
     json!({
         "success": outcome.success,
         "truncated": true,
-        "result": {
-            "truncated": true,
-            "bytes": json_len(&outcome.result),
-            "type": type_name(&outcome.result),
-        },
+        "result": result,
         "error": error,
-        "output": report(budget, &["traces", "logs", "result", "error", "metrics"], Some(full)),
+        "output": report(budget, &cut, Some(full)),
     })
 }
 
