@@ -167,7 +167,7 @@ pub async fn call(
     let request = request.narrowed(&requested);
     let limits = request.limits;
     // Admission on arrival, before the request waits for a runner.
-    let context_bytes = context.map_or(0, |c| json_len(c));
+    let context_bytes = context.map_or(0, json_len::<JsonObject>);
     let held = gateway
         .admission
         .admit(code.len() as u64, limits.source_bytes, context_bytes);

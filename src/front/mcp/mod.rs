@@ -177,7 +177,8 @@ pub(crate) fn schema(value: Value) -> Arc<JsonObject> {
 
 const INSTRUCTIONS: &str = "Run JavaScript or TypeScript that calls MCP tools, with execute_code; \
 find the tools and their TypeScript signatures with search_tools first. Prefer one execute_code \
-call that does a whole task (loops, filtering, several tool calls) over many single tool calls. \
+call that does a whole task (loops, filtering, several tool calls) over many single tool calls, \
+and return only what you need: an answer is cut to an output budget (see execute_code). \
 Code that worked can be saved with save_capability and called later as mcp.<namespace>.<action>(args); \
 list_capabilities shows what is saved.";
 
