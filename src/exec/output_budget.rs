@@ -123,7 +123,7 @@ pub fn fit(outcome: &Outcome, budget: Budget, measure: &dyn Fn(&Value) -> u64) -
     // steps are taken without measuring (and serialising) it again.
     let result_alone = json_len(&outcome.result);
     let check = |v: &Value| result_alone <= max && measure(v) <= max;
-    let mut answer = whole.clone();
+    let mut answer = whole;
     let mut cut = vec!["traces"];
     set(
         &mut answer,
@@ -143,16 +143,22 @@ pub fn fit(outcome: &Outcome, budget: Budget, measure: &dyn Fn(&Value) -> u64) -
             return answer;
         }
     }
+    // What each try sets anew is taken out first: a try copies only the small rest.
+    for key in ["result", "traces", "logs"] {
+        set(&mut answer, key, Value::Null);
+    }
     for d in &DETAILS {
         let mut a = answer.clone();
         let mut cut = cut.clone();
         set(&mut a, "traces", summarise_traces(outcome, d));
         set(&mut a, "logs", cut_logs(outcome, d));
         // A result smaller than its preview stays whole (the rest of the answer was too large).
-        let p = preview(&outcome.result, d);
+        let p = preview(&outcome.result, result_alone, d);
         if json_len(&p) < result_alone {
             set(&mut a, "result", p);
             cut.push("result");
+        } else {
+            set(&mut a, "result", outcome.result.clone());
         }
         if d.chars < DETAILS[0].chars {
             if let Some(e) = a.get_mut("error").filter(|e| e.is_object()) {
@@ -169,7 +175,7 @@ pub fn fit(outcome: &Outcome, budget: Budget, measure: &dyn Fn(&Value) -> u64) -
             return a;
         }
     }
-    let minimal = minimal(outcome, budget, full);
+    let minimal = minimal(outcome, result_alone, budget, full);
     if measure(&minimal) <= max {
         return minimal;
     }
@@ -206,12 +212,11 @@ pub fn smallest(budget: Budget, success: bool) -> Value {
 const MINIMAL_RESULT_BYTES: u64 = 64;
 
 /// Status, error code and clipped message, the result's size and type: no logs, traces or shape.
-fn minimal(outcome: &Outcome, budget: Budget, full: u64) -> Value {
+fn minimal(outcome: &Outcome, bytes: u64, budget: Budget, full: u64) -> Value {
     let error = outcome
         .error
         .as_ref()
         .map(|e| json!({"code": e.code.to_string(), "message": clip_str(&e.message, 100)}));
-    let bytes = json_len(&outcome.result);
     let mut cut = vec!["traces", "logs", "metrics"];
     let result = if bytes <= MINIMAL_RESULT_BYTES {
         outcome.result.clone()
@@ -298,13 +303,13 @@ fn clip_error(error: &mut Value, chars: usize) {
 }
 
 /// A preview of a value too large to send: `{truncated, bytes, type, length?, keys?, key_count?,
-/// first?, hint}`. `bytes` is its size as compact JSON; `length` an array's items or a string's
+/// first?, hint}`. `bytes` is its size as compact JSON (given: the caller has measured it); `length` an array's items or a string's
 /// characters; `keys` an object's first keys by name (`key_count` all of them); `first` the
 /// first items (entries, characters) clipped.
-fn preview(value: &Value, d: &Detail) -> Value {
+fn preview(value: &Value, bytes: u64, d: &Detail) -> Value {
     let mut p = Map::new();
     p.insert("truncated".into(), Value::Bool(true));
-    p.insert("bytes".into(), json!(json_len(value)));
+    p.insert("bytes".into(), json!(bytes));
     p.insert("type".into(), json!(type_name(value)));
     match value {
         Value::Array(a) => {

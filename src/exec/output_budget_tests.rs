@@ -199,12 +199,13 @@ fn hostile_shapes_never_exceed_the_budget() {
         let mut o = outcome(shape);
         o.logs = vec![
             LogLine {
-                level: "x".repeat(1 << 16),
-                message: "\u{0}".repeat(1 << 18),
+                level: "x".repeat(1 << 10),
+                message: "\u{0}".repeat(1 << 14),
             };
             50
         ];
-        o.traces = vec![trace(TraceKind::ToolEnd, &"t".repeat(1 << 16)); 300];
+        // About what log_bytes (1 MiB) and tool names let a runner send, escaped six times over.
+        o.traces = vec![trace(TraceKind::ToolEnd, &"t".repeat(1 << 10)); 300];
         for max in [MIN_MAX_OUTPUT_BYTES, 1500, 4096, 64 * 1024] {
             let a = fits(&o, max);
             assert_eq!(a["truncated"], json!(true));
