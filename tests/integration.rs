@@ -69,6 +69,7 @@ mod serve_keepalive_latency;
 mod serve_learning;
 mod serve_limits;
 mod serve_origin;
+mod serve_output_budget;
 mod serve_passthrough;
 mod serve_principal_policy;
 mod serve_protocol_errors;

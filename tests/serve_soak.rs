@@ -30,7 +30,12 @@ async fn flood_slow_and_silent_clients_at_once_while_a_client_is_served() {
         "run scripts/setup.sh (Python venv with mcp==2.3.0) first"
     );
     let secs = soak_secs();
-    let h = start_http(&[]).await;
+    // The silent clients' 2 MB answers go out whole (the default output budget is 64 KiB).
+    let h = start_http_with(
+        json!({"limits": {"max_output_bytes": 4 * 1024 * 1024}}),
+        &[],
+    )
+    .await;
     let url = format!("http://{}/mcp", h.addr);
     let stop = Instant::now() + Duration::from_secs(secs);
     let peak = Arc::new(AtomicU64::new(0));

@@ -20,12 +20,16 @@ const BIG: &str = "await mcp.fixture.echo({ message: 'a' }); return 'x'.repeat(2
 
 #[tokio::test(flavor = "multi_thread")]
 async fn clients_that_never_read_their_answers_are_bounded() {
-    let h = start_http(&[
-        "--write-timeout-ms",
-        "2000",
-        "--max-buffered-response-bytes",
-        "25165824",
-    ])
+    // Answers of 2 MB: an output budget that lets them through whole (the default is 64 KiB).
+    let h = start_http_with(
+        json!({"limits": {"max_output_bytes": 4 * 1024 * 1024}}),
+        &[
+            "--write-timeout-ms",
+            "2000",
+            "--max-buffered-response-bytes",
+            "25165824",
+        ],
+    )
     .await;
     let before = rss_kib_of(h.pid);
     let peak = Arc::new(AtomicU64::new(0));

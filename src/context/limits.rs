@@ -35,6 +35,10 @@ pub struct Limits {
     /// Serialized result of one tool call, checked by the host before it reaches the runner
     /// (`LIMIT_EXCEEDED`).
     pub max_tool_result_bytes: u64,
+    /// What one `execute_code` answer may hold (its text and `structuredContent` together);
+    /// past it the answer is cut by the gateway (`exec::output_budget`), never the execution.
+    /// `run` applies it only with `--max-output-bytes`.
+    pub max_output_bytes: u64,
 }
 
 impl Default for Limits {
@@ -53,9 +57,15 @@ impl Default for Limits {
             frame_bytes: 16 * 1024 * 1024,
             max_arg_bytes: 1024 * 1024,
             max_tool_result_bytes: 8 * 1024 * 1024,
+            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
         }
     }
 }
+
+/// The operator's default output budget of one `execute_code` answer.
+pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 64 * 1024;
+/// The smallest output budget accepted: room for the smallest answer that says it was cut.
+pub const MIN_MAX_OUTPUT_BYTES: u64 = 1024;
 
 /// A limit outside the range this tool accepts.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -70,7 +80,7 @@ pub struct LimitError {
 impl Limits {
     /// Checks every limit against its accepted range.
     pub fn validate(&self) -> Result<(), LimitError> {
-        let checks: [(&'static str, u64, u64, u64); 13] = [
+        let checks: [(&'static str, u64, u64, u64); 14] = [
             ("timeout_ms", self.timeout_ms, 1, 3_600_000),
             ("cpu_ms", self.cpu_ms, 1, 3_600_000),
             ("memory_mb", self.memory_mb, 1, 16 * 1024),
@@ -87,6 +97,12 @@ impl Limits {
                 "max_tool_result_bytes",
                 self.max_tool_result_bytes,
                 1,
+                1024 * 1024 * 1024,
+            ),
+            (
+                "max_output_bytes",
+                self.max_output_bytes,
+                MIN_MAX_OUTPUT_BYTES,
                 1024 * 1024 * 1024,
             ),
         ];
@@ -132,6 +148,7 @@ pub struct RequestedLimits {
     pub result_bytes: Option<u64>,
     pub log_bytes: Option<u64>,
     pub frame_bytes: Option<u64>,
+    pub max_output_bytes: Option<u64>,
 }
 
 impl Limits {
@@ -141,7 +158,7 @@ impl Limits {
     pub fn narrow(&self, requested: &RequestedLimits) -> (Limits, BTreeMap<String, AppliedLimit>) {
         let mut out = *self;
         let mut applied = BTreeMap::new();
-        let fields: [(&str, Option<u64>, &mut u64); 11] = [
+        let fields: [(&str, Option<u64>, &mut u64); 12] = [
             ("timeout_ms", requested.timeout_ms, &mut out.timeout_ms),
             ("cpu_ms", requested.cpu_ms, &mut out.cpu_ms),
             ("memory_mb", requested.memory_mb, &mut out.memory_mb),
@@ -169,6 +186,11 @@ impl Limits {
             ),
             ("log_bytes", requested.log_bytes, &mut out.log_bytes),
             ("frame_bytes", requested.frame_bytes, &mut out.frame_bytes),
+            (
+                "max_output_bytes",
+                requested.max_output_bytes,
+                &mut out.max_output_bytes,
+            ),
         ];
         for (name, ask, value) in fields {
             let Some(ask) = ask else { continue };

@@ -15,6 +15,7 @@ pub mod isolation;
 pub mod learning;
 pub mod outbox;
 pub mod outcome;
+pub mod output_budget;
 pub mod passthrough;
 pub mod pool;
 pub mod provenance;

@@ -2,6 +2,7 @@
 //! JSON), an exit status that says whether it succeeded.
 
 use super::learning::StateArgs;
+use super::run_output::print_outcome;
 use super::{load_catalog_of, PolicyArgs, RunnerArgs, UsageError, EXIT_FAILED};
 use crate::config::Config;
 use crate::context::limits::Limits;
@@ -12,7 +13,7 @@ use crate::exec::session::ExecRequest;
 use crate::front::shutdown::{execute_until_signal, SignalListener};
 use crate::sandbox::{QueueOptions, Sandbox};
 use crate::script::transpile::{to_javascript_mapped, Language};
-use crate::trace::{render, TraceFormat};
+use crate::trace::TraceFormat;
 use clap::Args;
 use std::io::Read;
 use std::path::PathBuf;
@@ -54,6 +55,11 @@ pub struct RunArgs {
     /// On SIGINT/SIGTERM, how long the running script may still take before its runner is killed.
     #[arg(long, value_name = "N", default_value_t = 5000)]
     pub shutdown_grace_ms: u64,
+    /// Cut what is printed (stdout and stderr together) to this many bytes, by the rule of
+    /// serve's execute_code: traces summarised, then logs cut, then the result replaced by a
+    /// preview of its shape. Without it everything is printed.
+    #[arg(long, value_name = "BYTES")]
+    pub max_output_bytes: Option<u64>,
     /// Print the whole outcome as one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
@@ -146,6 +152,16 @@ pub async fn command(args: RunArgs) -> Result<i32, UsageError> {
         limits.max_tool_result_bytes = v;
     }
     limits.validate().map_err(|e| UsageError(e.to_string()))?;
+    // The config's max_output_bytes is serve's; `run` cuts its output only when asked here.
+    let max_output = args.max_output_bytes;
+    if let Some(n) = max_output {
+        Limits {
+            max_output_bytes: n,
+            ..Limits::default()
+        }
+        .validate()
+        .map_err(|e| UsageError(format!("--max-output-bytes: {e}")))?;
+    }
     let require_layers = args.runner.required_layers()?;
     let runner = args.runner.command();
     let policy = args.policy.policy(&config)?;
@@ -161,7 +177,7 @@ pub async fn command(args: RunArgs) -> Result<i32, UsageError> {
     let (code, positions) = match to_javascript_mapped(&code, language) {
         Ok((js, positions)) => (js, positions.map(Arc::new)),
         Err(e) => {
-            print_outcome(&Outcome::failed(e), args.json, args.trace);
+            print_outcome(&Outcome::failed(e), args.json, args.trace, max_output);
             return Ok(EXIT_FAILED);
         }
     };
@@ -245,7 +261,7 @@ pub async fn command(args: RunArgs) -> Result<i32, UsageError> {
     let grace = Duration::from_millis(args.shutdown_grace_ms);
     let (outcome, signal) = execute_until_signal(&sandbox, request, &mut signals, grace).await;
     // The outcome goes out first; the MCP servers (and their process trees) are shut down after.
-    print_outcome(&outcome, args.json, args.trace);
+    print_outcome(&outcome, args.json, args.trace, max_output);
     sandbox.shutdown(grace).await;
     if let Some(sig) = signal {
         // A requested shutdown that completed cleanly is a success, whatever the script did.
@@ -253,38 +269,4 @@ pub async fn command(args: RunArgs) -> Result<i32, UsageError> {
         return Ok(0);
     }
     Ok(if outcome.success { 0 } else { EXIT_FAILED })
-}
-
-/// Prints an outcome: exact JSON on stdout with `--json`; otherwise the result as JSON on stdout
-/// and everything else for a person on stderr, with the runner's strings escaped.
-fn print_outcome(outcome: &Outcome, json: bool, trace: Option<TraceFormat>) {
-    use crate::term::{err, errln, escape, escape_lines, outln};
-    if json {
-        outln(&serde_json::to_string(outcome).unwrap_or_else(|_| "{}".into()));
-        return;
-    }
-    for line in &outcome.logs {
-        errln(&format!(
-            "[{}] {}",
-            escape(&line.level),
-            escape(&line.message)
-        ));
-    }
-    if let Some(format) = trace {
-        err(&render(&outcome.traces, format));
-    }
-    match &outcome.error {
-        None => {
-            outln(&serde_json::to_string_pretty(&outcome.result).unwrap_or_else(|_| "null".into()))
-        }
-        Some(e) => {
-            errln(&format!("error: {}: {}", e.code, escape(&e.message)));
-            if let Some(alts) = e.alternatives.as_ref().filter(|a| !a.is_empty()) {
-                errln(&format!("  did you mean: {}", escape(&alts.join(", "))));
-            }
-            if let Some(stack) = &e.stack {
-                errln(&escape_lines(stack));
-            }
-        }
-    }
 }

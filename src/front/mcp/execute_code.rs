@@ -1,28 +1,29 @@
-//! `execute_code {code, context?, timeout_ms?, language?, limits?}`: one script in a fresh locked-down
-//! runner. `structuredContent` is the whole outcome (`{success, result, error, logs, traces,
-//! metrics}`); the text is a readable summary. A failed script has `isError: true`.
+//! `execute_code {code, context?, timeout_ms?, language?, limits?, max_output_bytes?}`: one
+//! script in a fresh locked-down runner. `structuredContent` is the outcome (`{success, result,
+//! error, logs, traces, metrics, output}`); the text is a readable summary of it. Both together
+//! are cut to the caller's output budget (`exec::output_budget`). A failed script has
+//! `isError: true`.
 
 use super::search_tools::WithText;
+use super::summary::{result_chars, summary};
 use super::{bad_args, Gateway};
 use crate::context::limits::RequestedLimits;
 use crate::context::RequestContext;
 use crate::error::ErrorCode;
 use crate::exec::outcome::Outcome;
+use crate::exec::output_budget::{
+    self, json_len, Budget, DEFAULT_MAX_OUTPUT_BYTES, MIN_MAX_OUTPUT_BYTES,
+};
 use crate::exec::session::ExecRequest;
 use crate::script::transpile::{to_javascript_mapped, Language};
-use crate::trace::TraceKind;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::ErrorData;
 use serde_json::{json, Value};
 use std::fmt::Write;
 use tokio_util::sync::CancellationToken;
 
-/// The result is cut to this many characters in the text summary (the full value is in
-/// `structuredContent`).
-const SUMMARY_RESULT_CHARS: usize = 4000;
-const SUMMARY_LOG_LINES: usize = 20;
-
-pub fn description(gateway: &Gateway) -> String {
+/// The description of `execute_code`; `max_output_bytes` is the caller's output budget.
+pub fn description(gateway: &Gateway, max_output_bytes: u64) -> String {
     let catalog = gateway.sandbox.catalog();
     let servers: Vec<String> = catalog
         .tools()
@@ -33,7 +34,9 @@ pub fn description(gateway: &Gateway) -> String {
         .collect();
     let mut d = String::from(
         "Run JavaScript (or TypeScript with language: \"typescript\") in an isolated sandbox whose only \
-access to the world is MCP tool calls. The code is the body of an async function:\n\
+access to the world is MCP tool calls. Use it for all work with the tools: one script can call many tools, \
+loop, filter and combine their results, so prefer one execution that does a whole step over many small \
+ones, and return only what you need. The code is the body of an async function:\n\
 - call tools with `await mcp.<server>.<tool>({...args})` (names with dashes: `mcp.server[\"get-sum\"]({...})`); \
 use search_tools to see the exact signatures;\n\
 - `return` a JSON-serialisable value: it is the result (without `return`, the value of the last expression);\n\
@@ -47,6 +50,18 @@ TextEncoder/TextDecoder, structuredClone, AbortController and crypto.subtle.dige
 A tool result is its structuredContent when the tool sends one, else its text as a string. \
 The answer holds result, logs, error {code, message} and a trace of every tool call; a failed script \
 is reported with isError and the error code.",
+    );
+    let _ = write!(
+        d,
+        "\nOutput budget: the answer (its text and structuredContent together) is at most {max_output_bytes} bytes \
+(max_output_bytes; the argument `max_output_bytes` may lower it, never raise it: a larger value is capped, and \
+`output` in the answer says which budget applied). Past it the answer is cut, in this order: the traces become \
+counts by kind and tool, the logs keep their first and last lines, and the result is replaced by a preview \
+{{truncated: true, bytes, type, length or key_count and keys, first items, hint}}. A cut answer has \
+`truncated: true` and `output.cut` names what was cut. A truncated answer means the script ran to its end \
+(its tool calls happened; do not run it again only to see the result): return less next time (filter, count, \
+aggregate or slice in the script, or return one page and ask for the next in another execution). Only the \
+answer is cut: tool results and capability results inside the script are always whole."
     );
     if !servers.is_empty() {
         let _ = write!(d, "\nServers: {}.", servers.join(", "));
@@ -70,7 +85,8 @@ pub fn input_schema() -> Value {
             "code": {"type": "string", "description": "The body of an async function: await tool calls, `return` the result."},
             "context": {"type": "object", "description": "Values made available to the code as variables (keys must be identifiers)."},
             "timeout_ms": {"type": "integer", "minimum": 1, "description": "Wall-clock limit for the whole execution (default: the server's, 30000 unless configured). It can only lower the server's limit; a larger value is capped and the outcome's metrics.limits says so."},
-            "limits": {"type": "object", "description": "Lower any of the server's limits for this execution (timeout_ms, cpu_ms, memory_mb, stack_kb, call_timeout_ms, max_calls, max_concurrent_calls, source_bytes, result_bytes, log_bytes, frame_bytes); larger values are capped.", "additionalProperties": {"type": "integer", "minimum": 0}},
+            "limits": {"type": "object", "description": "Lower any of the server's limits for this execution (timeout_ms, cpu_ms, memory_mb, stack_kb, call_timeout_ms, max_calls, max_concurrent_calls, source_bytes, result_bytes, log_bytes, frame_bytes, max_output_bytes); larger values are capped.", "additionalProperties": {"type": "integer", "minimum": 0}},
+            "max_output_bytes": {"type": "integer", "minimum": MIN_MAX_OUTPUT_BYTES, "description": "A smaller output budget for this answer, in bytes (text and structuredContent together). It can only lower the server's budget; a larger value is capped and the answer's `output` says so. Past the budget the answer is cut (truncated: true)."},
             "language": {"type": "string", "enum": ["javascript", "typescript"], "description": "typescript is stripped to JavaScript before it runs (default javascript)."}
         },
         "required": ["code"],
@@ -89,10 +105,17 @@ pub async fn call(
         Option<crate::tools::passthrough::FeedbackRef>,
     ),
 ) -> Result<CallToolResult, ErrorData> {
-    const FIELDS: [&str; 5] = ["code", "context", "timeout_ms", "language", "limits"];
+    const FIELDS: [&str; 6] = [
+        "code",
+        "context",
+        "timeout_ms",
+        "language",
+        "limits",
+        "max_output_bytes",
+    ];
     if let Some(extra) = args.keys().find(|k| !FIELDS.contains(&k.as_str())) {
         return Err(bad_args(format!(
-            "execute_code: unknown argument `{extra}`; use code, context, timeout_ms, language, limits"
+            "execute_code: unknown argument `{extra}`; use code, context, timeout_ms, language, limits, max_output_bytes"
         )));
     }
     let code = match args.get("code") {
@@ -129,11 +152,22 @@ pub async fn call(
             }
         },
     }
+    match args.get("max_output_bytes") {
+        None | Some(Value::Null) => {}
+        Some(v) => match v.as_u64().filter(|n| *n >= MIN_MAX_OUTPUT_BYTES) {
+            Some(n) => requested.max_output_bytes = Some(n),
+            None => {
+                return Err(bad_args(format!(
+                    "execute_code: `max_output_bytes` must be an integer of at least {MIN_MAX_OUTPUT_BYTES} (bytes); a larger value than the server's budget is capped"
+                )))
+            }
+        },
+    }
     // What the client asks for may only lower the operator's limits.
     let request = request.narrowed(&requested);
     let limits = request.limits;
     // Admission on arrival, before the request waits for a runner.
-    let context_bytes = context.map_or(0, json_len);
+    let context_bytes = context.map_or(0, json_len::<JsonObject>);
     let held = gateway
         .admission
         .admit(code.len() as u64, limits.source_bytes, context_bytes);
@@ -164,19 +198,24 @@ pub async fn call(
             }
         },
     };
+    // Also on outcomes refused before they ran (admission, TypeScript).
+    outcome.metrics.limits = request.applied_limits.clone();
+    let budget = budget_of(&request);
+    let mut value = answer_within(&outcome, budget);
     // Room for the answer until the client has read it; a cancelled request gets no answer.
     if outcome.error.as_ref().map(|e| e.code) != Some(ErrorCode::Cancelled) {
-        let size = json_len_of(&outcome);
-        match gateway.responses.reserve(size) {
+        // What is held until then: the text sent and the decoded answer (issue 25 item 16).
+        let held = super::responses::held_bytes(measure(&value, budget), &value);
+        match gateway.responses.reserve(held) {
             Ok(room) => gateway.responses.hold(answer, room),
             Err(e) => {
                 tracing::warn!("execute_code answer dropped: {e}");
                 outcome = Outcome::failed(e);
+                outcome.metrics.limits = request.applied_limits.clone();
+                value = answer_within(&outcome, budget);
             }
         }
     }
-    // Also on outcomes refused before they ran (admission, TypeScript).
-    outcome.metrics.limits = request.applied_limits.clone();
     if let Some(e) = outcome
         .error
         .as_ref()
@@ -191,127 +230,44 @@ pub async fn call(
             e.message
         );
     }
-    let summary = summary(&outcome);
-    let value = serde_json::to_value(&outcome).unwrap_or(Value::Null);
-    let result = if outcome.success {
+    Ok(tool_result(value, budget))
+}
+
+/// The output budget of this request: the operator's (narrowed by the principal's policies),
+/// lowered by what the request asked for, and whether a larger ask was capped.
+fn budget_of(request: &RequestContext) -> Budget {
+    let applied = request.applied_limits.get("max_output_bytes");
+    Budget {
+        max_output_bytes: request.limits.max_output_bytes.max(MIN_MAX_OUTPUT_BYTES),
+        requested: applied.map(|a| a.requested),
+        capped: applied.is_some_and(|a| a.capped),
+    }
+}
+
+/// The bytes the client receives for `answer`: its text (as a JSON string) and its
+/// `structuredContent` (compact JSON) together.
+fn measure(answer: &Value, budget: Budget) -> u64 {
+    let text = summary(answer, result_chars(budget.max_output_bytes));
+    json_len(answer).saturating_add(json_len(&text))
+}
+
+/// The outcome as the answer's `structuredContent`, cut to the budget (`exec::output_budget`).
+fn answer_within(outcome: &Outcome, budget: Budget) -> Value {
+    output_budget::fit(outcome, budget, &|v| measure(v, budget))
+}
+
+fn tool_result(value: Value, budget: Budget) -> CallToolResult {
+    let text = summary(&value, result_chars(budget.max_output_bytes));
+    let result = if value["success"] == Value::Bool(true) {
         CallToolResult::structured(value)
     } else {
         CallToolResult::structured_error(value)
     };
-    Ok(result.with_text(summary))
+    result.with_text(text)
 }
 
 /// The answer to an execute_code request refused before it ran (its outcome is the error).
 pub fn refused(error: crate::error::ExecError) -> CallToolResult {
-    let outcome = Outcome::failed(error);
-    let value = serde_json::to_value(&outcome).unwrap_or(Value::Null);
-    CallToolResult::structured_error(value).with_text(summary(&outcome))
-}
-
-/// The length of a value as compact JSON, without building the text.
-fn json_len(value: &JsonObject) -> u64 {
-    json_len_of(value)
-}
-
-fn json_len_of<T: serde::Serialize + ?Sized>(value: &T) -> u64 {
-    struct Count(u64);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len() as u64;
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    match serde_json::to_writer(&mut count, value) {
-        Ok(()) => count.0,
-        Err(_) => u64::MAX,
-    }
-}
-
-/// The first `max` bytes of `value` as pretty JSON, without rendering the rest (a result may
-/// be megabytes).
-fn pretty_prefix(value: &Value, max: usize) -> String {
-    struct Capped(Vec<u8>, usize);
-    impl std::io::Write for Capped {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            let room = self.1.saturating_sub(self.0.len());
-            if room == 0 {
-                return Err(std::io::Error::other("enough"));
-            }
-            let n = buf.len().min(room);
-            self.0.extend_from_slice(&buf[..n]);
-            Ok(n)
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut out = Capped(Vec::new(), max);
-    let _ = serde_json::to_writer_pretty(&mut out, value);
-    String::from_utf8_lossy(&out.0).into_owned()
-}
-
-/// A readable account of an outcome: status, result or error, logs, tool calls.
-pub fn summary(o: &Outcome) -> String {
-    let mut s = String::new();
-    match &o.error {
-        None => {
-            let _ = writeln!(
-                s,
-                "ok ({:.1} ms, {} tool calls)",
-                o.metrics.duration_ms, o.metrics.tool_calls
-            );
-            let mut r = pretty_prefix(&o.result, SUMMARY_RESULT_CHARS * 4 + 4);
-            if r.chars().count() > SUMMARY_RESULT_CHARS {
-                r = r.chars().take(SUMMARY_RESULT_CHARS).collect::<String>()
-                    + "… (cut; the whole result is in structuredContent.result)";
-            }
-            let _ = writeln!(s, "result: {r}");
-        }
-        Some(e) => {
-            let _ = writeln!(s, "error {}: {}", e.code, e.message);
-            if let Some(t) = &e.tool {
-                let _ = writeln!(s, "tool: {t}");
-            }
-            if let Some(alts) = e.alternatives.as_ref().filter(|a| !a.is_empty()) {
-                let _ = writeln!(s, "did you mean: {}", alts.join(", "));
-            }
-            if let Some(stack) = &e.stack {
-                let _ = writeln!(s, "stack: {stack}");
-            }
-        }
-    }
-    if !o.logs.is_empty() {
-        let _ = writeln!(s, "logs:");
-        for l in o.logs.iter().take(SUMMARY_LOG_LINES) {
-            let _ = writeln!(s, "  [{}] {}", l.level, l.message);
-        }
-        if o.logs.len() > SUMMARY_LOG_LINES {
-            let _ = writeln!(s, "  … {} more lines", o.logs.len() - SUMMARY_LOG_LINES);
-        }
-    }
-    let ends: Vec<_> = o
-        .traces
-        .iter()
-        .filter(|t| t.kind == TraceKind::ToolEnd)
-        .collect();
-    if !ends.is_empty() {
-        let _ = writeln!(s, "tool calls:");
-        for t in ends {
-            let status = match &t.error {
-                None => "ok".to_string(),
-                Some(e) => e.code.to_string(),
-            };
-            let _ = writeln!(
-                s,
-                "  {} {status} {:.1} ms",
-                t.tool,
-                t.duration_ms.unwrap_or(0.0)
-            );
-        }
-    }
-    s
+    let budget = Budget::new(DEFAULT_MAX_OUTPUT_BYTES);
+    tool_result(answer_within(&Outcome::failed(error), budget), budget)
 }

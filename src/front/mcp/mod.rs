@@ -1,7 +1,8 @@
 //! `mcp-sandbox serve`: this sandbox as an MCP server (rmcp), over stdio or streamable HTTP.
 //!
 //! Four tools: `execute_code` runs a script against the configured MCP servers and answers with
-//! the outcome (`structuredContent`) and a readable summary (text); `search_tools` answers with
+//! the outcome (`structuredContent`) and a readable summary (text), cut together to the output
+//! budget (`exec::output_budget`, `max_output_bytes`); `search_tools` answers with
 //! TypeScript declarations of the matching tools (tools that past executions used together with
 //! the matches rank higher); `save_capability` / `list_capabilities` manage capabilities in the
 //! state store (code callable as `mcp.namespace.action(args)` from execute_code). A failing script is a tool result with
@@ -22,6 +23,7 @@ pub mod responses;
 mod search_tools;
 pub mod sessions;
 pub mod stdio;
+mod summary;
 pub mod tls;
 
 use crate::context::limits::Limits;
@@ -175,7 +177,8 @@ pub(crate) fn schema(value: Value) -> Arc<JsonObject> {
 
 const INSTRUCTIONS: &str = "Run JavaScript or TypeScript that calls MCP tools, with execute_code; \
 find the tools and their TypeScript signatures with search_tools first. Prefer one execute_code \
-call that does a whole task (loops, filtering, several tool calls) over many single tool calls. \
+call that does a whole task (loops, filtering, several tool calls) over many single tool calls, \
+and return only what you need: an answer is cut to an output budget (see execute_code). \
 Code that worked can be saved with save_capability and called later as mcp.<namespace>.<action>(args); \
 list_capabilities shows what is saved.";
 
@@ -192,9 +195,18 @@ impl ServerHandler for GatewayServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(tools(&self.gateway)))
+        // execute_code's description states the budget of this caller (its policies may lower it).
+        let budget = self
+            .gateway
+            .narrowed_for(&principal_of(&context))
+            .1
+            .max_output_bytes;
+        Ok(ListToolsResult::with_all_items(tools(
+            &self.gateway,
+            budget,
+        )))
     }
 
     async fn call_tool(
@@ -203,16 +215,7 @@ impl ServerHandler for GatewayServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let args = request.arguments.unwrap_or_default();
-        // The HTTP front put the authenticated principal on the request; stdio is local.
-        let principal = context
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|p| {
-                p.extensions
-                    .get::<Arc<crate::context::principal::Principal>>()
-            })
-            .cloned()
-            .unwrap_or_else(|| Arc::new(crate::context::principal::Principal::local()));
+        let principal = principal_of(&context);
         let tenant = principal.tenant.as_str();
         let result: CallToolResult = match request.name.as_ref() {
             // rmcp cancels `context.ct` on `notifications/cancelled` for this request and when
@@ -288,11 +291,21 @@ impl ServerHandler for GatewayServer {
     }
 }
 
-fn tools(gateway: &Gateway) -> Vec<Tool> {
+/// The principal of a request: the HTTP front put the authenticated one on it; stdio is local.
+fn principal_of(context: &RequestContext<RoleServer>) -> Arc<Principal> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|p| p.extensions.get::<Arc<Principal>>())
+        .cloned()
+        .unwrap_or_else(|| Arc::new(Principal::local()))
+}
+
+fn tools(gateway: &Gateway, max_output_bytes: u64) -> Vec<Tool> {
     vec![
         Tool::new(
             "execute_code",
-            execute_code::description(gateway),
+            execute_code::description(gateway, max_output_bytes),
             schema(execute_code::input_schema()),
         ),
         Tool::new(

@@ -1,5 +1,6 @@
 //! A bound on answers that clients have not read yet. When an `execute_code` call has its
-//! outcome, it reserves room for the answer (the outcome's size) and keeps it until the answer
+//! outcome, it reserves room for the answer (what the host holds for it: its text and its
+//! decoded value, [`held_bytes`]) and keeps it until the answer
 //! is written to the client's connection, or the connection is gone: clients that do not read
 //! cannot make the host hold more than the budget. An answer that finds no room is replaced by
 //! `LIMIT_EXCEEDED` (the execution itself ran and was recorded).
@@ -54,7 +55,7 @@ impl ResponseBudget {
             ExecError::new(
                 ErrorCode::LimitExceeded,
                 format!(
-                    "the answer is {bytes} bytes and answers not yet read by their clients hold {} of the {} bytes allowed (--max-buffered-response-bytes); the execution ran and was recorded, but its answer is dropped. Retry later, or return less",
+                    "the answer holds {bytes} bytes until it is read (its text and its decoded value) and answers not yet read by their clients hold {} of the {} bytes allowed (--max-buffered-response-bytes); the execution ran and was recorded, but its answer is dropped. Retry later, or return less",
                     self.reserved(),
                     self.total
                 ),
@@ -82,29 +83,12 @@ impl ResponseBudget {
     }
 }
 
-/// What an answer holding `value` keeps in memory until its client reads it: the decoded value
-/// (every node, string and map entry, as serde_json lays them out) plus its encoded form (the
-/// JSON text written to the client). The budget counts this, not just the text: a 7 MB
-/// answer of many small items holds several times 7 MB.
-pub fn held_bytes(value: &serde_json::Value) -> u64 {
-    encoded_bytes(value).saturating_add(decoded_bytes(value))
-}
-
-/// The length of `value` as compact JSON, without building the text.
-pub fn encoded_bytes(value: &serde_json::Value) -> u64 {
-    struct Count(u64);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len() as u64;
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
+/// What an answer keeps in memory until its client reads it: its encoded form (`encoded`
+/// bytes, the JSON text written to the client) plus its decoded `value` (every node, string
+/// and map entry). The budget counts both, not just the text: an answer of many small items
+/// holds several times its text.
+pub fn held_bytes(encoded: u64, value: &serde_json::Value) -> u64 {
+    encoded.saturating_add(decoded_bytes(value))
 }
 
 /// Heap and inline bytes of a decoded `serde_json::Value` tree (without recursion: values

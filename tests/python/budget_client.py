@@ -1,0 +1,79 @@
+"""The official MCP Python SDK (tests/python/requirements.txt) as a client of `mcp-sandbox serve`,
+measuring what each answer costs the client. Driven by tests/serve_output_budget.rs.
+
+usage: budget_client.py stdio <mcp-sandbox> <config> <state> CALLS
+       budget_client.py http <url> <token or -> CALLS
+
+CALLS is a JSON array of execute_code arguments, run in order in one session; an item
+{"tool": NAME, "arguments": {...}} calls another tool. Prints one JSON line:
+{"tools": {name: description}, "results": [{"is_error", "out", "text", "bytes"} or
+{"protocol_error": message}]}, where `bytes` is the text content (UTF-8) and the
+structuredContent (compact JSON, UTF-8) together: what the answer puts in the client's context.
+"""
+
+import asyncio
+import json
+import os
+import sys
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+
+
+def cost(text, structured):
+    body = b"" if structured is None else json.dumps(
+        structured, separators=(",", ":"), ensure_ascii=False
+    ).encode()
+    return len(text.encode()) + len(body)
+
+
+async def drive(session, calls):
+    await asyncio.wait_for(session.initialize(), 30)
+    tools = await session.list_tools()
+    report = {"tools": {t.name: t.description for t in tools.tools}, "results": []}
+    for args in calls:
+        name = "execute_code"
+        if "tool" in args and "arguments" in args:
+            name, args = args["tool"], args["arguments"]
+        try:
+            r = await asyncio.wait_for(session.call_tool(name, args), 120)
+        except MCPError as e:
+            report["results"].append({"protocol_error": str(e)})
+            continue
+        text = "\n".join(c.text for c in r.content if getattr(c, "type", None) == "text")
+        report["results"].append({
+            "is_error": bool(r.is_error),
+            "out": r.structured_content,
+            "text": text,
+            "bytes": cost(text, r.structured_content),
+        })
+    return report
+
+
+async def main():
+    mode = sys.argv[1]
+    if mode == "stdio":
+        exe, config, state, calls = sys.argv[2:6]
+        params = StdioServerParameters(
+            command=exe, args=["serve", "--config", config, "--state", state], env=dict(os.environ)
+        )
+        async with stdio_client(params) as streams:
+            async with ClientSession(streams[0], streams[1]) as session:
+                report = await drive(session, json.loads(calls))
+    elif mode == "http":
+        url, token, calls = sys.argv[2:5]
+        headers = {} if token == "-" else {"Authorization": f"Bearer {token}"}
+        async with create_mcp_http_client(headers=headers) as http:
+            async with streamable_http_client(url, http_client=http) as streams:
+                async with ClientSession(streams[0], streams[1]) as session:
+                    report = await drive(session, json.loads(calls))
+    else:
+        raise SystemExit(f"unknown mode {mode!r}")
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
