@@ -5,7 +5,7 @@
 //! a principal's policy sets a smaller budget; tool and capability results inside the script are
 //! never cut; the descriptions state the budget. And `run --max-output-bytes`.
 
-use crate::common::{bin, cli_run, repo_root};
+use crate::common::{bin, cli_run};
 use crate::serve_support::http::start_http_with;
 use crate::serve_support::team::{create_token, url};
 use serde_json::{json, Value};
@@ -23,24 +23,12 @@ fn five_mib_bytes() -> u64 {
 }
 
 fn client(args: &[&std::ffi::OsStr]) -> Value {
-    let py = repo_root().join(".venv/bin/python");
-    assert!(
-        py.exists(),
-        "run scripts/setup.sh (Python venv with the MCP SDK) first"
-    );
-    let out = std::process::Command::new(py)
-        .arg(repo_root().join("tests/python/budget_client.py"))
-        .args(args)
-        .env("MCP_SANDBOX_RUNNER", bin("sandbox-runner"))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
-        panic!(
-            "budget_client.py printed no JSON ({e}):\n{stdout}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
+    let runner = bin("sandbox-runner");
+    crate::serve_support::python_json(
+        "budget_client.py",
+        args,
+        &[("MCP_SANDBOX_RUNNER", runner.as_os_str())],
+    )
 }
 
 /// The SDK over stdio against `serve` with the fixture server and `sandbox` as the config's

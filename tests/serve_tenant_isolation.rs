@@ -4,7 +4,6 @@
 //! call after answering it (naming no request) reaches neither red's outcome nor red's client —
 //! the message is dropped and the host says so.
 
-use crate::common::repo_root;
 use crate::serve_support;
 use serde_json::{json, Value};
 use serve_support::http::*;
@@ -12,24 +11,8 @@ use serve_support::team::*;
 
 /// Runs the clients of `plan` at once; their results by name.
 pub fn tenant_clients(url: &str, plan: &Value) -> Value {
-    let py = repo_root().join(".venv/bin/python");
-    assert!(
-        py.exists(),
-        "run scripts/setup.sh (Python venv with the MCP SDK) first"
-    );
-    let out = std::process::Command::new(py)
-        .arg(repo_root().join("tests/python/tenant_clients.py"))
-        .arg(url)
-        .arg(plan.to_string())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
-        panic!(
-            "tenant_clients.py printed no JSON ({e}):\n{stdout}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
+    let plan = plan.to_string();
+    serve_support::python_json("tenant_clients.py", &[url.as_ref(), plan.as_ref()], &[])
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -155,6 +155,34 @@ pub fn stat(pid: u32) -> Option<(String, u32, char, u64)> {
     Some((comm, ppid, state, ticks))
 }
 
+/// Runs `tests/python/<script>` with the venv's Python (the official MCP SDK), `args` and `envs`;
+/// the one JSON line it prints.
+pub fn python_json(
+    script: &str,
+    args: &[&std::ffi::OsStr],
+    envs: &[(&str, &std::ffi::OsStr)],
+) -> serde_json::Value {
+    let root = crate::common::repo_root();
+    let py = root.join(".venv/bin/python");
+    assert!(
+        py.exists(),
+        "run scripts/setup.sh (Python venv with the MCP SDK) first"
+    );
+    let out = std::process::Command::new(py)
+        .arg(root.join("tests/python").join(script))
+        .args(args)
+        .envs(envs.iter().copied())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "{script} printed no JSON ({e}):\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
 pub fn alive(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
 }

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use super::http::{exchange, post_bytes, Answer, HttpServed};
-use crate::common::{bin, repo_root};
+use crate::common::bin;
 use serde_json::Value;
 use std::path::Path;
 
@@ -72,26 +72,16 @@ pub fn results(out: &Value) -> Vec<Value> {
 
 /// Like [`sdk`]; for an https URL, `ca` is the only certificate trusted.
 pub fn sdk_trusting(url: &str, token: Option<&str>, calls: &Value, ca: Option<&Path>) -> Value {
-    let py = repo_root().join(".venv/bin/python");
-    assert!(
-        py.exists(),
-        "run scripts/setup.sh (Python venv with the MCP SDK) first"
-    );
-    let out = std::process::Command::new(py)
-        .arg(repo_root().join("tests/python/team_client.py"))
-        .arg(url)
-        .arg(token.unwrap_or("-"))
-        .arg(calls.to_string())
-        .envs(ca.map(|c| ("TEAM_CA_FILE", c.as_os_str())))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
-        panic!(
-            "team_client.py printed no JSON ({e}):\n{stdout}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
+    let calls = calls.to_string();
+    let envs: Vec<(&str, &std::ffi::OsStr)> = ca
+        .map(|c| ("TEAM_CA_FILE", c.as_os_str()))
+        .into_iter()
+        .collect();
+    super::python_json(
+        "team_client.py",
+        &[url.as_ref(), token.unwrap_or("-").as_ref(), calls.as_ref()],
+        &envs,
+    )
 }
 
 pub fn url(h: &HttpServed) -> String {
