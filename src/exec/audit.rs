@@ -21,10 +21,14 @@ pub struct Auditor {
 }
 
 impl Auditor {
-    /// Applies the retention rule once (deleting old records) and returns the auditor.
+    /// Applies the retention rule once (deleting old records) and returns the auditor. With
+    /// `--audit-code hash`, a last execution remembered before (its code) is deleted too.
     pub fn new(store: Store, options: AuditOptions) -> Result<Self, StoreError> {
         let a = Auditor { store, options };
         a.prune()?;
+        if options.code == AuditCode::Hash {
+            a.store.forget_last_execution()?;
+        }
         Ok(a)
     }
 
@@ -227,6 +231,35 @@ fn approval_text(e: &TraceEvent) -> String {
 mod tests {
     use super::*;
     use crate::trace::TraceEvent;
+
+    #[test]
+    fn hash_only_auditing_deletes_a_remembered_last_execution() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("state.db")).unwrap();
+        store
+            .set_last_execution(&crate::store::LastExecution {
+                code: "return 'secret plan'".into(),
+                success: true,
+                tool_calls: 0,
+                failed_calls: 0,
+                ts: 1.0,
+            })
+            .unwrap();
+        let full = AuditOptions {
+            code: AuditCode::Full,
+            args: AuditArgs::default(),
+            retain_days: None,
+            retain_records: None,
+        };
+        Auditor::new(store.clone(), full).unwrap();
+        assert!(store.last_execution().unwrap().is_some());
+        let hash = AuditOptions {
+            code: AuditCode::Hash,
+            ..full
+        };
+        Auditor::new(store.clone(), hash).unwrap();
+        assert!(store.last_execution().unwrap().is_none());
+    }
 
     fn event(kind: TraceKind, id: usize) -> TraceEvent {
         TraceEvent {

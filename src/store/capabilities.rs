@@ -470,6 +470,15 @@ impl Store {
         self.write(|tx| set_kv(tx, LAST_EXECUTION_KEY, &text))
     }
 
+    /// Deletes the remembered last execution (its code): with `--audit-code hash` no copy of
+    /// any code may stay in the store, not even one written before the option was set.
+    pub fn forget_last_execution(&self) -> Result<(), StoreError> {
+        self.write(|tx| {
+            tx.execute("DELETE FROM kv WHERE key = ?1", params![LAST_EXECUTION_KEY])?;
+            Ok(())
+        })
+    }
+
     pub fn last_execution(&self) -> Result<Option<LastExecution>, StoreError> {
         self.with(|conn| {
             let text: Option<String> = conn
