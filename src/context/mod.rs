@@ -12,6 +12,7 @@
 pub mod limits;
 pub mod policy;
 pub mod principal;
+pub mod session;
 pub mod tree;
 
 use limits::{AppliedLimit, Limits, RequestedLimits};
@@ -85,6 +86,9 @@ pub struct RequestContext {
     /// The bounds shared with the execution's capabilities (calls, CPU, nested runners): set
     /// by the session of a top-level execution, handed on to each nested one.
     pub tree: Option<std::sync::Arc<tree::ExecTree>>,
+    /// The client session this execution belongs to (`None`: no session — `run` without
+    /// `--session`, the library, and every capability's nested execution).
+    pub session: Option<session::SessionScope>,
 }
 
 impl Default for RequestContext {
@@ -105,6 +109,7 @@ impl RequestContext {
             execution_id: crate::trace::new_trace_id(),
             parent_trace_id: None,
             tree: None,
+            session: None,
         }
     }
 
@@ -117,6 +122,12 @@ impl RequestContext {
     /// The same request on behalf of `caller`.
     pub fn with_caller(mut self, caller: principal::Caller) -> Self {
         self.caller = caller;
+        self
+    }
+
+    /// The same request within this client session.
+    pub fn with_session(mut self, session: session::SessionScope) -> Self {
+        self.session = Some(session);
         self
     }
 
@@ -148,6 +159,9 @@ impl RequestContext {
             execution_id: crate::trace::new_trace_id(),
             parent_trace_id: Some(trace_id.to_string()),
             tree: self.tree.clone(),
+            // A capability runs without the caller's session: its code (maybe another
+            // principal's) never reads or writes the caller's state.
+            session: None,
         }
     }
 }

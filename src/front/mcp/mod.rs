@@ -110,6 +110,9 @@ pub struct GatewayServer {
     gateway: Arc<Gateway>,
     /// Approval questions to this session's client are asked one after another.
     approval_turn: Arc<tokio::sync::Mutex<()>>,
+    /// This connection's own id: the session of a stdio client (HTTP sessions are named by
+    /// their `Mcp-Session-Id`).
+    connection: Arc<str>,
 }
 
 impl GatewayServer {
@@ -117,6 +120,7 @@ impl GatewayServer {
         GatewayServer {
             gateway,
             approval_turn: Arc::default(),
+            connection: Arc::from(uuid::Uuid::new_v4().to_string()),
         }
     }
 
@@ -146,7 +150,28 @@ impl GatewayServer {
             name,
             version,
         };
-        crate::context::RequestContext::new(client, limits, policy).with_caller(caller)
+        crate::context::RequestContext::new(client, limits, policy)
+            .with_caller(caller)
+            .with_session(self.session_scope(context, principal))
+    }
+
+    /// The session a request belongs to: its `Mcp-Session-Id` over HTTP, this connection over
+    /// stdio; owned by the principal and its tenant.
+    fn session_scope(
+        &self,
+        context: &RequestContext<RoleServer>,
+        principal: &Principal,
+    ) -> crate::context::session::SessionScope {
+        let header = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.headers.get(sessions::SESSION_HEADER))
+            .and_then(|v| v.to_str().ok());
+        crate::context::session::SessionScope::new(
+            principal.tenant.clone(),
+            principal.id.clone(),
+            header.unwrap_or(&self.connection),
+        )
     }
 }
 
