@@ -200,6 +200,9 @@ pub struct SandboxSection {
     /// What the audit log keeps (see `audit`).
     #[serde(default)]
     pub audit: Option<crate::store::audit_options::AuditConfig>,
+    /// Session state and yielded executions: TTL and bounds (see `context::session`).
+    #[serde(default)]
+    pub session: crate::context::session::SessionOptions,
 }
 
 impl SandboxSection {
@@ -302,6 +305,7 @@ impl Config {
             .with_ask("config", &raw.sandbox.ask)
             .map_err(|e| format!("sandbox.ask: {e}"))?;
         gateway::validate(raw.sandbox.auth.as_ref(), &raw.sandbox.policies)?;
+        raw.sandbox.session.validate()?;
         Ok(Config {
             servers: raw.mcp_servers,
             sandbox: raw.sandbox,

@@ -52,3 +52,59 @@ mod tests {
         assert_eq!(a.key(), "1:t3:p:11:s");
     }
 }
+
+/// The `sandbox.session` section: how long a session's state and finished executions are kept,
+/// and how much it may hold. Every field is optional in the config; [`SessionOptions::default`]
+/// holds the defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SessionOptions {
+    /// A session unused for this long loses its state and the outcomes nobody read.
+    pub ttl_ms: u64,
+    /// Largest value `store()` takes, in bytes of JSON.
+    pub max_value_bytes: u64,
+    /// Keys one session may hold.
+    pub max_keys: u64,
+    /// Bytes of JSON (keys and values) one session may hold.
+    pub max_bytes: u64,
+    /// Yielded executions of one session still running at once (`yield_after_ms`).
+    pub max_running: u64,
+}
+
+/// One hour.
+pub const DEFAULT_SESSION_TTL_MS: u64 = 3_600_000;
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        SessionOptions {
+            ttl_ms: DEFAULT_SESSION_TTL_MS,
+            max_value_bytes: 1024 * 1024,
+            max_keys: 1000,
+            max_bytes: 16 * 1024 * 1024,
+            max_running: 4,
+        }
+    }
+}
+
+impl SessionOptions {
+    /// The session's idle time-to-live.
+    pub fn ttl(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.ttl_ms)
+    }
+
+    /// Refuses zero values, which would make every session useless; names the field.
+    pub fn validate(&self) -> Result<(), String> {
+        for (name, v) in [
+            ("ttl_ms", self.ttl_ms),
+            ("max_value_bytes", self.max_value_bytes),
+            ("max_keys", self.max_keys),
+            ("max_bytes", self.max_bytes),
+            ("max_running", self.max_running),
+        ] {
+            if v == 0 {
+                return Err(format!("sandbox.session.{name} must be at least 1"));
+            }
+        }
+        Ok(())
+    }
+}

@@ -66,6 +66,8 @@ pub struct Gateway {
     pub policies: std::collections::BTreeMap<String, crate::config::gateway::PrincipalPolicy>,
     /// Per-principal rate limits (HTTP).
     pub rate: Arc<rate::RateLimiter>,
+    /// `sandbox.session`: how long a session's state and unread outcomes live, and its bounds.
+    pub session: crate::context::session::SessionOptions,
 }
 
 impl Gateway {
