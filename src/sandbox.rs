@@ -58,6 +58,8 @@ pub struct Sandbox {
     remember_last: bool,
     /// The audit log (see [`crate::audit`]), when a state store is attached.
     audit: Option<crate::exec::audit::Auditor>,
+    /// Session state (`store`/`load`), when a state store is attached.
+    state: Option<Arc<crate::exec::state::SessionState>>,
 }
 
 impl Sandbox {
@@ -83,7 +85,20 @@ impl Sandbox {
             learning: None,
             remember_last: false,
             audit: None,
+            state: None,
         }
+    }
+
+    /// Keeps session state (`store`/`load` in scripts) in this store, for requests that carry
+    /// a session (`serve`, `run --session`).
+    pub fn with_session_state(mut self, state: crate::exec::state::SessionState) -> Self {
+        self.state = Some(Arc::new(state));
+        self
+    }
+
+    /// The session state of this sandbox, when it has a state store.
+    pub fn session_state(&self) -> Option<&Arc<crate::exec::state::SessionState>> {
+        self.state.as_ref()
     }
 
     /// Resolves `mcp.X.Y` capabilities before each execution and learns from each outcome.
@@ -189,6 +204,9 @@ impl Sandbox {
     }
 
     async fn execute_unaudited(&self, mut req: ExecRequest) -> Outcome {
+        if req.state.is_none() && req.request.session.is_some() {
+            req.state = self.state.clone();
+        }
         if self.closing.is_cancelled() {
             return Outcome::failed(shutting_down());
         }

@@ -22,6 +22,10 @@ pub enum TraceKind {
     /// A capability call runs a version saved by another principal than the version before it
     /// (`by`: this version's author; `rule`: which versions, saved by whom).
     CapabilityAuthorChanged,
+    /// The script read session state: `load(key)` or `keys()` (`key`, `bytes`).
+    StateLoad,
+    /// The script wrote session state: `store(key, value)` or `remove(key)` (`key`, `bytes`).
+    StateStore,
 }
 
 /// The `{code, message}` of a failed call.
@@ -67,6 +71,12 @@ pub struct TraceEvent {
     /// Absent for stdio servers and in-process tools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transport: Option<String>,
+    /// `state_load`/`state_store`: the key (`*` for `keys()`); the value is never traced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// `state_load`/`state_store`: bytes of JSON loaded or stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
 }
 
 /// Milliseconds since the Unix epoch, with sub-millisecond precision.
@@ -136,7 +146,12 @@ fn is_end(e: &TraceEvent) -> bool {
             | TraceKind::CapabilityEnd
             | TraceKind::ApprovalGranted
             | TraceKind::ApprovalDenied
-    )
+    ) || is_state(e)
+}
+
+/// A `state_load`/`state_store` event (one event per operation, no start/end pair).
+pub fn is_state(e: &TraceEvent) -> bool {
+    matches!(e.kind, TraceKind::StateLoad | TraceKind::StateStore)
 }
 
 /// A table row's status for an approval answer (its duration is the wait).
@@ -155,7 +170,8 @@ fn approval_status(e: &TraceEvent) -> Option<String> {
 /// A Mermaid `sequenceDiagram`: script → host → server for each call, with durations.
 fn mermaid(events: &[TraceEvent]) -> String {
     let mut servers: Vec<&str> = Vec::new();
-    for e in events {
+    // Session state is answered by the host itself: no participant of its own.
+    for e in events.iter().filter(|e| !is_state(e)) {
         let server = e.tool.split(':').next().unwrap_or("");
         if !servers.contains(&server) {
             servers.push(server);
@@ -213,6 +229,14 @@ fn mermaid(events: &[TraceEvent]) -> String {
                 let rule = mermaid_text(e.rule.as_deref().unwrap_or(""));
                 out.push_str(&format!("    Note over H: {tool}: {rule}\n"));
             }
+            TraceKind::StateLoad | TraceKind::StateStore => {
+                let key = mermaid_text(e.key.as_deref().unwrap_or(""));
+                let status = match &e.error {
+                    Some(err) => err.code.as_str().to_string(),
+                    None => format!("{} bytes", e.bytes.unwrap_or(0)),
+                };
+                out.push_str(&format!("    S->>H: {tool}({key}) {status}\n"));
+            }
         }
     }
     out
@@ -254,6 +278,8 @@ mod tests {
             by: None,
             rule: None,
             transport: None,
+            key: None,
+            bytes: None,
         };
         assert_eq!(
             serde_json::to_string(&e).unwrap(),
@@ -279,6 +305,8 @@ mod tests {
                 by: by.map(str::to_string),
                 rule: rule.map(str::to_string),
                 transport: None,
+                key: None,
+                bytes: None,
             };
         let denied = TraceError {
             code: ErrorCode::PermissionDenied,

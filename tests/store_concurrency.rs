@@ -37,6 +37,8 @@ fn chain_outcome(n: usize) -> Outcome {
                 by: None,
                 rule: None,
                 transport: None,
+                key: None,
+                bytes: None,
             });
         }
     }

@@ -36,6 +36,8 @@ fn event(kind: TraceKind, i: usize) -> TraceEvent {
         by: None,
         rule: None,
         transport: None,
+        key: None,
+        bytes: None,
     }
 }
 

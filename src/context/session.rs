@@ -92,6 +92,17 @@ impl SessionOptions {
         std::time::Duration::from_millis(self.ttl_ms)
     }
 
+    /// The TTL for people and models: "60 minutes", "90 seconds".
+    pub fn ttl_text(&self) -> String {
+        if self.ttl_ms >= 60_000 && self.ttl_ms % 60_000 == 0 {
+            format!("{} minutes", self.ttl_ms / 60_000)
+        } else if self.ttl_ms >= 1000 {
+            format!("{} seconds", self.ttl_ms / 1000)
+        } else {
+            format!("{} ms", self.ttl_ms)
+        }
+    }
+
     /// Refuses zero values, which would make every session useless; names the field.
     pub fn validate(&self) -> Result<(), String> {
         for (name, v) in [

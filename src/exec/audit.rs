@@ -274,6 +274,8 @@ mod tests {
             by: None,
             rule: None,
             transport: None,
+            key: None,
+            bytes: None,
         }
     }
 

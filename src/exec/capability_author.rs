@@ -101,5 +101,7 @@ pub fn author_changed(
             previous.as_deref().unwrap_or("unknown")
         )),
         transport: None,
+        key: None,
+        bytes: None,
     })
 }

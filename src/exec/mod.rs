@@ -22,4 +22,5 @@ pub mod provenance;
 pub mod runner;
 pub mod runner_process;
 pub mod session;
+pub mod state;
 pub mod zygote;

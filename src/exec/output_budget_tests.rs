@@ -27,6 +27,8 @@ fn trace(kind: TraceKind, tool: &str) -> TraceEvent {
         by: None,
         rule: None,
         transport: None,
+        key: None,
+        bytes: None,
     }
 }
 

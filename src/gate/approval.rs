@@ -370,6 +370,8 @@ fn record(
         by: by.map(|b| b.as_str().to_string()),
         rule: rule.map(str::to_string),
         transport: None,
+        key: None,
+        bytes: None,
     };
     if let Ok(mut sink) = rec.sink.lock() {
         sink.push(event);

@@ -391,6 +391,8 @@ mod tests {
             by: None,
             rule: None,
             transport: None,
+            key: None,
+            bytes: None,
         };
         [
             ev(TraceKind::ToolStart, None, None),

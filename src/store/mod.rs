@@ -18,6 +18,7 @@ mod capabilities;
 mod graph;
 pub mod location;
 mod owner_only;
+pub mod session_state;
 pub mod tokens;
 
 pub use capabilities::{
@@ -174,6 +175,22 @@ const MIGRATIONS: &[&str] = &[
     // then (a JSON array of names); NULL for versions saved before authors were recorded.
     "ALTER TABLE capabilities ADD COLUMN author TEXT;
      ALTER TABLE capabilities ADD COLUMN author_policies TEXT;",
+    // 7: session state (`store`/`load` in scripts): values by session scope and key, and when
+    // each session was last used (its idle TTL runs from there).
+    "CREATE TABLE state_sessions (
+        scope TEXT PRIMARY KEY,
+        tenant TEXT NOT NULL,
+        used_at REAL NOT NULL
+     );
+     CREATE INDEX state_sessions_by_use ON state_sessions (used_at);
+     CREATE TABLE state_values (
+        scope TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        bytes INTEGER NOT NULL,
+        stored_at REAL NOT NULL,
+        PRIMARY KEY (scope, key)
+     ) WITHOUT ROWID;",
 ];
 
 /// A failure of the state store.

@@ -69,8 +69,20 @@ pub fn declarations(tools: &[ToolDecl<'_>], unavailable: &BTreeMap<String, Strin
         out.push_str("  };\n");
     }
     out.push_str("};\n");
+    out.push_str(STATE_DECLARATIONS);
     out
 }
+
+/// The session-state globals, declared after `mcp` in every answer of search_tools.
+pub const STATE_DECLARATIONS: &str = "/** Session state: JSON values kept by the host for this session (the MCP session; `run --session NAME`) until it is idle for its TTL. Not visible to other sessions. */
+declare function store(key: string, value: unknown): Promise<void>;
+/** The value stored under `key` in this session, or undefined. */
+declare function load(key: string): Promise<unknown>;
+/** The keys stored in this session, sorted. */
+declare function keys(): Promise<string[]>;
+/** Removes `key`; whether it was there. */
+declare function remove(key: string): Promise<boolean>;
+";
 
 fn render_tool(out: &mut String, d: &ToolDecl<'_>, indent: &str) {
     let t = d.tool;
@@ -430,7 +442,7 @@ declare const mcp: {
   };
 };
 "#;
-        assert_eq!(d, expected);
+        assert_eq!(d, format!("{expected}{STATE_DECLARATIONS}"));
     }
 
     #[test]

@@ -98,6 +98,12 @@ impl<'js> Bridge<'js> {
             super::convert::note_call_error(&e);
             return Err(e);
         }
+        // Session state goes to the host like a tool call; the host answers it from the store.
+        if server == crate::protocol::STATE_SERVER
+            && crate::protocol::STATE_OPERATIONS.contains(&tool)
+        {
+            return Ok(());
+        }
         let known = !is_reserved_name(server)
             && !is_reserved_name(tool)
             && self.tools.get(server).is_some_and(|t| t.contains(tool));

@@ -146,6 +146,19 @@
     if (data === null || typeof data !== 'object') return emit('log', [data]);
     emit('log', [table(data, columns)]);
   };
+  // Session state, kept by the host per client session (`$state` is no server's name):
+  // store(key, value) → undefined, load(key) → the value or undefined, keys() → string[],
+  // remove(key) → whether it was there.
+  const state = (op, args) => call('$state', op, args);
+  const stateFns = {
+    store: (key, value) => state('store', { key, value }).then(() => undefined),
+    load: (key) => state('load', { key }).then((r) => (r && r.found ? r.value : undefined)),
+    keys: () => state('keys', {}),
+    remove: (key) => state('remove', { key }),
+  };
+  for (const name of keys(stateFns)) {
+    Object.defineProperty(globalThis, name, { value: stateFns[name], writable: true, enumerable: false, configurable: true });
+  }
   Object.defineProperty(globalThis, 'mcp', fixed(mcp));
   Object.defineProperty(globalThis, 'console', fixed(Object.freeze(console)));
 })

@@ -19,6 +19,13 @@ pub const RESERVED_NAMES: &[&str] = &[
     "then",
 ];
 
+/// The server name the runner sends session-state operations to (`store`, `load`, `keys`,
+/// `remove`): `$` is not allowed in a configured server's name, so no server can take it.
+pub const STATE_SERVER: &str = "$state";
+
+/// The operations of [`STATE_SERVER`].
+pub const STATE_OPERATIONS: &[&str] = &["store", "load", "keys", "remove"];
+
 /// Whether `name` may be used as a server or tool name.
 pub fn is_reserved_name(name: &str) -> bool {
     RESERVED_NAMES.contains(&name)
@@ -118,16 +125,20 @@ pub const SCRIPT_GLOBALS: &[&str] = &[
     "globalThis",
     "isFinite",
     "isNaN",
+    "keys",
+    "load",
     "mcp",
     "navigator",
     "parseFloat",
     "parseInt",
     "performance",
     "queueMicrotask",
+    "remove",
     "reportError",
     "self",
     "setInterval",
     "setTimeout",
+    "store",
     "structuredClone",
     "undefined",
     "unescape",

@@ -15,6 +15,8 @@ pub(super) struct Call {
     pub(super) started: Instant,
     /// Serialized size of its arguments, counted in `Run::args_in_flight` while it is open.
     pub(super) arg_bytes: u64,
+    /// A session-state operation (`$state`), answered by the host.
+    pub(super) state: Option<super::state_calls::StateTrace>,
 }
 
 /// The wall-clock deadline as a std `Instant`, for providers.
@@ -41,6 +43,9 @@ impl Run {
         tx: &mut Outbox,
         max_frame: usize,
     ) -> Option<CallFuture> {
+        if q.server == crate::exec::state::STATE_SERVER {
+            return self.admit_state(q, tx, max_frame);
+        }
         let tool = format!("{}:{}", q.server, q.tool);
         let arg_bytes = q.oversized.unwrap_or_else(|| budget::json_len(&q.args));
         self.routed.insert(tool.clone());
@@ -64,6 +69,8 @@ impl Run {
             by: None,
             rule: None,
             transport: transport.map(str::to_string),
+            key: None,
+            bytes: None,
         });
         if let Some(sink) = &self.audit_args {
             sink.note(&trace_id, q.oversized.is_none().then_some(&q.args));
@@ -77,6 +84,7 @@ impl Run {
                 transport,
                 started: Instant::now(),
                 arg_bytes,
+                state: None,
             },
         );
         self.args_in_flight += arg_bytes;
@@ -209,9 +217,14 @@ impl Run {
         tx: &mut Outbox,
         max_frame: usize,
     ) {
-        let Some(call) = self.inflight.remove(&id) else {
+        let Some(mut call) = self.inflight.remove(&id) else {
             return;
         };
+        if let (Some(state), Ok(answer)) = (call.state.as_mut(), &result) {
+            if !state.writes {
+                state.bytes = super::state_calls::loaded_bytes(answer);
+            }
+        }
         self.args_in_flight = self.args_in_flight.saturating_sub(call.arg_bytes);
         let mut result = result.map_err(|mut e| {
             if e.tool.is_none() {
@@ -289,6 +302,11 @@ impl Run {
         if let Ok(mut nested) = self.children.lock() {
             self.traces.append(&mut nested);
         }
+        if let Some(state) = &call.state {
+            let event = self.state_event(&call, state, error);
+            self.traces.push(event);
+            return;
+        }
         self.traces.push(TraceEvent {
             kind: if call.capability {
                 TraceKind::CapabilityEnd
@@ -308,6 +326,8 @@ impl Run {
             by: None,
             rule: None,
             transport: call.transport.map(str::to_string),
+            key: None,
+            bytes: None,
         });
     }
 

@@ -21,6 +21,7 @@ mod converse;
 mod finish;
 mod preflight;
 mod spawn;
+mod state_calls;
 
 pub use spawn::{missing_layers, REQUIRED_LAYERS};
 
@@ -85,6 +86,9 @@ pub struct ExecRequest {
     /// Cancelling it kills the runner and ends the execution with `SANDBOX_UNAVAILABLE`
     /// (the host is shutting down); logs and traces so far are kept, open calls get receipts.
     pub cancel: Option<CancellationToken>,
+    /// Where the session's state is kept (`store`/`load`); set by the sandbox for a request
+    /// with a session when it has a state store. A capability's nested execution has none.
+    pub state: Option<std::sync::Arc<crate::exec::state::SessionState>>,
     /// Cancelling it kills the runner and ends the execution with `CANCELLED`: the client
     /// withdrew the request (MCP `notifications/cancelled`, or its session ended). Open calls
     /// are dropped, which sends `notifications/cancelled` to their servers.
@@ -137,6 +141,7 @@ pub async fn execute_pooled(
     run.top = top;
     run.approvals = crate::gate::approval::Gate::new(req.approvals.clone());
     run.audit_args = req.audit_args.clone();
+    run.state = req.state.clone();
     let owner = format!(
         "{}/{}",
         run.request.caller.tenant, run.request.caller.principal
@@ -226,6 +231,8 @@ struct Run {
     top: bool,
     /// CPU its runner used, read from `/proc` before it was reaped.
     cpu_ms: Option<u64>,
+    /// See [`ExecRequest::state`].
+    state: Option<Arc<crate::exec::state::SessionState>>,
 }
 
 impl Run {
@@ -259,6 +266,7 @@ impl Run {
             )),
             top: true,
             cpu_ms: None,
+            state: None,
         }
     }
 

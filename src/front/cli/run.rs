@@ -7,6 +7,7 @@ use super::{load_catalog_of, PolicyArgs, RunnerArgs, UsageError, EXIT_FAILED};
 use crate::config::Config;
 use crate::context::limits::Limits;
 use crate::context::principal::Caller;
+use crate::context::session::SessionScope;
 use crate::context::{Client, RequestContext};
 use crate::exec::outcome::Outcome;
 use crate::exec::session::ExecRequest;
@@ -60,6 +61,11 @@ pub struct RunArgs {
     /// preview of its shape. Without it everything is printed.
     #[arg(long, value_name = "BYTES")]
     pub max_output_bytes: Option<u64>,
+    /// Keep session state (`store`/`load` in the script) under this name in the state store,
+    /// for later runs with the same name (idle TTL: sandbox.session.ttl_ms, default 1 h).
+    /// Without it the script has no session and store()/load() fail with PERMISSION_DENIED.
+    #[arg(long, value_name = "NAME", value_parser = session_name)]
+    pub session: Option<String>,
     /// Print the whole outcome as one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
@@ -92,6 +98,20 @@ impl From<LanguageArg> for Language {
             LanguageArg::Javascript => Language::Javascript,
             LanguageArg::Typescript => Language::Typescript,
         }
+    }
+}
+
+/// `--session`: 1 to 64 letters, digits, `-`, `_` or `.`.
+fn session_name(value: &str) -> Result<String, String> {
+    let ok = !value.is_empty()
+        && value.len() <= 64
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if ok {
+        Ok(value.to_string())
+    } else {
+        Err("a session name is 1 to 64 letters, digits, '-', '_' or '.'".into())
     }
 }
 
@@ -229,7 +249,16 @@ pub async fn command(args: RunArgs) -> Result<i32, UsageError> {
             pool_size: 0,
         },
     );
+    if args.session.is_some() && store.is_none() {
+        return Err(UsageError(
+            "--session keeps state in the state store, which could not be opened (see the warning above); fix it or pass --state PATH".into(),
+        ));
+    }
     if let Some(store) = store {
+        sandbox = sandbox.with_session_state(crate::exec::state::SessionState::new(
+            store.clone(),
+            config.sandbox.session,
+        ));
         let caps = crate::exec::capability::Capabilities {
             require_layers: require_layers.clone(),
             ..crate::exec::capability::Capabilities::new(store, runner.clone())
@@ -250,10 +279,23 @@ pub async fn command(args: RunArgs) -> Result<i32, UsageError> {
         code,
         positions,
         context,
-        request: RequestContext::new(Client::Cli, limits, policy).with_caller(Caller {
-            front: "run",
-            ..Default::default()
-        }),
+        request: {
+            let request = RequestContext::new(Client::Cli, limits, policy).with_caller(Caller {
+                front: "run",
+                ..Default::default()
+            });
+            match &args.session {
+                Some(name) => {
+                    let scope = SessionScope::new(
+                        request.caller.tenant.clone(),
+                        request.caller.principal.clone(),
+                        name.clone(),
+                    );
+                    request.with_session(scope)
+                }
+                None => request,
+            }
+        },
         require_layers,
         approvals: Some(approvals),
         ..Default::default()

@@ -44,13 +44,24 @@ use search_tools to see the exact signatures;\n\
 - a failed call throws an Error with `.code` (TOOL_NOT_FOUND with `.alternatives`, INVALID_ARGUMENTS, \
 TOOL_ERROR, TOOL_TIMEOUT, PERMISSION_DENIED, LIMIT_EXCEEDED): catch it with try/catch to recover;\n\
 - `Object.keys(mcp)` lists the servers, `Object.keys(mcp.<server>)` their tools;\n\
-- `console.log` output is returned in `logs`; `context` keys are variables in scope.\n\
+- `console.log` output is returned in `logs`; `context` keys are variables in scope;\n\
+- keep data for a later execution of this session with `await store(key, value)` (JSON data) and read it \
+with `await load(key)` (undefined when absent); `await keys()` lists the keys, `await remove(key)` deletes one. \
+State lasts while the session is used (it is deleted after {ttl} idle), is seen by no other session, \
+and is bounded ({value} bytes a value, {count} keys, {total} bytes a session: LIMIT_EXCEEDED past them). \
+Store a large result and return a summary instead of returning it whole.\n\
 There is no network (no fetch), filesystem or require/import: standard JavaScript, `mcp`, timers, URL, \
 TextEncoder/TextDecoder, structuredClone, AbortController and crypto.subtle.digest. \
 A tool result is its structuredContent when the tool sends one, else its text as a string. \
 The answer holds result, logs, error {code, message} and a trace of every tool call; a failed script \
 is reported with isError and the error code.",
     );
+    let o = &gateway.session;
+    d = d
+        .replace("{ttl}", &o.ttl_text())
+        .replace("{value}", &o.max_value_bytes.to_string())
+        .replace("{count}", &o.max_keys.to_string())
+        .replace("{total}", &o.max_bytes.to_string());
     let _ = write!(
         d,
         "\nOutput budget: the answer (its text and structuredContent together) is at most {max_output_bytes} bytes \

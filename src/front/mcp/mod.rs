@@ -5,7 +5,8 @@
 //! budget (`exec::output_budget`, `max_output_bytes`); `search_tools` answers with
 //! TypeScript declarations of the matching tools (tools that past executions used together with
 //! the matches rank higher); `save_capability` / `list_capabilities` manage capabilities in the
-//! state store (code callable as `mcp.namespace.action(args)` from execute_code). A failing script is a tool result with
+//! state store (code callable as `mcp.namespace.action(args)` from execute_code); `list_state`
+//! lists what this session's scripts kept with `store()`. A failing script is a tool result with
 //! `isError: true`, never a protocol error. Servers that failed to start are reported by both.
 
 pub mod admission;
@@ -17,6 +18,7 @@ pub mod http;
 pub mod jsonrpc;
 pub mod jwks;
 pub mod jwt;
+mod list_state;
 pub mod passthrough;
 pub mod rate;
 pub mod responses;
@@ -206,6 +208,8 @@ const INSTRUCTIONS: &str = "Run JavaScript or TypeScript that calls MCP tools, w
 find the tools and their TypeScript signatures with search_tools first. Prefer one execute_code \
 call that does a whole task (loops, filtering, several tool calls) over many single tool calls, \
 and return only what you need: an answer is cut to an output budget (see execute_code). \
+To work on data across turns, keep it in the session with `await store(key, value)` and read it \
+back in a later execute_code with `await load(key)` (list_state shows what is kept). \
 Code that worked can be saved with save_capability and called later as mcp.<namespace>.<action>(args); \
 list_capabilities shows what is saved.";
 
@@ -305,10 +309,14 @@ impl ServerHandler for GatewayServer {
                 capabilities::save(&self.gateway, args, &principal, caller).await?
             }
             "list_capabilities" => capabilities::list(&self.gateway, args, tenant).await?,
+            "list_state" => {
+                list_state::call(&self.gateway, args, self.session_scope(&context, &principal))
+                    .await?
+            }
             other => {
                 return Err(ErrorData::invalid_params(
                     format!(
-                        "unknown tool {other:?}; this server has execute_code, search_tools, save_capability and list_capabilities"
+                        "unknown tool {other:?}; this server has execute_code, search_tools, save_capability, list_capabilities and list_state"
                     ),
                     None,
                 ))
@@ -349,6 +357,11 @@ fn tools(gateway: &Gateway, max_output_bytes: u64) -> Vec<Tool> {
             "list_capabilities",
             capabilities::LIST_DESCRIPTION,
             schema(capabilities::list_schema()),
+        ),
+        Tool::new(
+            "list_state",
+            list_state::description(gateway),
+            schema(list_state::input_schema()),
         ),
     ]
 }

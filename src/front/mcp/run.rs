@@ -157,6 +157,10 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
     let catalog = Arc::new(load_catalog(&config).await?);
     let mut sandbox = Sandbox::new(catalog, runner.clone(), QueueOptions::default());
     if let Some(store) = &store {
+        sandbox = sandbox.with_session_state(crate::exec::state::SessionState::new(
+            store.clone(),
+            config.sandbox.session,
+        ));
         sandbox = sandbox.with_learning(crate::exec::capability::Capabilities {
             require_layers: require_layers.clone(),
             authors: crate::exec::capability_author::AuthorPolicies(Arc::new(

@@ -1,0 +1,287 @@
+//! Session state as scripts see it: `store(key, value)`, `load(key)`, `keys()`, `remove(key)`.
+//! The runner sends each as a call to the reserved server `$state` (no configured server can
+//! have that name); the session (`exec/session/state_calls.rs`) routes it here instead of to
+//! the catalog. Keys and values are checked here, bounded by `sandbox.session`, and kept in the
+//! state store under the execution's [`SessionScope`] — never visible to another session,
+//! principal or tenant, and gone once the session has been idle for its TTL.
+
+use crate::context::session::{SessionOptions, SessionScope};
+use crate::error::{ErrorCode, ExecError};
+use crate::store::session_state::StateEntry;
+use crate::store::Store;
+use crate::trace::now_ms;
+use serde_json::{json, Value};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+pub use sandbox_runner::protocol::STATE_SERVER;
+
+/// Longest key, in bytes.
+pub const MAX_KEY_BYTES: usize = 256;
+
+/// How often, at most, expired sessions are swept from the store.
+const SWEEP_EVERY: Duration = Duration::from_secs(60);
+
+/// One state operation, checked.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StateOp {
+    Store { key: String, value: Value },
+    Load { key: String },
+    Keys,
+    Remove { key: String },
+}
+
+impl StateOp {
+    /// The operation `tool` of `$state` with the arguments the runner sent.
+    pub fn parse(tool: &str, args: &Value) -> Result<StateOp, ExecError> {
+        let key = || -> Result<String, ExecError> {
+            match args.get("key") {
+                Some(Value::String(k)) => check_key(k).map(|()| k.clone()),
+                _ => Err(invalid(format!(
+                    "{tool}(key{}): the key must be a string",
+                    if tool == "store" { ", value" } else { "" }
+                ))),
+            }
+        };
+        match tool {
+            "store" => {
+                let key = key()?;
+                match args.get("value") {
+                    Some(v) => Ok(StateOp::Store {
+                        key,
+                        value: v.clone(),
+                    }),
+                    None => Err(invalid(format!(
+                        "store({key:?}, value): the value is missing or undefined; store JSON data (null, a boolean, number, string, array or object), or remove({key:?})"
+                    ))),
+                }
+            }
+            "load" => Ok(StateOp::Load { key: key()? }),
+            "remove" => Ok(StateOp::Remove { key: key()? }),
+            "keys" => Ok(StateOp::Keys),
+            other => Err(ExecError::new(
+                ErrorCode::ToolNotFound,
+                format!("unknown state operation '{other}'; use store, load, keys or remove"),
+            )),
+        }
+    }
+
+    /// `state_store` (store, remove) or `state_load` (load, keys).
+    pub fn writes(&self) -> bool {
+        matches!(self, StateOp::Store { .. } | StateOp::Remove { .. })
+    }
+
+    /// The key it names (`*` for `keys()`), for the trace.
+    pub fn key(&self) -> &str {
+        match self {
+            StateOp::Store { key, .. } | StateOp::Load { key } | StateOp::Remove { key } => key,
+            StateOp::Keys => "*",
+        }
+    }
+}
+
+fn invalid(message: String) -> ExecError {
+    ExecError::new(ErrorCode::InvalidArguments, message)
+}
+
+/// Keys: 1 to [`MAX_KEY_BYTES`] bytes, no control characters (they are shown in traces and by
+/// `list_state`).
+fn check_key(key: &str) -> Result<(), ExecError> {
+    if key.is_empty() || key.len() > MAX_KEY_BYTES || key.chars().any(char::is_control) {
+        return Err(invalid(format!(
+            "the key {:?} is not allowed: use 1 to {MAX_KEY_BYTES} bytes without control characters",
+            crate::term::clip(key, 64)
+        )));
+    }
+    Ok(())
+}
+
+/// What an operation answers the script, and the size the trace records.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    pub value: Value,
+    /// Bytes of JSON stored or loaded (0 for `keys()`, `remove()` and a missing key).
+    pub bytes: u64,
+}
+
+/// The state store of a host, with the bounds of `sandbox.session`.
+#[derive(Debug)]
+pub struct SessionState {
+    store: Store,
+    options: SessionOptions,
+    last_sweep: Mutex<Option<Instant>>,
+}
+
+impl SessionState {
+    pub fn new(store: Store, options: SessionOptions) -> Self {
+        SessionState {
+            store,
+            options,
+            last_sweep: Mutex::new(None),
+        }
+    }
+
+    pub fn options(&self) -> &SessionOptions {
+        &self.options
+    }
+
+    /// Carries out `op` in `scope`'s state. `load` answers `{found, value}` (the runner turns a
+    /// missing key into `undefined`), `store` `null`, `keys` the keys in order, `remove` whether
+    /// the key was there.
+    pub async fn apply(&self, scope: &SessionScope, op: StateOp) -> Result<Answer, ExecError> {
+        self.maybe_sweep();
+        let (scope, options) = (scope.clone(), self.options);
+        let answer = self
+            .store
+            .run(move |store| {
+                let now = now_ms();
+                Ok(match op {
+                    StateOp::Store { key, value } => {
+                        let text = serde_json::to_string(&value).unwrap_or_default();
+                        let bytes = text.len() as u64;
+                        store
+                            .store_state(&scope, &key, &text, &options, now)?
+                            .map(|()| Answer {
+                                value: Value::Null,
+                                bytes,
+                            })
+                            .map_err(|e| {
+                                ExecError::new(
+                                    ErrorCode::LimitExceeded,
+                                    format!("store({key:?}) was refused: {e}"),
+                                )
+                            })
+                    }
+                    StateOp::Load { key } => match store.load_state(&scope, &key, &options, now)? {
+                        Some(text) => {
+                            let bytes = text.len() as u64;
+                            serde_json::from_str::<Value>(&text)
+                                .map(|value| Answer {
+                                    value: json!({"found": true, "value": value}),
+                                    bytes,
+                                })
+                                .map_err(|e| {
+                                    ExecError::new(
+                                        ErrorCode::SandboxUnavailable,
+                                        format!("the stored value of {key:?} is corrupt ({e}); remove({key:?}) it"),
+                                    )
+                                })
+                        }
+                        None => Ok(Answer {
+                            value: json!({"found": false}),
+                            bytes: 0,
+                        }),
+                    },
+                    StateOp::Keys => Ok(Answer {
+                        value: Value::from(
+                            store
+                                .list_state(&scope, &options, now)?
+                                .into_iter()
+                                .map(|e| Value::String(e.key))
+                                .collect::<Vec<_>>(),
+                        ),
+                        bytes: 0,
+                    }),
+                    StateOp::Remove { key } => Ok(Answer {
+                        value: Value::Bool(store.remove_state(&scope, &key, &options, now)?),
+                        bytes: 0,
+                    }),
+                })
+            })
+            .await;
+        match answer {
+            Ok(result) => result,
+            Err(e) => Err(unavailable(e)),
+        }
+    }
+
+    /// `list_state`: the keys of `scope` with their sizes and when they were stored.
+    pub async fn list(&self, scope: &SessionScope) -> Result<Vec<StateEntry>, ExecError> {
+        self.maybe_sweep();
+        let (scope, options) = (scope.clone(), self.options);
+        self.store
+            .run(move |store| store.list_state(&scope, &options, now_ms()))
+            .await
+            .map_err(unavailable)
+    }
+
+    /// Deletes expired sessions, at most once a minute, in the background.
+    fn maybe_sweep(&self) {
+        {
+            let mut last = self.last_sweep.lock().unwrap_or_else(|p| p.into_inner());
+            if last.is_some_and(|t| t.elapsed() < SWEEP_EVERY) {
+                return;
+            }
+            *last = Some(Instant::now());
+        }
+        let (store, options) = (self.store.clone(), self.options);
+        tokio::task::spawn_blocking(move || {
+            if let Err(e) = store.sweep_state(&options, now_ms()) {
+                tracing::warn!("sweeping expired session state failed: {e}");
+            }
+        });
+    }
+}
+
+fn unavailable(e: crate::store::StoreError) -> ExecError {
+    ExecError::new(
+        ErrorCode::SandboxUnavailable,
+        format!("the session state could not be used ({e}); retry, or check the state file"),
+    )
+}
+
+/// Why a script without a session cannot use state.
+pub fn no_session() -> ExecError {
+    ExecError::new(
+        ErrorCode::PermissionDenied,
+        "this execution has no session, so store()/load() have nowhere to keep values: `run` keeps state only with --session NAME, and a capability's code never sees its caller's state",
+    )
+}
+
+/// Why a host without a state store cannot keep state.
+pub fn no_store() -> ExecError {
+    ExecError::new(
+        ErrorCode::SandboxUnavailable,
+        "this host has no usable state store, so store()/load() cannot keep values; see the warning it printed at start (--state PATH)",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operations_are_checked() {
+        assert_eq!(
+            StateOp::parse("store", &json!({"key": "a", "value": [1]})).unwrap(),
+            StateOp::Store {
+                key: "a".into(),
+                value: json!([1])
+            }
+        );
+        let e = StateOp::parse("store", &json!({"key": "a"})).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidArguments);
+        assert!(
+            e.message.contains("value is missing or undefined"),
+            "{}",
+            e.message
+        );
+        for bad in [
+            json!({"key": ""}),
+            json!({"key": "a\nb"}),
+            json!({"key": 3}),
+            json!({"key": "x".repeat(257)}),
+        ] {
+            assert_eq!(
+                StateOp::parse("load", &bad).unwrap_err().code,
+                ErrorCode::InvalidArguments,
+                "{bad}"
+            );
+        }
+        assert_eq!(StateOp::parse("keys", &json!({})).unwrap(), StateOp::Keys);
+        assert_eq!(
+            StateOp::parse("drop", &json!({})).unwrap_err().code,
+            ErrorCode::ToolNotFound
+        );
+    }
+}

@@ -1,0 +1,285 @@
+//! Session state in the store: the JSON values a session's scripts keep with `store(key, value)`,
+//! by session scope and key, and when each session was last used.
+//!
+//! Every operation is one write transaction that first renews the session: a session unused for
+//! longer than its TTL loses its values before anything else happens, so an expired value is
+//! never read, whether or not the sweeper ([`Store::sweep_state`]) has run yet. The quotas
+//! (per value, keys and bytes per session) are checked in the same transaction as the write, so
+//! two hosts writing one session at once cannot both pass them.
+
+use super::{Store, StoreError};
+use crate::context::session::{SessionOptions, SessionScope};
+use rusqlite::{params, OptionalExtension, Transaction};
+
+/// One kept value, as `list_state` shows it (never the value itself).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct StateEntry {
+    pub key: String,
+    /// Bytes of the value's JSON.
+    pub bytes: u64,
+    /// When it was stored, milliseconds since the Unix epoch.
+    pub stored_at: f64,
+}
+
+/// Why a `store` was refused: which bound, its config key and the numbers.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StateQuotaError {
+    #[error("the value is {bytes} bytes of JSON; one value may be at most {max} bytes (sandbox.session.max_value_bytes)")]
+    Value { bytes: u64, max: u64 },
+    #[error("the session already holds {keys} keys, the most it may (sandbox.session.max_keys); remove() one first")]
+    Keys { keys: u64 },
+    #[error("the session would hold {bytes} bytes of keys and values; it may hold at most {max} (sandbox.session.max_bytes); remove() some first")]
+    Bytes { bytes: u64, max: u64 },
+}
+
+/// What a `store` did: the value was kept, or a quota refused it.
+pub type Stored = Result<(), StateQuotaError>;
+
+impl Store {
+    /// Keeps `value` (JSON text) under `key` in `scope`'s state, within `options`' quotas.
+    pub fn store_state(
+        &self,
+        scope: &SessionScope,
+        key: &str,
+        value: &str,
+        options: &SessionOptions,
+        now_ms: f64,
+    ) -> Result<Stored, StoreError> {
+        let bytes = value.len() as u64;
+        if bytes > options.max_value_bytes {
+            return Ok(Err(StateQuotaError::Value {
+                bytes,
+                max: options.max_value_bytes,
+            }));
+        }
+        let scope_key = scope.key();
+        self.write(|tx| {
+            renew(tx, scope, &scope_key, options, now_ms)?;
+            let (keys, held): (u64, u64) = tx.query_row(
+                "SELECT count(*), coalesce(sum(bytes + length(CAST(key AS BLOB))), 0)
+                 FROM state_values WHERE scope = ?1 AND key <> ?2",
+                params![scope_key, key],
+                |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64)),
+            )?;
+            if keys >= options.max_keys {
+                return Ok(Err(StateQuotaError::Keys { keys }));
+            }
+            let total = held + bytes + key.len() as u64;
+            if total > options.max_bytes {
+                return Ok(Err(StateQuotaError::Bytes {
+                    bytes: total,
+                    max: options.max_bytes,
+                }));
+            }
+            tx.prepare_cached(
+                "INSERT INTO state_values (scope, key, value, bytes, stored_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (scope, key) DO UPDATE SET
+                    value = excluded.value, bytes = excluded.bytes, stored_at = excluded.stored_at",
+            )?
+            .execute(params![scope_key, key, value, bytes as i64, now_ms])?;
+            Ok(Ok(()))
+        })
+    }
+
+    /// The JSON text kept under `key` in `scope`'s state.
+    pub fn load_state(
+        &self,
+        scope: &SessionScope,
+        key: &str,
+        options: &SessionOptions,
+        now_ms: f64,
+    ) -> Result<Option<String>, StoreError> {
+        let scope_key = scope.key();
+        self.write(|tx| {
+            renew(tx, scope, &scope_key, options, now_ms)?;
+            Ok(tx
+                .prepare_cached("SELECT value FROM state_values WHERE scope = ?1 AND key = ?2")?
+                .query_row(params![scope_key, key], |r| r.get(0))
+                .optional()?)
+        })
+    }
+
+    /// Removes `key` from `scope`'s state; whether it was there.
+    pub fn remove_state(
+        &self,
+        scope: &SessionScope,
+        key: &str,
+        options: &SessionOptions,
+        now_ms: f64,
+    ) -> Result<bool, StoreError> {
+        let scope_key = scope.key();
+        self.write(|tx| {
+            renew(tx, scope, &scope_key, options, now_ms)?;
+            let n = tx.execute(
+                "DELETE FROM state_values WHERE scope = ?1 AND key = ?2",
+                params![scope_key, key],
+            )?;
+            Ok(n > 0)
+        })
+    }
+
+    /// Every key of `scope`'s state with its size and age, by key.
+    pub fn list_state(
+        &self,
+        scope: &SessionScope,
+        options: &SessionOptions,
+        now_ms: f64,
+    ) -> Result<Vec<StateEntry>, StoreError> {
+        let scope_key = scope.key();
+        self.write(|tx| {
+            renew(tx, scope, &scope_key, options, now_ms)?;
+            let mut stmt = tx.prepare_cached(
+                "SELECT key, bytes, stored_at FROM state_values WHERE scope = ?1 ORDER BY key",
+            )?;
+            let rows = stmt.query_map(params![scope_key], |r| {
+                Ok(StateEntry {
+                    key: r.get(0)?,
+                    bytes: r.get::<_, i64>(1)? as u64,
+                    stored_at: r.get(2)?,
+                })
+            })?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+    }
+
+    /// Deletes every session unused for longer than `options`' TTL, with its values. Returns
+    /// how many sessions were deleted.
+    pub fn sweep_state(&self, options: &SessionOptions, now_ms: f64) -> Result<u64, StoreError> {
+        let cutoff = now_ms - options.ttl_ms as f64;
+        self.write(|tx| {
+            tx.execute(
+                "DELETE FROM state_values WHERE scope IN
+                    (SELECT scope FROM state_sessions WHERE used_at < ?1)",
+                params![cutoff],
+            )?;
+            let n = tx.execute(
+                "DELETE FROM state_sessions WHERE used_at < ?1",
+                params![cutoff],
+            )?;
+            Ok(n as u64)
+        })
+    }
+}
+
+/// Marks `scope` used now; first drops its values if it had been idle past the TTL.
+fn renew(
+    tx: &Transaction<'_>,
+    scope: &SessionScope,
+    scope_key: &str,
+    options: &SessionOptions,
+    now_ms: f64,
+) -> Result<(), StoreError> {
+    let used_at: Option<f64> = tx
+        .prepare_cached("SELECT used_at FROM state_sessions WHERE scope = ?1")?
+        .query_row(params![scope_key], |r| r.get(0))
+        .optional()?;
+    if used_at.is_some_and(|t| now_ms - t > options.ttl_ms as f64) {
+        tx.execute(
+            "DELETE FROM state_values WHERE scope = ?1",
+            params![scope_key],
+        )?;
+    }
+    tx.prepare_cached(
+        "INSERT INTO state_sessions (scope, tenant, used_at) VALUES (?1, ?2, ?3)
+         ON CONFLICT (scope) DO UPDATE SET used_at = excluded.used_at",
+    )?
+    .execute(params![scope_key, scope.tenant, now_ms])?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("state.db")).unwrap();
+        (dir, s)
+    }
+
+    #[test]
+    fn values_are_kept_per_scope() {
+        let (_d, s) = store();
+        let o = SessionOptions::default();
+        let a = SessionScope::new("t1", "p1", "s1");
+        s.store_state(&a, "k", "[1,2]", &o, 1.0).unwrap().unwrap();
+        assert_eq!(
+            s.load_state(&a, "k", &o, 2.0).unwrap().as_deref(),
+            Some("[1,2]")
+        );
+        for other in [
+            SessionScope::new("t2", "p1", "s1"),
+            SessionScope::new("t1", "p2", "s1"),
+            SessionScope::new("t1", "p1", "s2"),
+        ] {
+            assert_eq!(s.load_state(&other, "k", &o, 3.0).unwrap(), None);
+            assert!(s.list_state(&other, &o, 3.0).unwrap().is_empty());
+        }
+        let listed = s.list_state(&a, &o, 4.0).unwrap();
+        assert_eq!(
+            listed,
+            vec![StateEntry {
+                key: "k".into(),
+                bytes: 5,
+                stored_at: 1.0
+            }]
+        );
+        assert!(s.remove_state(&a, "k", &o, 5.0).unwrap());
+        assert!(!s.remove_state(&a, "k", &o, 6.0).unwrap());
+    }
+
+    #[test]
+    fn quotas_name_their_bound() {
+        let (_d, s) = store();
+        let o = SessionOptions {
+            max_value_bytes: 10,
+            max_keys: 2,
+            max_bytes: 20,
+            ..SessionOptions::default()
+        };
+        let a = SessionScope::new("t", "p", "s");
+        assert_eq!(
+            s.store_state(&a, "k", "12345678901", &o, 1.0).unwrap(),
+            Err(StateQuotaError::Value { bytes: 11, max: 10 })
+        );
+        s.store_state(&a, "a", "1234567890", &o, 1.0)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            s.store_state(&a, "b", "1234567890", &o, 1.0).unwrap(),
+            Err(StateQuotaError::Bytes { bytes: 22, max: 20 })
+        );
+        s.store_state(&a, "b", "1", &o, 1.0).unwrap().unwrap();
+        assert_eq!(
+            s.store_state(&a, "c", "1", &o, 1.0).unwrap(),
+            Err(StateQuotaError::Keys { keys: 2 })
+        );
+        // Replacing a key does not count it twice.
+        s.store_state(&a, "b", "123456", &o, 1.0).unwrap().unwrap();
+    }
+
+    #[test]
+    fn an_idle_session_loses_its_values() {
+        let (_d, s) = store();
+        let o = SessionOptions {
+            ttl_ms: 1000,
+            ..SessionOptions::default()
+        };
+        let a = SessionScope::new("t", "p", "s");
+        let b = SessionScope::new("t", "p", "b");
+        s.store_state(&a, "k", "1", &o, 0.0).unwrap().unwrap();
+        s.store_state(&b, "k", "1", &o, 0.0).unwrap().unwrap();
+        // Used within the TTL: kept, and the TTL runs from the last use.
+        assert!(s.load_state(&a, "k", &o, 900.0).unwrap().is_some());
+        assert!(s.load_state(&a, "k", &o, 1800.0).unwrap().is_some());
+        // Idle past it: gone, before and without a sweep.
+        assert_eq!(s.load_state(&a, "k", &o, 3000.0).unwrap(), None);
+        assert_eq!(
+            s.sweep_state(&o, 3000.0).unwrap(),
+            1,
+            "b expired; a was just used"
+        );
+        assert_eq!(s.load_state(&b, "k", &o, 3000.0).unwrap(), None);
+    }
+}
