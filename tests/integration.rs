@@ -77,6 +77,7 @@ mod serve_python_sdk;
 mod serve_sessions;
 mod serve_shutdown;
 mod serve_soak;
+mod serve_state;
 mod serve_tenant_isolation;
 mod serve_tenants;
 mod serve_tls;

@@ -1,5 +1,6 @@
 """The official MCP Python SDK (tests/python/requirements.txt) as a client of `mcp-sandbox serve`,
-measuring what each answer costs the client. Driven by tests/serve_output_budget.rs.
+measuring what each answer costs the client. Driven by tests/serve_output_budget.rs and
+tests/serve_state.rs (a list of calls in one session).
 
 usage: budget_client.py stdio <mcp-sandbox> <config> <state> CALLS
        budget_client.py http <url> <token or -> CALLS
