@@ -52,7 +52,8 @@ fn results(report: &Value) -> &Vec<Value> {
 }
 
 /// A 1 KiB-ish list kept in one execution and worked on in the next.
-const STORE: &str = "const issues = Array.from({length: 20}, (_, i) => ({id: i, title: 'issue ' + i}));\n\
+const STORE: &str =
+    "const issues = Array.from({length: 20}, (_, i) => ({id: i, title: 'issue ' + i}));\n\
                      await store('issues', issues);\n\
                      return issues.length";
 const LOAD: &str = "const issues = await load('issues');\n\
@@ -103,7 +104,10 @@ fn check_one_session(report: &Value) {
     assert_eq!(listed["keys"][0]["bytes"], json!(bytes));
     assert!(listed["keys"][0]["age_ms"].as_u64().unwrap() < 60_000);
     assert_eq!(listed["limits"]["max_keys"], json!(1000));
-    assert!(r[3]["text"].as_str().unwrap().contains("issues ("), "{listed}");
+    assert!(
+        r[3]["text"].as_str().unwrap().contains("issues ("),
+        "{listed}"
+    );
 }
 
 /// What another session sees: nothing.
@@ -248,7 +252,11 @@ fn run_keeps_state_only_with_a_session_name() {
         args.push(script.to_str().unwrap());
         let out = cli_run(&args);
         let value: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-        (out.status, value, String::from_utf8_lossy(&out.stderr).to_string())
+        (
+            out.status,
+            value,
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
     };
     let (status, out, err) = run(&["--session", "work"], "await store('n', 41); return 1");
     assert_eq!(status, 0, "{out} {err}");
@@ -269,9 +277,16 @@ fn run_keeps_state_only_with_a_session_name() {
     let (status, _, err) = run(&["--session", "a b"], "return 1");
     assert_eq!(status, 2, "{err}");
     assert!(err.contains("a session name is 1 to 64 letters"), "{err}");
-    let (status, out, err) = run(&["--session", "work", "--context", "{\"store\": 1}"], "return 1");
+    let (status, out, err) = run(
+        &["--session", "work", "--context", "{\"store\": 1}"],
+        "return 1",
+    );
     assert_eq!(status, 1, "{out} {err}");
-    assert_eq!(out["error"]["code"], json!("INVALID_ARGUMENTS"), "{out} {err}");
+    assert_eq!(
+        out["error"]["code"],
+        json!("INVALID_ARGUMENTS"),
+        "{out} {err}"
+    );
 
     // A capability's code runs without its caller's session.
     let save = dir.path().join("cap.js");
@@ -285,7 +300,12 @@ fn run_keeps_state_only_with_a_session_name() {
         "--file",
         save.to_str().unwrap(),
     ]);
-    assert_eq!(saved.status, 0, "{}", String::from_utf8_lossy(&saved.stderr));
+    assert_eq!(
+        saved.status,
+        0,
+        "{}",
+        String::from_utf8_lossy(&saved.stderr)
+    );
     let (_, out, _) = run(
         &["--session", "work"],
         "try { return await mcp.peek.n({}) } catch (e) { return [e.code, (await load('n'))] }",

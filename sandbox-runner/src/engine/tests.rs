@@ -259,7 +259,11 @@ fn script_globals_list_matches_the_engine() {
         ctx.eval::<Vec<String>, _>("Object.getOwnPropertyNames(globalThis)")
             .unwrap()
     });
-    live.extend(["mcp".to_string(), "console".to_string()]);
+    live.extend(
+        ["mcp", "console", "store", "load", "keys", "remove"]
+            .into_iter()
+            .map(String::from),
+    );
     live.sort();
     live.dedup();
     let mut listed: Vec<String> = crate::protocol::SCRIPT_GLOBALS
