@@ -31,6 +31,7 @@
 //!   this run) and `gateway_http_8_clients_pct` (8 HTTP clients' executions/s in percent of the
 //!   library's with 8 submitters).
 //! - `audit_*` and `audited_*`: the audit log's costs (see `audit/mod.rs`).
+//! - `state_*`: session state's costs (`store` + `load` of 1 KiB; see `state/mod.rs`).
 //! - `timer_sleep_overhead_us`: what `await new Promise((r) => setTimeout(r, 1))` takes beyond its
 //!   1 ms, from 300 sleeps in one execution (timed inside the script with `performance.now()`):
 //!   the host-driven `sleep`/`wake` round trip and the tokio timer's rounding up to whole ms.
@@ -40,6 +41,7 @@
 
 mod audit;
 mod gateway;
+mod state;
 mod timers;
 
 use mcp_sandbox::config::Config;
@@ -483,6 +485,9 @@ async fn bench() -> Value {
     if let (Value::Object(r), Value::Object(a)) = (&mut report, audit::bench(&runner).await) {
         r.extend(a);
     }
+    if let (Value::Object(r), Value::Object(a)) = (&mut report, state::bench(&runner).await) {
+        r.extend(a);
+    }
     report
 }
 
@@ -529,15 +534,15 @@ async fn concurrent_calls(local: &Catalog, mcp: &Catalog, runner: &RunnerCommand
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`. `gateway` or `audit` as an argument measures only those
+    // `cargo bench` passes `--bench`. `gateway`, `audit` or `state` as an argument measures only those
     // keys (printed, not written to target/bench); other filter arguments are ignored.
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("tokio runtime");
     let only = |name: &str| std::env::args().skip(1).any(|a| a == name);
-    if only("gateway") || only("audit") {
-        let (gw, au) = (only("gateway"), only("audit"));
+    if only("gateway") || only("audit") || only("state") {
+        let (gw, au, st) = (only("gateway"), only("audit"), only("state"));
         let report = rt
             .block_on(async move {
                 tokio::spawn(async move {
@@ -551,6 +556,12 @@ fn main() {
                     if au {
                         let runner = RunnerCommand::new(release_bin("sandbox-runner"));
                         if let Value::Object(a) = audit::bench(&runner).await {
+                            out.extend(a);
+                        }
+                    }
+                    if st {
+                        let runner = RunnerCommand::new(release_bin("sandbox-runner"));
+                        if let Value::Object(a) = state::bench(&runner).await {
                             out.extend(a);
                         }
                     }
