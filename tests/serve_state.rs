@@ -144,6 +144,11 @@ fn state_lives_in_its_stdio_session_only() {
     ] {
         assert!(d.contains(needle), "{needle:?} not in {d}");
     }
+    let s = report["tools"]["search_tools"].as_str().unwrap();
+    assert!(
+        s.contains("session-state functions every script has"),
+        "{s}"
+    );
     let l = report["tools"]["list_state"].as_str().unwrap();
     for needle in [
         "idle for 60 minutes",

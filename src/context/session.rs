@@ -94,7 +94,7 @@ impl SessionOptions {
 
     /// The TTL for people and models: "60 minutes", "90 seconds".
     pub fn ttl_text(&self) -> String {
-        if self.ttl_ms >= 60_000 && self.ttl_ms % 60_000 == 0 {
+        if self.ttl_ms >= 60_000 && self.ttl_ms.is_multiple_of(60_000) {
             format!("{} minutes", self.ttl_ms / 60_000)
         } else if self.ttl_ms >= 1000 {
             format!("{} seconds", self.ttl_ms / 1000)

@@ -20,7 +20,8 @@ matched against tool names and descriptions (best match first); `server` limits 
 server; with neither, every tool is listed. Tools marked @denied exist but the policy refuses them \
 (PERMISSION_DENIED). Servers that failed to start are listed as unavailable with the reason. \
 Tools that past executions used together with the best matches are listed right after them. \
-Saved capabilities are listed like tools (`mcp.<namespace>.<action>(args)`). Use it before \
+Saved capabilities are listed like tools (`mcp.<namespace>.<action>(args)`). The answer ends with \
+the session-state functions every script has (`store`, `load`, `keys`, `remove`). Use it before \
 writing execute_code code that calls a tool you have not used yet: a wrong name fails with TOOL_NOT_FOUND and \
 wrong arguments with INVALID_ARGUMENTS. Its answer is not cut to execute_code's output budget \
 (max_output_bytes) and holds every match: with many tools, search with `query` or one `server` rather than \
