@@ -14,7 +14,7 @@
 //! ```
 
 use crate::context::limits::RequestedLimits;
-use crate::context::policy::{PolicyError, Rules};
+use crate::context::policy::{PolicyError, RuleEntry, Rules};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -73,9 +73,12 @@ pub struct JwtConfig {
 #[serde(deny_unknown_fields)]
 pub struct PrincipalPolicy {
     #[serde(default)]
-    pub allow: Option<Vec<String>>,
+    pub allow: Option<Vec<RuleEntry>>,
     #[serde(default)]
-    pub deny: Vec<String>,
+    pub deny: Vec<RuleEntry>,
+    /// Calls that wait for a person's approval (added to the config's `ask`).
+    #[serde(default)]
+    pub ask: Vec<RuleEntry>,
     /// Each may only lower the config's limits.
     #[serde(default)]
     pub limits: Option<RequestedLimits>,
@@ -93,7 +96,7 @@ pub struct PrincipalPolicy {
 
 impl PrincipalPolicy {
     pub fn rules(&self, name: &str) -> Result<Rules, PolicyError> {
-        Rules::new(
+        Rules::from_entries(
             format!("policy '{name}'"),
             self.allow.as_deref(),
             &self.deny,
@@ -145,6 +148,9 @@ pub fn validate(
     for (name, p) in policies {
         p.rules(name)
             .map_err(|e| format!("sandbox.policies.{name}: {e}"))?;
+        crate::context::policy::Policy::allow_all()
+            .with_ask_entries(&format!("policy '{name}'"), &p.ask)
+            .map_err(|e| format!("sandbox.policies.{name}.ask: {e}"))?;
         if p.executions_per_minute == Some(0) || p.max_concurrent == Some(0) {
             return Err(format!(
                 "sandbox.policies.{name}: executions_per_minute and max_concurrent must be at least 1 (leave them out for no bound)"

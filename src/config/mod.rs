@@ -10,7 +10,7 @@ pub mod gateway;
 pub mod server_entry;
 
 use crate::context::limits::Limits;
-use crate::context::policy::{Policy, PolicyError, Rules};
+use crate::context::policy::{Policy, PolicyError, RuleEntry, Rules};
 use sandbox_runner::protocol::valid_server_name;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -180,14 +180,15 @@ pub struct SandboxSection {
     /// Tool-call policy: when present, only `server:tool` names matching one of these globs may
     /// be called (see `policy`).
     #[serde(default)]
-    pub allow: Option<Vec<String>>,
+    pub allow: Option<Vec<RuleEntry>>,
     /// Tool-call policy: `server:tool` globs that may never be called (deny wins over allow).
+    /// Each entry of allow/deny/ask is a glob or `{"tool": GLOB, "if": CEL, "name": NAME}`.
     #[serde(default)]
-    pub deny: Vec<String>,
+    pub deny: Vec<RuleEntry>,
     /// Tool-call policy: `server:tool` globs whose calls wait for a person's approval
     /// (deny > ask > allow; see `gate::approval`).
     #[serde(default)]
-    pub ask: Vec<String>,
+    pub ask: Vec<RuleEntry>,
     /// The state file (tool graph, capabilities); relative to the config file's directory.
     #[serde(default)]
     pub state: Option<PathBuf>,
@@ -208,7 +209,7 @@ pub struct SandboxSection {
 impl SandboxSection {
     /// The config's allow/deny rules as one policy layer.
     pub fn rules(&self) -> Result<Rules, PolicyError> {
-        Rules::new("config", self.allow.as_deref(), &self.deny)
+        Rules::from_entries("config", self.allow.as_deref(), &self.deny)
     }
 }
 
@@ -302,7 +303,7 @@ impl Config {
             .rules()
             .map_err(|e| format!("sandbox.allow/deny: {e}"))?;
         Policy::allow_all()
-            .with_ask("config", &raw.sandbox.ask)
+            .with_ask_entries("config", &raw.sandbox.ask)
             .map_err(|e| format!("sandbox.ask: {e}"))?;
         gateway::validate(raw.sandbox.auth.as_ref(), &raw.sandbox.policies)?;
         raw.sandbox.session.validate()?;
@@ -321,7 +322,7 @@ impl Config {
                 // `parse` checked the ask patterns; a hand-built config with a bad one asks all.
                 policy
                     .clone()
-                    .with_ask("config", &self.sandbox.ask)
+                    .with_ask_entries("config", &self.sandbox.ask)
                     .unwrap_or_else(|_| {
                         policy
                             .with_ask("config (invalid ask rules)", &["*".to_string()])

@@ -9,6 +9,7 @@
 //!
 //! May import `error`, `trace`, `term` only.
 
+pub mod condition;
 pub mod limits;
 pub mod policy;
 pub mod principal;

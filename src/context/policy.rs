@@ -7,11 +7,19 @@
 //! A [`Rules`] set decides: a deny match refuses (deny wins); otherwise, when it has an allow list,
 //! the call must match one allow pattern; with no allow list everything not denied is allowed.
 //!
+//! A rule may carry a condition on the call's arguments ([`RuleEntry::Conditioned`], CEL over
+//! `args`, see [`super::condition`]): it applies only when the condition holds. A condition that
+//! cannot be evaluated refuses the call (fail closed), whichever list the rule is in. Checked
+//! without arguments ([`Policy::check`], for listings), a conditioned allow rule counts as
+//! allowing and a conditioned deny rule as not denying: the call is decided when it is made.
+//!
 //! A [`Policy`] is a stack of rule sets (the config's `sandbox` section, then `--allow`/`--deny`
 //! from the command line). A call must pass **every** set, so a later layer can only narrow what
 //! an earlier one allows — a command-line flag never widens the config.
 
+use super::condition::Condition;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use wildmatch::WildMatch;
 
 /// A malformed pattern.
@@ -19,6 +27,46 @@ use wildmatch::WildMatch;
 pub enum PolicyError {
     #[error("policy pattern {0:?} is not valid: use server:tool with * and ? wildcards, like \"filesystem:read_*\"")]
     BadPattern(String),
+    #[error("rule {rule}: the condition `if` is not valid CEL over `args`: {message}")]
+    BadCondition { rule: String, message: String },
+    #[error("rule name {0:?} is not valid: use 1 to 64 letters, digits, '-', '_' or '.'")]
+    BadName(String),
+}
+
+/// One entry of an `allow`, `deny` or `ask` list: a glob, or a glob with a condition on the
+/// arguments and an optional name (`{"tool": "payments:refund", "if": "args.amount > 100",
+/// "name": "big-refunds"}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RuleEntry {
+    Glob(String),
+    Conditioned(ConditionedRule),
+}
+
+/// The object form of a rule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConditionedRule {
+    pub tool: String,
+    #[serde(rename = "if", default, skip_serializing_if = "Option::is_none")]
+    pub condition: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+impl From<String> for RuleEntry {
+    fn from(s: String) -> Self {
+        RuleEntry::Glob(s)
+    }
+}
+
+/// Rule names: what denials, traces and the audit name.
+fn valid_rule_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
 /// One pattern, kept in source form for messages.
@@ -26,6 +74,19 @@ pub enum PolicyError {
 struct Pattern {
     source: String,
     matcher: WildMatch,
+    /// Given in the config, or derived (`tool if condition`); `None` for a plain glob, which
+    /// messages name by its source.
+    name: Option<String>,
+    condition: Option<Condition>,
+}
+
+/// What a rule says of one call.
+enum Verdict {
+    /// It does not match (another tool, or its condition is false).
+    Skip,
+    Applies,
+    /// Its condition could not be evaluated: the call is refused.
+    Failed(String),
 }
 
 impl Pattern {
@@ -49,11 +110,88 @@ impl Pattern {
         Ok(Pattern {
             matcher: WildMatch::new(&full),
             source: s.to_string(),
+            name: None,
+            condition: None,
         })
+    }
+
+    /// A list entry; `kind` (allow, deny, ask) names a derived rule.
+    fn entry(entry: &RuleEntry, kind: &str) -> Result<Pattern, PolicyError> {
+        match entry {
+            RuleEntry::Glob(g) => Pattern::parse(g),
+            RuleEntry::Conditioned(c) => {
+                let mut p = Pattern::parse(&c.tool)?;
+                if let Some(n) = &c.name {
+                    if !valid_rule_name(n) {
+                        return Err(PolicyError::BadName(n.clone()));
+                    }
+                }
+                let shown = |cond: &str| {
+                    let clipped: String = cond.chars().take(80).collect();
+                    format!("{kind} {} if {clipped}", p.source)
+                };
+                let name = c
+                    .name
+                    .clone()
+                    .unwrap_or_else(|| shown(c.condition.as_deref().unwrap_or("true")));
+                if let Some(cond) = &c.condition {
+                    p.condition = Some(Condition::compile(cond).map_err(|message| {
+                        PolicyError::BadCondition {
+                            rule: format!("\"{name}\""),
+                            message,
+                        }
+                    })?);
+                }
+                p.name = Some(name);
+                Ok(p)
+            }
+        }
     }
 
     fn matches(&self, qualified: &str) -> bool {
         self.matcher.matches(qualified)
+    }
+
+    /// How the rule reads in messages: `deny "fs:write_*"` or `rule "big-refunds" (deny
+    /// payments:refund if args.amount > 100)`.
+    fn describe(&self, kind: &str) -> String {
+        match (&self.name, &self.condition) {
+            (Some(name), Some(c)) => format!(
+                "rule \"{name}\" ({kind} \"{}\" if {})",
+                self.source,
+                c.source()
+            ),
+            (Some(name), None) => format!("rule \"{name}\" ({kind} \"{}\")", self.source),
+            _ => format!("rule {kind} \"{}\"", self.source),
+        }
+    }
+
+    /// Whether the rule applies to a call of `qualified` with `args` (`None`: the name alone,
+    /// where a condition counts as `assume`).
+    fn verdict(&self, qualified: &str, args: Option<&Value>, assume: bool) -> Verdict {
+        if !self.matches(qualified) {
+            return Verdict::Skip;
+        }
+        match (&self.condition, args) {
+            (None, _) => Verdict::Applies,
+            (Some(_), None) if assume => Verdict::Applies,
+            (Some(_), None) => Verdict::Skip,
+            (Some(c), Some(args)) => match c.eval(args) {
+                Ok(true) => Verdict::Applies,
+                Ok(false) => Verdict::Skip,
+                Err(e) => Verdict::Failed(format!(
+                    "{qualified} was refused: the condition of the {} could not be evaluated on its arguments ({e}); a condition that fails denies the call (fail closed)",
+                    self.describe_kind()
+                )),
+            },
+        }
+    }
+
+    fn describe_kind(&self) -> String {
+        match &self.name {
+            Some(name) => format!("rule \"{name}\""),
+            None => format!("rule \"{}\"", self.source),
+        }
     }
 }
 
@@ -92,6 +230,22 @@ impl Rules {
         })
     }
 
+    /// Like [`Rules::new`], from config entries (globs or conditioned rules).
+    pub fn from_entries(
+        origin: impl Into<String>,
+        allow: Option<&[RuleEntry]>,
+        deny: &[RuleEntry],
+    ) -> Result<Rules, PolicyError> {
+        let compile = |list: &[RuleEntry], kind: &str| -> Result<Vec<Pattern>, PolicyError> {
+            list.iter().map(|p| Pattern::entry(p, kind)).collect()
+        };
+        Ok(Rules {
+            origin: origin.into(),
+            allow: allow.map(|a| compile(a, "allow")).transpose()?,
+            deny: compile(deny, "deny")?,
+        })
+    }
+
     /// A rule set that allows nothing.
     pub fn deny_all(origin: impl Into<String>) -> Rules {
         Rules {
@@ -105,12 +259,52 @@ impl Rules {
         Rules::new(origin, lists.allow.as_deref(), &lists.deny)
     }
 
-    /// `None` when allowed; the reason when refused.
-    fn refusal(&self, qualified: &str) -> Option<String> {
-        if let Some(p) = self.deny.iter().find(|p| p.matches(qualified)) {
+    /// `None` when allowed; the reason when refused. `args`: the call's arguments (`None`: the
+    /// name alone).
+    fn refusal(&self, qualified: &str, args: Option<&Value>) -> Option<String> {
+        for p in &self.deny {
+            match p.verdict(qualified, args, false) {
+                Verdict::Skip => {}
+                Verdict::Failed(why) => return Some(why),
+                Verdict::Applies if p.name.is_none() => {
+                    return Some(format!(
+                        "{qualified} is denied by the {} rule deny \"{}\"",
+                        self.origin, p.source
+                    ))
+                }
+                Verdict::Applies => {
+                    return Some(format!(
+                        "{qualified} is denied by the {} {}",
+                        self.origin,
+                        p.describe("deny")
+                    ))
+                }
+            }
+        }
+        let Some(allow) = &self.allow else {
+            return None;
+        };
+        let mut failed = None;
+        for p in allow {
+            match p.verdict(qualified, args, true) {
+                Verdict::Applies => return None,
+                Verdict::Failed(why) => failed = failed.or(Some(why)),
+                Verdict::Skip => {}
+            }
+        }
+        if failed.is_some() {
+            return failed;
+        }
+        let conditioned: Vec<String> = allow
+            .iter()
+            .filter(|p| p.condition.is_some() && p.matches(qualified))
+            .map(|p| p.describe("allow"))
+            .collect();
+        if !conditioned.is_empty() {
             return Some(format!(
-                "{qualified} is denied by the {} rule deny \"{}\"",
-                self.origin, p.source
+                "{qualified} is allowed by the {} only when its arguments satisfy {}; these do not",
+                self.origin,
+                conditioned.join(" or ")
             ));
         }
         match &self.allow {
@@ -159,13 +353,34 @@ impl Policy {
             .all(|l| l.allow.is_none() && l.deny.is_empty())
     }
 
-    /// `Ok` when `server:tool` may be called; else why not (for `PERMISSION_DENIED`).
+    /// `Ok` when `server:tool` may be called, judged by its name alone (conditioned rules: an
+    /// allow counts, a deny does not — the call is decided with its arguments by
+    /// [`Policy::check_call`]); else why not.
     pub fn check(&self, server: &str, tool: &str) -> Result<(), String> {
         let qualified = format!("{server}:{tool}");
-        match self.layers.iter().find_map(|l| l.refusal(&qualified)) {
+        match self.layers.iter().find_map(|l| l.refusal(&qualified, None)) {
             Some(reason) => Err(reason),
             None => Ok(()),
         }
+    }
+
+    /// `Ok` when this call (`server:tool` with `args`) may be made; else why not (for
+    /// `PERMISSION_DENIED`). An ask rule whose condition cannot be evaluated refuses too.
+    pub fn check_call(&self, server: &str, tool: &str, args: &Value) -> Result<(), String> {
+        let qualified = format!("{server}:{tool}");
+        if let Some(reason) = self
+            .layers
+            .iter()
+            .find_map(|l| l.refusal(&qualified, Some(args)))
+        {
+            return Err(reason);
+        }
+        for (_, p) in &self.ask {
+            if let Verdict::Failed(why) = p.verdict(&qualified, Some(args), false) {
+                return Err(why);
+            }
+        }
+        Ok(())
     }
 
     pub fn allows(&self, server: &str, tool: &str) -> bool {
@@ -180,15 +395,37 @@ impl Policy {
         Ok(self)
     }
 
+    /// Adds `ask` entries of a config (globs or conditioned rules).
+    pub fn with_ask_entries(
+        mut self,
+        origin: &str,
+        entries: &[RuleEntry],
+    ) -> Result<Self, PolicyError> {
+        for e in entries {
+            self.ask
+                .push((origin.to_string(), Pattern::entry(e, "ask")?));
+        }
+        Ok(self)
+    }
+
     /// The rule that makes `server:tool` wait for approval, as a person reads it
     /// (`config rule ask "filesystem:write_*"`), or `None`. Only meaningful for a call that
     /// [`Policy::check`] allowed: deny wins over ask.
     pub fn asks(&self, server: &str, tool: &str) -> Option<String> {
+        self.asks_call(server, tool, None)
+    }
+
+    /// Like [`Policy::asks`] for a call with `args`: a conditioned ask rule asks when its
+    /// condition holds (one that cannot be evaluated was refused by [`Policy::check_call`]).
+    pub fn asks_call(&self, server: &str, tool: &str, args: Option<&Value>) -> Option<String> {
         let qualified = format!("{server}:{tool}");
         self.ask
             .iter()
-            .find(|(_, p)| p.matches(&qualified))
-            .map(|(origin, p)| format!("{origin} rule ask \"{}\"", p.source))
+            .find(|(_, p)| matches!(p.verdict(&qualified, args, false), Verdict::Applies))
+            .map(|(origin, p)| match &p.name {
+                None => format!("{origin} rule ask \"{}\"", p.source),
+                Some(_) => format!("{origin} {}", p.describe("ask")),
+            })
     }
 }
 
@@ -302,6 +539,85 @@ mod tests {
         let pre = PreApproved::new(&["fs:write_*".into()]).unwrap();
         assert_eq!(pre.matching("fs", "write_file"), Some("fs:write_*"));
         assert_eq!(pre.matching("fs", "read_file"), None);
+    }
+
+    fn entries(v: serde_json::Value) -> Vec<RuleEntry> {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn conditions_decide_with_the_arguments_and_fail_closed() {
+        use serde_json::json;
+        let allow = entries(
+            json!(["fx:echo", "fx:add", {"tool": "fx:mail", "if": "args.to.all(a, a.endsWith('@acme.com'))", "name": "internal"}]),
+        );
+        let deny =
+            entries(json!([{"tool": "fx:mail", "if": "has(args.meta) && args.meta.priority > 5"}]));
+        let p = Policy::allow_all()
+            .with(Rules::from_entries("config", Some(&allow), &deny).unwrap())
+            .with_ask_entries(
+                "config",
+                &entries(json!([{"tool": "fx:add", "if": "args.a > 100", "name": "big"}])),
+            )
+            .unwrap();
+        // By name: the conditioned allow counts, the conditioned deny does not.
+        assert!(p.check("fx", "mail").is_ok());
+        assert!(p
+            .check_call("fx", "mail", &json!({"to": ["a@acme.com"]}))
+            .is_ok());
+        let why = p
+            .check_call("fx", "mail", &json!({"to": ["a@acme.com", "b@evil.com"]}))
+            .unwrap_err();
+        assert_eq!(why, "fx:mail is allowed by the config only when its arguments satisfy rule \"internal\" (allow \"fx:mail\" if args.to.all(a, a.endsWith('@acme.com'))); these do not");
+        let why = p
+            .check_call(
+                "fx",
+                "mail",
+                &json!({"to": ["a@acme.com"], "meta": {"priority": 9}}),
+            )
+            .unwrap_err();
+        assert_eq!(why, "fx:mail is denied by the config rule \"deny fx:mail if has(args.meta) && args.meta.priority > 5\" (deny \"fx:mail\" if has(args.meta) && args.meta.priority > 5)");
+        let why = p
+            .check_call(
+                "fx",
+                "mail",
+                &json!({"to": ["a@acme.com"], "meta": {"priority": "high"}}),
+            )
+            .unwrap_err();
+        assert!(
+            why.contains("could not be evaluated") && why.contains("fail closed"),
+            "{why}"
+        );
+        let why = p
+            .check_call("fx", "mail", &json!({"to": "a@acme.com"}))
+            .unwrap_err();
+        assert!(why.contains("could not be evaluated"), "{why}");
+        assert_eq!(
+            p.asks_call("fx", "add", Some(&json!({"a": 150})))
+                .as_deref(),
+            Some("config rule \"big\" (ask \"fx:add\" if args.a > 100)")
+        );
+        assert_eq!(p.asks_call("fx", "add", Some(&json!({"a": 1}))), None);
+        // An ask rule whose condition fails refuses the call too.
+        let why = p.check_call("fx", "add", &json!({"a": "x"}));
+        assert!(
+            why.as_ref().is_err_and(|w| w.contains("could not be evaluated")),
+            "{why:?}"
+        );
+        // Refused at load: the rule and where the expression is wrong.
+        let bad = Rules::from_entries(
+            "config",
+            None,
+            &entries(json!([{"tool": "fx:mail", "if": "args.to ==", "name": "broken"}])),
+        )
+        .unwrap_err();
+        assert!(bad.to_string().starts_with("rule \"broken\": the condition `if` is not valid CEL over `args`: at line:column 1:"), "{bad}");
+        assert!(Rules::from_entries(
+            "c",
+            None,
+            &entries(json!([{"tool": "fx:mail", "name": "a b"}]))
+        )
+        .is_err());
     }
 
     #[test]

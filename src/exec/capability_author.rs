@@ -34,7 +34,7 @@ impl AuthorPolicies {
                 rec.version
             );
             let rules = match self.0.get(name) {
-                Some(p) => Rules::new(origin.clone(), p.allow.as_deref(), &p.deny)
+                Some(p) => Rules::from_entries(origin.clone(), p.allow.as_deref(), &p.deny)
                     .unwrap_or_else(|_| Rules::deny_all(origin)),
                 None => Rules::deny_all(format!("{origin}, no longer in sandbox.policies")),
             };

@@ -66,6 +66,14 @@ pub fn check_call(
         )
         .with_tool(qualified));
     }
+    // Conditions on the arguments, once they are known to match the schema.
+    if let Err(reason) = request.policy.check_call(server, tool, args) {
+        return Err(ExecError::new(
+            ErrorCode::PermissionDenied,
+            format!("{reason}; the call was not forwarded"),
+        )
+        .with_tool(qualified));
+    }
     Ok(())
 }
 

@@ -150,17 +150,22 @@ impl Run {
             audit_args: self.audit_args.clone(),
         };
         // A call an `ask` rule matches waits for approval first, outside its call timeout.
-        let approval = self.request.policy.asks(&q.server, &q.tool).map(|rule| {
-            let question = crate::gate::approval::Question::new(&q.server, &q.tool, &q.args, &rule);
-            self.approvals.wait(
-                question,
-                crate::gate::approval::Recording {
-                    trace_id: ctx.trace_id.clone(),
-                    parent_trace_id: self.request.parent_trace_id.clone(),
-                    sink: self.children.clone(),
-                },
-            )
-        });
+        let approval = self
+            .request
+            .policy
+            .asks_call(&q.server, &q.tool, Some(&q.args))
+            .map(|rule| {
+                let question =
+                    crate::gate::approval::Question::new(&q.server, &q.tool, &q.args, &rule);
+                self.approvals.wait(
+                    question,
+                    crate::gate::approval::Recording {
+                        trace_id: ctx.trace_id.clone(),
+                        parent_trace_id: self.request.parent_trace_id.clone(),
+                        sink: self.children.clone(),
+                    },
+                )
+            });
         let provider = catalog.provider(&q.server).cloned();
         let (tool, args) = (q.tool, q.args);
         let id = q.id;
