@@ -44,6 +44,7 @@ mod oversized_errors;
 mod oversized_server_answer;
 mod parallel_calls;
 mod performance_clock;
+mod policy_conditions;
 mod queue_bound;
 mod random_kills;
 mod reference_servers;
