@@ -31,6 +31,8 @@
 //!   this run) and `gateway_http_8_clients_pct` (8 HTTP clients' executions/s in percent of the
 //!   library's with 8 submitters).
 //! - `audit_*` and `audited_*`: the audit log's costs (see `audit/mod.rs`).
+//! - `policy_check_us`: the host's time to decide one call under 20 conditioned rules (see
+//!   `policy/mod.rs`).
 //! - `state_*`: session state's costs (`store` + `load` of 1 KiB; see `state/mod.rs`).
 //! - `timer_sleep_overhead_us`: what `await new Promise((r) => setTimeout(r, 1))` takes beyond its
 //!   1 ms, from 300 sleeps in one execution (timed inside the script with `performance.now()`):
@@ -41,6 +43,7 @@
 
 mod audit;
 mod gateway;
+mod policy;
 mod state;
 mod timers;
 
@@ -488,6 +491,9 @@ async fn bench() -> Value {
     if let (Value::Object(r), Value::Object(a)) = (&mut report, state::bench(&runner).await) {
         r.extend(a);
     }
+    if let (Value::Object(r), Value::Object(a)) = (&mut report, policy::bench()) {
+        r.extend(a);
+    }
     report
 }
 
@@ -534,14 +540,14 @@ async fn concurrent_calls(local: &Catalog, mcp: &Catalog, runner: &RunnerCommand
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`. `gateway`, `audit` or `state` as an argument measures only those
+    // `cargo bench` passes `--bench`. `gateway`, `audit`, `state` or `policy` as an argument measures only those
     // keys (printed, not written to target/bench); other filter arguments are ignored.
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("tokio runtime");
     let only = |name: &str| std::env::args().skip(1).any(|a| a == name);
-    if only("gateway") || only("audit") || only("state") {
+    if only("gateway") || only("audit") || only("state") || only("policy") {
         let (gw, au, st) = (only("gateway"), only("audit"), only("state"));
         let report = rt
             .block_on(async move {
@@ -556,6 +562,11 @@ fn main() {
                     if au {
                         let runner = RunnerCommand::new(release_bin("sandbox-runner"));
                         if let Value::Object(a) = audit::bench(&runner).await {
+                            out.extend(a);
+                        }
+                    }
+                    if only("policy") {
+                        if let Value::Object(a) = policy::bench() {
                             out.extend(a);
                         }
                     }

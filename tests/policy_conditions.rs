@@ -102,7 +102,9 @@ fn conditions_allow_deny_and_ask_per_rule_and_fail_closed() {
         .unwrap_or_else(|| panic!("no approval_requested in {traces:?}"));
     assert_eq!(
         asked["rule"],
-        json!("config rule \"ask fixture:add if args.a > 100\" (ask \"fixture:add\" if args.a > 100)")
+        json!(
+            "config rule \"ask fixture:add if args.a > 100\" (ask \"fixture:add\" if args.a > 100)"
+        )
     );
     assert!(r[4]["out"]["traces"]
         .as_array()
@@ -118,7 +120,11 @@ fn conditions_allow_deny_and_ask_per_rule_and_fail_closed() {
                 .as_array()
                 .unwrap()
                 .iter()
-                .filter(|t| t["type"] == "tool_end" && t["tool"] == "fixture:send_mail" && t["success"] == true)
+                .filter(|t| {
+                    t["type"] == "tool_end"
+                        && t["tool"] == "fixture:send_mail"
+                        && t["success"] == true
+                })
                 .count()
         })
         .sum();
@@ -150,15 +156,23 @@ fn load_error(rule: Value) -> (i32, String) {
 
 #[test]
 fn malformed_and_costly_conditions_are_refused_at_load() {
-    let (status, err) = load_error(json!({"tool": "fixture:add", "if": "args.a >", "name": "half"}));
+    let (status, err) =
+        load_error(json!({"tool": "fixture:add", "if": "args.a >", "name": "half"}));
     assert_eq!(status, 2, "{err}");
     assert!(
-        err.contains("rule \"half\": the condition `if` is not valid CEL over `args`: at line:column 1:"),
+        err.contains(
+            "rule \"half\": the condition `if` is not valid CEL over `args`: at line:column 1:"
+        ),
         "{err}"
     );
-    let (status, err) = load_error(json!({"tool": "fixture:add", "if": "args.xs.all(x, args.ys.exists(y, x == y))", "name": "square"}));
+    let (status, err) = load_error(
+        json!({"tool": "fixture:add", "if": "args.xs.all(x, args.ys.exists(y, x == y))", "name": "square"}),
+    );
     assert_eq!(status, 2, "{err}");
-    assert!(err.contains("rule \"square\"") && err.contains("nested inside another"), "{err}");
+    assert!(
+        err.contains("rule \"square\"") && err.contains("nested inside another"),
+        "{err}"
+    );
     let (status, err) = load_error(json!({"tool": "fixture:add", "if": "env.HOME == ''"}));
     assert_eq!(status, 2, "{err}");
     assert!(err.contains("the only variable is `args`"), "{err}");

@@ -17,7 +17,7 @@
 //! from the command line). A call must pass **every** set, so a later layer can only narrow what
 //! an earlier one allows — a command-line flag never widens the config.
 
-use super::condition::Condition;
+use super::condition::{CallArgs, Condition};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use wildmatch::WildMatch;
@@ -168,7 +168,7 @@ impl Pattern {
 
     /// Whether the rule applies to a call of `qualified` with `args` (`None`: the name alone,
     /// where a condition counts as `assume`).
-    fn verdict(&self, qualified: &str, args: Option<&Value>, assume: bool) -> Verdict {
+    fn verdict(&self, qualified: &str, args: Option<&CallArgs<'_>>, assume: bool) -> Verdict {
         if !self.matches(qualified) {
             return Verdict::Skip;
         }
@@ -261,7 +261,7 @@ impl Rules {
 
     /// `None` when allowed; the reason when refused. `args`: the call's arguments (`None`: the
     /// name alone).
-    fn refusal(&self, qualified: &str, args: Option<&Value>) -> Option<String> {
+    fn refusal(&self, qualified: &str, args: Option<&CallArgs<'_>>) -> Option<String> {
         for p in &self.deny {
             match p.verdict(qualified, args, false) {
                 Verdict::Skip => {}
@@ -368,6 +368,8 @@ impl Policy {
     /// `PERMISSION_DENIED`). An ask rule whose condition cannot be evaluated refuses too.
     pub fn check_call(&self, server: &str, tool: &str, args: &Value) -> Result<(), String> {
         let qualified = format!("{server}:{tool}");
+        let args = CallArgs::new(args);
+        let args = &args;
         if let Some(reason) = self
             .layers
             .iter()
@@ -419,6 +421,8 @@ impl Policy {
     /// condition holds (one that cannot be evaluated was refused by [`Policy::check_call`]).
     pub fn asks_call(&self, server: &str, tool: &str, args: Option<&Value>) -> Option<String> {
         let qualified = format!("{server}:{tool}");
+        let args = args.map(CallArgs::new);
+        let args = args.as_ref();
         self.ask
             .iter()
             .find(|(_, p)| matches!(p.verdict(&qualified, args, false), Verdict::Applies))
@@ -601,7 +605,8 @@ mod tests {
         // An ask rule whose condition fails refuses the call too.
         let why = p.check_call("fx", "add", &json!({"a": "x"}));
         assert!(
-            why.as_ref().is_err_and(|w| w.contains("could not be evaluated")),
+            why.as_ref()
+                .is_err_and(|w| w.contains("could not be evaluated")),
             "{why:?}"
         );
         // Refused at load: the rule and where the expression is wrong.
