@@ -32,6 +32,7 @@ fn main() {
             Command::Auth(args) => cli::auth::command(args).await,
             Command::Token(args) => cli::team::token(args),
             Command::Audit(args) => cli::team::audit(args),
+            Command::Policy(args) => cli::policy::command(args),
         }
     });
     match status {

@@ -52,17 +52,63 @@ fn attempt(call: &str) -> Value {
     )})
 }
 
+/// The calls of the test: `server:tool` and its arguments, as JSON.
+const CALLS: &[(&str, &str)] = &[
+    (
+        "fixture:send_mail",
+        r#"{"to": ["ann@acme.com"], "subject": "hi"}"#,
+    ),
+    (
+        "fixture:send_mail",
+        r#"{"to": ["ann@acme.com", "eve@evil.example"], "subject": "hi"}"#,
+    ),
+    (
+        "fixture:send_mail",
+        r#"{"to": ["ann@acme.com"], "subject": "hi", "meta": {"priority": 9}}"#,
+    ),
+    (
+        "fixture:send_mail",
+        r#"{"to": ["ann@acme.com"], "subject": "hi", "meta": {"priority": "high"}}"#,
+    ),
+    ("fixture:add", r#"{"a": 1, "b": 2}"#),
+    ("fixture:add", r#"{"a": 150, "b": 2}"#),
+    ("fixture:echo", r#"{"message": "plain"}"#),
+];
+
+/// `policy explain` of one call under `sandbox`: its JSON answer.
+fn explain(sandbox: &Value, tool: &str, args: &str) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("mcp.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {}, "sandbox": sandbox}).to_string(),
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-sandbox"))
+        .args(["policy", "explain", "--json", "--config"])
+        .arg(&config)
+        .arg("--call")
+        .arg(format!("{tool} {args}"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 #[test]
 fn conditions_allow_deny_and_ask_per_rule_and_fail_closed() {
-    let calls = json!([
-        attempt("mcp.fixture.send_mail({to: ['ann@acme.com'], subject: 'hi'})"),
-        attempt("mcp.fixture.send_mail({to: ['ann@acme.com', 'eve@evil.example'], subject: 'hi'})"),
-        attempt("mcp.fixture.send_mail({to: ['ann@acme.com'], subject: 'hi', meta: {priority: 9}})"),
-        attempt("mcp.fixture.send_mail({to: ['ann@acme.com'], subject: 'hi', meta: {priority: 'high'}})"),
-        attempt("mcp.fixture.add({a: 1, b: 2})"),
-        attempt("mcp.fixture.add({a: 150, b: 2})"),
-        attempt("mcp.fixture.echo({message: 'plain'})")
-    ]);
+    let calls: Vec<Value> = CALLS
+        .iter()
+        .map(|(tool, args)| {
+            let (server, name) = tool.split_once(':').unwrap();
+            attempt(&format!("mcp.{server}.{name}({args})"))
+        })
+        .collect();
+    let calls = Value::Array(calls);
     let report = serve_calls(policy(), &calls);
     let r = report["results"].as_array().unwrap();
     let result = |i: usize| r[i]["out"]["result"].clone();
@@ -129,6 +175,34 @@ fn conditions_allow_deny_and_ask_per_rule_and_fail_closed() {
         })
         .sum();
     assert_eq!(mails, 1, "{report}");
+
+    // `policy explain` decides every call as the gateway did, with the same reason.
+    for (i, (tool, args)) in CALLS.iter().enumerate() {
+        let e = explain(&policy(), tool, args);
+        let expected = match (result(i)[0].as_str().unwrap(), i) {
+            (_, 5) => "ask",
+            ("ok", _) => "allow",
+            ("PERMISSION_DENIED", _) => "deny",
+            (other, _) => panic!("unexpected {other}"),
+        };
+        assert_eq!(e["decision"], json!(expected), "{tool} {args}: {e}");
+        if expected == "deny" {
+            let gateway = result(i)[1].as_str().unwrap().to_string();
+            assert_eq!(
+                format!("{}; the call was not forwarded", e["why"].as_str().unwrap()),
+                gateway
+            );
+        }
+        if expected == "ask" {
+            assert_eq!(
+                e["why"],
+                json!(format!(
+                    "it waits for approval: {}",
+                    asked["rule"].as_str().unwrap()
+                ))
+            );
+        }
+    }
 }
 
 /// `run --config` with a bad rule: exit 2, the rule and the position named.

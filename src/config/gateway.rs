@@ -95,6 +95,25 @@ pub struct PrincipalPolicy {
 }
 
 impl PrincipalPolicy {
+    /// `policy` narrowed by this principal policy (its allow/deny rules, then its ask rules).
+    /// A rule the config's validation would refuse denies everything (fail closed).
+    pub fn narrow(
+        &self,
+        name: &str,
+        policy: crate::context::policy::Policy,
+    ) -> crate::context::policy::Policy {
+        let origin = format!("policy '{name}'");
+        match self.rules(name) {
+            Ok(rules) => policy
+                .with(rules)
+                .with_ask_entries(&origin, &self.ask)
+                .unwrap_or_else(|_| {
+                    crate::context::policy::Policy::allow_all().with(Rules::deny_all(origin))
+                }),
+            Err(_) => policy.with(Rules::deny_all(origin)),
+        }
+    }
+
     pub fn rules(&self, name: &str) -> Result<Rules, PolicyError> {
         Rules::from_entries(
             format!("policy '{name}'"),

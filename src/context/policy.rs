@@ -389,6 +389,17 @@ impl Policy {
         self.check(server, tool).is_ok()
     }
 
+    /// What the gate decides for this call (the schema check aside): refused, asked, or allowed.
+    pub fn decide(&self, server: &str, tool: &str, args: &Value) -> Decision {
+        if let Err(reason) = self.check_call(server, tool, args) {
+            return Decision::Deny(reason);
+        }
+        match self.asks_call(server, tool, Some(args)) {
+            Some(rule) => Decision::Ask(rule),
+            None => Decision::Allow,
+        }
+    }
+
     /// Adds `ask` patterns (from `origin`, for messages): matching calls wait for approval.
     pub fn with_ask(mut self, origin: &str, patterns: &[String]) -> Result<Self, PolicyError> {
         for p in patterns {
@@ -431,6 +442,16 @@ impl Policy {
                 Some(_) => format!("{origin} {}", p.describe("ask")),
             })
     }
+}
+
+/// A call's fate under a policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Allow,
+    /// It waits for a person's approval; the rule that asks.
+    Ask(String),
+    /// Refused (`PERMISSION_DENIED`); why, naming the rule.
+    Deny(String),
 }
 
 /// Patterns a call is pre-approved by (`--approve`): compiled like the policy's.

@@ -4,6 +4,7 @@
 use super::auth::AuthArgs;
 use super::check::CheckArgs;
 use super::learning::{CapabilityArgs, GraphArgs};
+use super::policy::PolicyArgs as PolicyCommandArgs;
 use super::run::RunArgs;
 use super::team::{AuditArgs, TokenArgs};
 use super::tools::ToolsArgs;
@@ -41,4 +42,6 @@ pub enum Command {
     Token(TokenArgs),
     /// Query the audit log (one record per execution).
     Audit(AuditArgs),
+    /// Test a policy before deploying it: `policy explain --config F --call 'server:tool {json}'`.
+    Policy(PolicyCommandArgs),
 }

@@ -8,6 +8,7 @@ pub mod auth;
 pub mod check;
 pub mod command;
 pub mod learning;
+pub mod policy;
 pub mod run;
 pub mod run_output;
 pub mod team;

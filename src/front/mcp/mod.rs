@@ -93,20 +93,7 @@ impl Gateway {
         let mut policy = self.policy.clone();
         let mut limits = self.limits;
         for (name, p) in auth::policies_of(principal, &self.policies) {
-            policy = match p.rules(name) {
-                Ok(rules) => policy
-                    .with(rules)
-                    .with_ask_entries(&format!("policy '{name}'"), &p.ask)
-                    .unwrap_or_else(|_| {
-                        crate::context::policy::Policy::allow_all().with(
-                            crate::context::policy::Rules::deny_all(format!("policy '{name}'")),
-                        )
-                    }),
-                // The config's validation refused bad patterns; fail closed all the same.
-                Err(_) => policy.with(crate::context::policy::Rules::deny_all(format!(
-                    "policy '{name}'"
-                ))),
-            };
+            policy = p.narrow(name, policy);
             if let Some(l) = &p.limits {
                 limits = limits.narrow(l).0;
             }
