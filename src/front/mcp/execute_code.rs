@@ -64,6 +64,12 @@ counts by kind and tool, the logs keep their first and last lines, and the resul
 aggregate or slice in the script, or return one page and ask for the next in another execution). Only the \
 answer is cut: tool results and capability results inside the script are always whole."
     );
+    d.push_str(
+        "\nLong scripts: pass yield_after_ms to get an answer early ({status: \"running\", execution_id, \
+logs_so_far, calls_done, calls_in_flight}) while the script goes on; then wait_execution gives its outcome \
+(read it once: it is kept for this session until read or until the session ends or stays idle past its \
+time-to-live) and cancel_execution stops it.",
+    );
     if !servers.is_empty() {
         let _ = write!(d, "\nServers: {}.", servers.join(", "));
     }

@@ -73,6 +73,8 @@ pub async fn run(
     };
     exec.live = Some(entry.live.clone());
     exec.client_cancel = Some(entry.cancel.clone());
+    // Watching before the execution starts, so no ended call is missed.
+    let watcher = y.notes.as_ref().map(|n| calls_progress(&entry.live, n.clone()));
     let (task_gateway, task_entry, gone) = (gateway.clone(), entry.clone(), y.session_gone);
     let permit = y.permit;
     tokio::spawn(async move {
@@ -91,7 +93,6 @@ pub async fn run(
         let (value, room) = super::execute_code::reserve_answer(&task_gateway, &outcome, budget);
         task_entry.finish(Finished::new(value, budget, room));
     });
-    let watcher = y.notes.as_ref().map(|n| calls_progress(&entry.live, n.clone()));
     let ended = tokio::select! {
         ended = entry.wait(after) => ended,
         () = request_cancel.cancelled() => {
@@ -124,14 +125,12 @@ pub fn calls_progress(live: &LiveView, notes: Arc<Notes>) -> DropGuardTask {
         let mut done = calls.borrow_and_update().done;
         while calls.changed().await.is_ok() {
             let c = *calls.borrow_and_update();
-            if c.done == done {
-                continue; // a call started: only ended calls are reported
+            // One per ended call, even when several ended between two looks (a call that
+            // started changes nothing here).
+            while done < c.done {
+                done += 1;
+                notes.send(format!("{done} tool calls done, {} in flight", c.in_flight));
             }
-            done = c.done;
-            notes.send(format!(
-                "{} tool calls done, {} in flight",
-                c.done, c.in_flight
-            ));
         }
     }))
 }
