@@ -54,12 +54,7 @@ async fn over_http(sandbox: Value, steps: &Value) -> Value {
     let h = start_http_with(sandbox, &[]).await;
     let (url, pid, steps) = (url(&h), h.pid.to_string(), steps.to_string());
     tokio::task::spawn_blocking(move || {
-        client(&[
-            "http".as_ref(),
-            url.as_ref(),
-            pid.as_ref(),
-            steps.as_ref(),
-        ])
+        client(&["http".as_ref(), url.as_ref(), pid.as_ref(), steps.as_ref()])
     })
     .await
     .unwrap()
@@ -205,7 +200,10 @@ fn check_main(report: &Value) {
         .iter()
         .map(|p| {
             let m = p[1].as_str().unwrap();
-            (p[0].as_f64().unwrap(), m.split(',').next().unwrap().to_string())
+            (
+                p[0].as_f64().unwrap(),
+                m.split(',').next().unwrap().to_string(),
+            )
         })
         .collect();
     let expected: Vec<(f64, String)> = (1..=3)
@@ -228,11 +226,17 @@ fn check_descriptions(report: &Value) {
         "logs_so_far, calls_done, calls_in_flight",
         "INVALID_ARGUMENTS",
     ] {
-        assert!(wait.contains(needle), "wait_execution lacks {needle:?}: {wait}");
+        assert!(
+            wait.contains(needle),
+            "wait_execution lacks {needle:?}: {wait}"
+        );
     }
     let cancel = tools["cancel_execution"].as_str().unwrap();
     for needle in ["killed", "CANCELLED", "INVALID_ARGUMENTS", "forgotten"] {
-        assert!(cancel.contains(needle), "cancel_execution lacks {needle:?}: {cancel}");
+        assert!(
+            cancel.contains(needle),
+            "cancel_execution lacks {needle:?}: {cancel}"
+        );
     }
     let execute = tools["execute_code"].as_str().unwrap();
     assert!(execute.contains("yield_after_ms"), "{execute}");
@@ -249,7 +253,10 @@ fn check_descriptions(report: &Value) {
         "time-to-live",
         "LIMIT_EXCEEDED",
     ] {
-        assert!(arg.contains(needle), "yield_after_ms lacks {needle:?}: {arg}");
+        assert!(
+            arg.contains(needle),
+            "yield_after_ms lacks {needle:?}: {arg}"
+        );
     }
 }
 
@@ -271,9 +278,14 @@ async fn yielded_executions_over_http() {
 /// unknown id, to wait and to cancel; A's execution goes on and is still A's to read.
 #[tokio::test(flavor = "multi_thread")]
 async fn another_sessions_id_is_refused_like_an_unknown_one() {
-    let on_b = |tool: &str, id: &str| json!({"call": tool, "args": {"execution_id": id}, "session": "B"});
+    let on_b =
+        |tool: &str, id: &str| json!({"call": tool, "args": {"execution_id": id}, "session": "B"});
     let steps = json!([
-        saved("execute_code", json!({"code": sleeper(1500, "mine"), "yield_after_ms": 100}), "mine"),
+        saved(
+            "execute_code",
+            json!({"code": sleeper(1500, "mine"), "yield_after_ms": 100}),
+            "mine"
+        ),
         on_b("wait_execution", "$mine"),
         on_b("cancel_execution", "$mine"),
         on_b("wait_execution", NOBODY),
@@ -332,4 +344,30 @@ fn running_cap_and_idle_ttl() {
     assert_eq!(outcome_of(&s[10])["result"], "kept", "{}", s[10]);
     assert_eq!(outcome_of(&s[11])["status"], "running", "{}", s[11]);
     assert_refused_as_unknown(&s[13]);
+}
+
+/// The end of its HTTP session (`DELETE`) cancels a yielded execution: its runner exits.
+#[tokio::test(flavor = "multi_thread")]
+async fn ending_the_http_session_cancels_its_yielded_executions() {
+    use crate::serve_cancellation::{assert_gone_within_3s, wait_busy};
+    use crate::serve_support::http::{delete, execute_body, open_session, post};
+    let h = start_http_with(json!({}), &[]).await;
+    let s = open_session(&h.addr).await;
+    let a = post(
+        &h.addr,
+        Some(&s),
+        &execute_body(2, json!({"code": BUSY, "yield_after_ms": 300})),
+    )
+    .await;
+    let reply = a.reply(2);
+    assert_eq!(
+        reply["result"]["structuredContent"]["status"], "running",
+        "{reply}"
+    );
+    // Answered, and still running on its own.
+    let runners = wait_busy(h.pid, 1).await;
+    let t = std::time::Instant::now();
+    let d = delete(&h.addr, &s).await;
+    assert!(d.status == 200 || d.status == 202, "{d:?}");
+    assert_gone_within_3s(&runners, t).await;
 }

@@ -170,11 +170,7 @@ impl Executions {
     /// `owner`'s execution `id` (`None` for an unknown id and for another scope's alike).
     pub fn get(&self, owner: &SessionScope, id: &str) -> Option<Arc<Execution>> {
         let key = owner.key();
-        self.lock()
-            .runs
-            .get(id)
-            .filter(|e| e.owner == key)
-            .cloned()
+        self.lock().runs.get(id).filter(|e| e.owner == key).cloned()
     }
 
     /// Takes `owner`'s finished outcome `id` and forgets the execution (`None`: not finished,
@@ -220,7 +216,8 @@ fn sweep(inner: &mut Inner, now: Instant, ttl: Duration) {
         let last = seen.get(&e.owner).map_or(at, |s| (*s).max(at));
         !e.session_gone.is_cancelled() && now.duration_since(last) < ttl
     });
-    let owners: std::collections::HashSet<&String> = inner.runs.values().map(|e| &e.owner).collect();
+    let owners: std::collections::HashSet<&String> =
+        inner.runs.values().map(|e| &e.owner).collect();
     let keep: std::collections::HashSet<String> = owners.into_iter().cloned().collect();
     inner
         .seen

@@ -142,7 +142,10 @@ impl GatewayServer {
 
     /// Cancelled when the session of a request ends (HTTP: `DELETE` or expiry; stdio: the
     /// connection closes).
-    fn session_gone(&self, context: &RequestContext<RoleServer>) -> tokio_util::sync::CancellationToken {
+    fn session_gone(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> tokio_util::sync::CancellationToken {
         match session_header(context) {
             Some(id) => self.gateway.sessions.token(id),
             None => self.connection_gone.clone(),
@@ -288,7 +291,9 @@ impl ServerHandler for GatewayServer {
         let tenant = principal.tenant.as_str();
         let owner = self.session_scope(&context, &principal);
         // Any request keeps the session's unread outcomes alive (`executions`).
-        self.gateway.executions.touch(&owner, self.gateway.session.ttl());
+        self.gateway
+            .executions
+            .touch(&owner, self.gateway.session.ttl());
         let result: CallToolResult = match request.name.as_ref() {
             // rmcp cancels `context.ct` on `notifications/cancelled` for this request and when
             // the session ends.

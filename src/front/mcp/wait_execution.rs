@@ -2,8 +2,8 @@
 //! outcome of an execution that `execute_code {yield_after_ms}` left running, or what is new
 //! in it since the last look (`running`). The lifetime rules are in `executions`.
 
-use super::executions::{self, Execution, Finished};
 use super::execute_code::{reserve_answer, tool_result};
+use super::executions::{self, Execution, Finished};
 use super::responses::AnswerKey;
 use super::search_tools::WithText;
 use super::{bad_args, Gateway};
@@ -150,7 +150,10 @@ pub async fn cancel(
     let entry = gateway.executions.get(owner, id).ok_or_else(|| unknown())?;
     entry.cancel.cancel();
     if !entry.wait(CANCEL_WAIT).await {
-        tracing::warn!(execution = id, "a cancelled execution did not end within {CANCEL_WAIT:?}");
+        tracing::warn!(
+            execution = id,
+            "a cancelled execution did not end within {CANCEL_WAIT:?}"
+        );
         return Ok(running(&entry));
     }
     match gateway.executions.take(owner, id) {
@@ -202,7 +205,9 @@ pub fn running(entry: &Execution) -> CallToolResult {
         });
         if dropped > 0 {
             v["logs_dropped"] = json!(dropped);
-            v["hint"] = json!("older new log lines did not fit the output budget; the outcome's logs hold them");
+            v["hint"] = json!(
+                "older new log lines did not fit the output budget; the outcome's logs hold them"
+            );
         }
         v
     };

@@ -74,7 +74,10 @@ pub async fn run(
     exec.live = Some(entry.live.clone());
     exec.client_cancel = Some(entry.cancel.clone());
     // Watching before the execution starts, so no ended call is missed.
-    let watcher = y.notes.as_ref().map(|n| calls_progress(&entry.live, n.clone()));
+    let watcher = y
+        .notes
+        .as_ref()
+        .map(|n| calls_progress(&entry.live, n.clone()));
     let (task_gateway, task_entry, gone) = (gateway.clone(), entry.clone(), y.session_gone);
     let permit = y.permit;
     tokio::spawn(async move {
@@ -111,7 +114,10 @@ pub async fn run(
     if let Some(n) = &y.notes {
         n.close();
     }
-    match ended.then(|| gateway.executions.take(&owner, &entry.id)).flatten() {
+    match ended
+        .then(|| gateway.executions.take(&owner, &entry.id))
+        .flatten()
+    {
         Some(f) => super::wait_execution::deliver(gateway, f, answer),
         None => super::wait_execution::running(&entry),
     }
