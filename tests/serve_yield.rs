@@ -108,6 +108,9 @@ fn main_steps() -> Value {
         // Calls done as progress of the request, before it yields.
         {"call": "execute_code", "progress": true, "save": "p", "args": {"code": "for (let i = 0; i < 3; i++) await mcp.fixture.add({a: i, b: 1}); await new Promise(r => setTimeout(r, 3000)); return 'p'", "yield_after_ms": 1500}},
         call("cancel_execution", json!({"execution_id": "$p"})),
+        // A running answer within a small output budget: the oldest new lines go.
+        saved("execute_code", json!({"code": "for (let i = 0; i < 200; i++) console.log('line ' + i); await new Promise(r => setTimeout(r, 3000)); return 1", "yield_after_ms": 300, "max_output_bytes": 1024}), "cut"),
+        call("cancel_execution", json!({"execution_id": "$cut"})),
     ])
 }
 
@@ -211,6 +214,18 @@ fn check_main(report: &Value) {
         .collect();
     assert_eq!(progress, expected, "{}", s[23]);
     assert_eq!(outcome_of(&s[24])["error"]["code"], "CANCELLED");
+    let cut = outcome_of(&s[25]);
+    assert_eq!(cut["status"], "running", "{}", s[25]);
+    let kept = cut["logs_so_far"].as_array().unwrap();
+    assert_eq!(kept.last(), Some(&log("line 199")), "{}", s[25]);
+    assert_eq!(
+        kept.len() as u64 + cut["logs_dropped"].as_u64().unwrap(),
+        200
+    );
+    let bytes = serde_json::to_string(cut).unwrap().len()
+        + serde_json::to_string(&s[25]["text"]).unwrap().len();
+    assert!(bytes <= 1024, "{bytes} bytes: {}", s[25]);
+    assert_eq!(outcome_of(&s[26])["error"]["code"], "CANCELLED");
 }
 
 fn check_descriptions(report: &Value) {

@@ -105,9 +105,7 @@ pub struct Executions {
 pub fn unknown() -> ExecError {
     ExecError::new(
         ErrorCode::InvalidArguments,
-        format!(
-            "no such execution in this session: the id is unknown, its outcome was already read, or it expired with its session. Ids come from execute_code's `running` answer (execution_id); start a new execution with execute_code"
-        ),
+        "no such execution in this session: the id is unknown, its outcome was already read, or it expired with its session. Ids come from execute_code's `running` answer (execution_id); start a new execution with execute_code",
     )
 }
 

@@ -118,7 +118,7 @@ pub async fn wait(
         })?,
     }
     .min(MAX_WAIT_MS);
-    let entry = gateway.executions.get(owner, id).ok_or_else(|| unknown())?;
+    let entry = gateway.executions.get(owner, id).ok_or_else(unknown)?;
     let watcher = notes
         .as_ref()
         .map(|n| super::yielding::calls_progress(&entry.live, n.clone()));
@@ -147,7 +147,7 @@ pub async fn cancel(
     answer: AnswerKey,
 ) -> Result<CallToolResult, ErrorData> {
     let id = execution_id("cancel_execution", &args, &["execution_id"])?;
-    let entry = gateway.executions.get(owner, id).ok_or_else(|| unknown())?;
+    let entry = gateway.executions.get(owner, id).ok_or_else(unknown)?;
     entry.cancel.cancel();
     if !entry.wait(CANCEL_WAIT).await {
         tracing::warn!(
