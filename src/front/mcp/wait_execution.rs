@@ -57,7 +57,7 @@ pub fn wait_schema() -> Value {
         "type": "object",
         "properties": {
             "execution_id": {"type": "string", "description": "The execution_id of execute_code's running answer."},
-            "timeout_ms": {"type": "integer", "minimum": 0, "maximum": MAX_WAIT_MS, "description": "How long to wait for the end (default 10000; 0 only looks; larger values are capped at 60000)."}
+            "timeout_ms": {"type": "integer", "minimum": 0, "description": "How long to wait for the end (default 10000; 0 only looks; larger values are capped at 60000)."}
         },
         "required": ["execution_id"],
         "additionalProperties": false
