@@ -386,3 +386,26 @@ async fn ending_the_http_session_cancels_its_yielded_executions() {
     assert!(d.status == 200 || d.status == 202, "{d:?}");
     assert_gone_within_3s(&runners, t).await;
 }
+
+/// The end of a stdio connection cancels its yielded executions: the runner exits within 3 s
+/// (before the host's shutdown grace would have ended it).
+#[tokio::test(flavor = "multi_thread")]
+async fn closing_the_stdio_connection_cancels_its_yielded_executions() {
+    use crate::serve_cancellation::{assert_gone_within_3s, wait_busy};
+    let served = crate::serve_support::start(&["--shutdown-grace-ms", "20000"]).await;
+    let r = served
+        .call("execute_code", json!({"code": BUSY, "yield_after_ms": 300}))
+        .await
+        .unwrap();
+    assert_eq!(
+        crate::serve_support::structured(&r)["status"],
+        "running",
+        "{r:?}"
+    );
+    let runners = wait_busy(served.pid, 1).await;
+    let t = std::time::Instant::now();
+    let crate::serve_support::Served { client, child, .. } = served;
+    client.cancel().await.unwrap();
+    assert_gone_within_3s(&runners, t).await;
+    drop(child);
+}
