@@ -84,6 +84,7 @@ mod serve_tenants;
 mod serve_tls;
 mod serve_typescript_sdk;
 mod serve_unread_answers;
+mod serve_yield;
 mod server_env;
 mod server_process_tree;
 mod server_scope;

@@ -17,7 +17,7 @@ const BUSY_THEN_WAIT: &str =
 
 /// Runners of `pid` that have used at least 30 ms of CPU: those running a script (pooled ones
 /// have used none).
-fn busy_runners(pid: u32) -> Vec<u32> {
+pub(crate) fn busy_runners(pid: u32) -> Vec<u32> {
     children_of(pid)
         .into_iter()
         .filter(|(p, c)| c == "sandbox-runner" && stat(*p).is_some_and(|(_, _, _, t)| t >= 3))
@@ -27,7 +27,7 @@ fn busy_runners(pid: u32) -> Vec<u32> {
 
 /// Waits until `n` runners have done their CPU work and wait on their tool call (their CPU time
 /// stopped growing for 300 ms).
-async fn wait_busy(pid: u32, n: usize) -> Vec<u32> {
+pub(crate) async fn wait_busy(pid: u32, n: usize) -> Vec<u32> {
     let end = Instant::now() + Duration::from_secs(8);
     loop {
         let busy = busy_runners(pid);
@@ -57,7 +57,7 @@ async fn wait_busy(pid: u32, n: usize) -> Vec<u32> {
 }
 
 /// Asserts the runners die within 3 s of `since`.
-async fn assert_gone_within_3s(runners: &[u32], since: Instant) {
+pub(crate) async fn assert_gone_within_3s(runners: &[u32], since: Instant) {
     while runners.iter().any(|p| alive(*p)) {
         assert!(
             since.elapsed() < Duration::from_secs(3),

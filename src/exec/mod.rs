@@ -13,6 +13,7 @@ pub mod cpu_time;
 pub mod hints;
 pub mod isolation;
 pub mod learning;
+pub mod live;
 pub mod outbox;
 pub mod outcome;
 pub mod output_budget;

@@ -22,7 +22,7 @@ async function check(client, dataDir) {
 
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name).sort();
-  assert.deepEqual(names, ["execute_code", "list_capabilities", "list_state", "save_capability", "search_tools"]);
+  assert.deepEqual(names, ["cancel_execution", "execute_code", "list_capabilities", "list_state", "save_capability", "search_tools", "wait_execution"]);
   const exec = tools.find((t) => t.name === "execute_code");
   for (const needle of ["async function", "return", "mcp.<server>.<tool>", "Object.keys(mcp)"]) {
     assert.ok(exec.description.includes(needle), `execute_code's description lacks ${needle}`);

@@ -28,7 +28,7 @@ async def check(session: ClientSession, data_dir: str) -> None:
     tools = await session.list_tools()
     by_name = {t.name: t for t in tools.tools}
     assert sorted(by_name) == [
-        "execute_code", "list_capabilities", "list_state", "save_capability", "search_tools"
+        "cancel_execution", "execute_code", "list_capabilities", "list_state", "save_capability", "search_tools", "wait_execution"
     ], sorted(by_name)
     desc = by_name["execute_code"].description
     for needle in ["async function", "return", "mcp.<server>.<tool>", ".code", "Object.keys(mcp)"]:

@@ -88,6 +88,7 @@ impl Run {
             },
         );
         self.args_in_flight += arg_bytes;
+        self.show_calls();
         let max_args = catalog
             .max_arg_bytes(&q.server)
             .unwrap_or(self.limits.max_arg_bytes);
@@ -334,6 +335,8 @@ impl Run {
             key: None,
             bytes: None,
         });
+        self.calls_done += 1;
+        self.show_calls();
     }
 
     /// A `tool_end` receipt with `error` for every call still open.

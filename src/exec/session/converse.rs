@@ -203,10 +203,14 @@ impl Run {
             return;
         }
         self.log_bytes += cost;
-        self.logs.push(LogLine {
+        let line = LogLine {
             level: level.to_string(),
             message,
-        });
+        };
+        if let Some(live) = &self.live {
+            live.log(&line);
+        }
+        self.logs.push(line);
     }
 
     /// Looks at a large frame's head (type, id, names) without building the rest.

@@ -93,6 +93,9 @@ pub struct ExecRequest {
     /// withdrew the request (MCP `notifications/cancelled`, or its session ended). Open calls
     /// are dropped, which sends `notifications/cancelled` to their servers.
     pub client_cancel: Option<CancellationToken>,
+    /// Where the session shows its progress while it runs (log lines, calls done and in
+    /// flight) to a front that lets its client look before the end (`yield_after_ms`).
+    pub live: Option<Arc<crate::exec::live::LiveView>>,
 }
 
 /// A callback given the runner's pid once it is spawned. It runs synchronously on the session's
@@ -142,6 +145,7 @@ pub async fn execute_pooled(
     run.approvals = crate::gate::approval::Gate::new(req.approvals.clone());
     run.audit_args = req.audit_args.clone();
     run.state = req.state.clone();
+    run.live = req.live.clone();
     let owner = format!(
         "{}/{}",
         run.request.caller.tenant, run.request.caller.principal
@@ -233,6 +237,10 @@ struct Run {
     cpu_ms: Option<u64>,
     /// See [`ExecRequest::state`].
     state: Option<Arc<crate::exec::state::SessionState>>,
+    /// See [`ExecRequest::live`].
+    live: Option<Arc<crate::exec::live::LiveView>>,
+    /// Calls that ended, for the live view.
+    calls_done: u64,
 }
 
 impl Run {
@@ -267,6 +275,18 @@ impl Run {
             top: true,
             cpu_ms: None,
             state: None,
+            live: None,
+            calls_done: 0,
+        }
+    }
+
+    /// Shows the calls now in the live view, if there is one.
+    fn show_calls(&self) {
+        if let Some(live) = &self.live {
+            live.set_calls(crate::exec::live::Calls {
+                done: self.calls_done,
+                in_flight: self.inflight.len() as u64,
+            });
         }
     }
 

@@ -1,5 +1,6 @@
-//! `execute_code {code, context?, timeout_ms?, language?, limits?, max_output_bytes?}`: one
-//! script in a fresh locked-down runner. `structuredContent` is the outcome (`{success, result,
+//! `execute_code {code, context?, timeout_ms?, language?, limits?, max_output_bytes?,
+//! yield_after_ms?}`: one script in a fresh locked-down runner (still running after
+//! `yield_after_ms`: see `yielding`). `structuredContent` is the outcome (`{success, result,
 //! error, logs, traces, metrics, output}`); the text is a readable summary of it. Both together
 //! are cut to the caller's output budget (`exec::output_budget`). A failed script has
 //! `isError: true`.
@@ -74,6 +75,12 @@ counts by kind and tool, the logs keep their first and last lines, and the resul
 aggregate or slice in the script, or return one page and ask for the next in another execution). Only the \
 answer is cut: tool results and capability results inside the script are always whole."
     );
+    d.push_str(
+        "\nLong scripts: pass yield_after_ms to get an answer early ({status: \"running\", execution_id, \
+logs_so_far, calls_done, calls_in_flight}) while the script goes on; then wait_execution gives its outcome \
+(read it once: it is kept for this session until read or until the session ends or stays idle past its \
+time-to-live) and cancel_execution stops it.",
+    );
     if !servers.is_empty() {
         let _ = write!(d, "\nServers: {}.", servers.join(", "));
     }
@@ -98,7 +105,8 @@ pub fn input_schema() -> Value {
             "timeout_ms": {"type": "integer", "minimum": 1, "description": "Wall-clock limit for the whole execution (default: the server's, 30000 unless configured). It can only lower the server's limit; a larger value is capped and the outcome's metrics.limits says so."},
             "limits": {"type": "object", "description": "Lower any of the server's limits for this execution (timeout_ms, cpu_ms, memory_mb, stack_kb, call_timeout_ms, max_calls, max_concurrent_calls, source_bytes, result_bytes, log_bytes, frame_bytes, max_output_bytes); larger values are capped.", "additionalProperties": {"type": "integer", "minimum": 0}},
             "max_output_bytes": {"type": "integer", "minimum": MIN_MAX_OUTPUT_BYTES, "description": "A smaller output budget for this answer, in bytes (text and structuredContent together). It can only lower the server's budget; a larger value is capped and the answer's `output` says so. Past the budget the answer is cut (truncated: true)."},
-            "language": {"type": "string", "enum": ["javascript", "typescript"], "description": "typescript is stripped to JavaScript before it runs (default javascript)."}
+            "language": {"type": "string", "enum": ["javascript", "typescript"], "description": "typescript is stripped to JavaScript before it runs (default javascript)."},
+            "yield_after_ms": {"type": "integer", "minimum": 1, "description": super::wait_execution::YIELD_DESCRIPTION}
         },
         "required": ["code"],
         "additionalProperties": false
@@ -106,7 +114,7 @@ pub fn input_schema() -> Value {
 }
 
 pub async fn call(
-    gateway: &Gateway,
+    gateway: &std::sync::Arc<Gateway>,
     request: RequestContext,
     args: JsonObject,
     cancel: CancellationToken,
@@ -115,8 +123,10 @@ pub async fn call(
         std::sync::Arc<crate::gate::approval::Approvals>,
         Option<crate::tools::passthrough::FeedbackRef>,
     ),
+    yielding: super::yielding::Yielding,
 ) -> Result<CallToolResult, ErrorData> {
-    const FIELDS: [&str; 6] = [
+    const FIELDS: [&str; 7] = [
+        "yield_after_ms",
         "code",
         "context",
         "timeout_ms",
@@ -126,9 +136,15 @@ pub async fn call(
     ];
     if let Some(extra) = args.keys().find(|k| !FIELDS.contains(&k.as_str())) {
         return Err(bad_args(format!(
-            "execute_code: unknown argument `{extra}`; use code, context, timeout_ms, language, limits, max_output_bytes"
+            "execute_code: unknown argument `{extra}`; use code, context, timeout_ms, language, limits, max_output_bytes, yield_after_ms"
         )));
     }
+    let yield_after = match args.get("yield_after_ms") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(v.as_u64().filter(|n| *n > 0).ok_or_else(|| {
+            bad_args("execute_code: `yield_after_ms` must be a positive integer (milliseconds)")
+        })?),
+    };
     let code = match args.get("code") {
         Some(Value::String(s)) => s,
         _ => return Err(bad_args("execute_code: `code` (a string) is required")),
@@ -189,44 +205,45 @@ pub async fn call(
     };
     let mut outcome = match held {
         Err(e) => refused(e).await,
-        Ok(_held) => match to_javascript_mapped(code, language) {
+        Ok(held) => match to_javascript_mapped(code, language) {
             Err(e) => refused(e).await,
             Ok((js, positions)) => {
-                gateway
-                    .sandbox
-                    .execute(ExecRequest {
-                        code: js,
-                        positions: positions.map(std::sync::Arc::new),
-                        context: context.cloned().unwrap_or_default(),
-                        request: request.clone(),
-                        require_layers: gateway.require_layers.clone(),
-                        client_cancel: Some(cancel),
-                        approvals: Some(approvals),
-                        progress,
-                        ..Default::default()
-                    })
-                    .await
+                let exec = ExecRequest {
+                    code: js,
+                    positions: positions.map(std::sync::Arc::new),
+                    context: context.cloned().unwrap_or_default(),
+                    request: request.clone(),
+                    require_layers: gateway.require_layers.clone(),
+                    client_cancel: Some(cancel.clone()),
+                    approvals: Some(approvals),
+                    progress,
+                    ..Default::default()
+                };
+                // A yield at or past the timeout would never come: the execution just runs.
+                if let Some(after) = yield_after.filter(|ms| *ms < limits.timeout_ms) {
+                    let after = std::time::Duration::from_millis(after);
+                    let budget = budget_of(&request);
+                    let run = (exec, held, budget, answer);
+                    return Ok(super::yielding::run(gateway, run, after, cancel, yielding).await);
+                }
+                let _held = held;
+                gateway.sandbox.execute(exec).await
             }
         },
     };
     // Also on outcomes refused before they ran (admission, TypeScript).
     outcome.metrics.limits = request.applied_limits.clone();
     let budget = budget_of(&request);
-    let mut value = answer_within(&outcome, budget);
     // Room for the answer until the client has read it; a cancelled request gets no answer.
-    if outcome.error.as_ref().map(|e| e.code) != Some(ErrorCode::Cancelled) {
-        // What is held until then: the text sent and the decoded answer (issue 25 item 16).
-        let held = super::responses::held_bytes(measure(&value, budget), &value);
-        match gateway.responses.reserve(held) {
-            Ok(room) => gateway.responses.hold(answer, room),
-            Err(e) => {
-                tracing::warn!("execute_code answer dropped: {e}");
-                outcome = Outcome::failed(e);
-                outcome.metrics.limits = request.applied_limits.clone();
-                value = answer_within(&outcome, budget);
-            }
+    let value = if outcome.error.as_ref().map(|e| e.code) != Some(ErrorCode::Cancelled) {
+        let (value, room) = reserve_answer(gateway, &outcome, budget);
+        if let Some(room) = room {
+            gateway.responses.hold(answer, room);
         }
-    }
+        value
+    } else {
+        answer_within(&outcome, budget)
+    };
     if let Some(e) = outcome
         .error
         .as_ref()
@@ -244,6 +261,28 @@ pub async fn call(
     Ok(tool_result(value, budget))
 }
 
+/// `outcome`'s answer cut to `budget`, with its room in the unread-answer budget, held until
+/// the client has read it. An answer that finds no room becomes `LIMIT_EXCEEDED` (the execution
+/// ran and was recorded).
+pub(super) fn reserve_answer(
+    gateway: &Gateway,
+    outcome: &Outcome,
+    budget: Budget,
+) -> (Value, Option<tokio::sync::OwnedSemaphorePermit>) {
+    let value = answer_within(outcome, budget);
+    // What is held until then: the text sent and the decoded answer (issue 25 item 16).
+    let held = super::responses::held_bytes(measure(&value, budget), &value);
+    match gateway.responses.reserve(held) {
+        Ok(room) => (value, Some(room)),
+        Err(e) => {
+            tracing::warn!("execute_code answer dropped: {e}");
+            let mut failed = Outcome::failed(e);
+            failed.metrics.limits = outcome.metrics.limits.clone();
+            (answer_within(&failed, budget), None)
+        }
+    }
+}
+
 /// The output budget of this request: the operator's (narrowed by the principal's policies),
 /// lowered by what the request asked for, and whether a larger ask was capped.
 fn budget_of(request: &RequestContext) -> Budget {
@@ -257,17 +296,17 @@ fn budget_of(request: &RequestContext) -> Budget {
 
 /// The bytes the client receives for `answer`: its text (as a JSON string) and its
 /// `structuredContent` (compact JSON) together.
-fn measure(answer: &Value, budget: Budget) -> u64 {
+pub(super) fn measure(answer: &Value, budget: Budget) -> u64 {
     let text = summary(answer, result_chars(budget.max_output_bytes));
     json_len(answer).saturating_add(json_len(&text))
 }
 
 /// The outcome as the answer's `structuredContent`, cut to the budget (`exec::output_budget`).
-fn answer_within(outcome: &Outcome, budget: Budget) -> Value {
+pub(super) fn answer_within(outcome: &Outcome, budget: Budget) -> Value {
     output_budget::fit(outcome, budget, &|v| measure(v, budget))
 }
 
-fn tool_result(value: Value, budget: Budget) -> CallToolResult {
+pub(super) fn tool_result(value: Value, budget: Budget) -> CallToolResult {
     let text = summary(&value, result_chars(budget.max_output_bytes));
     let result = if value["success"] == Value::Bool(true) {
         CallToolResult::structured(value)

@@ -1,12 +1,14 @@
 //! `mcp-sandbox serve`: this sandbox as an MCP server (rmcp), over stdio or streamable HTTP.
 //!
-//! Four tools: `execute_code` runs a script against the configured MCP servers and answers with
+//! Seven tools: `execute_code` runs a script against the configured MCP servers and answers with
 //! the outcome (`structuredContent`) and a readable summary (text), cut together to the output
 //! budget (`exec::output_budget`, `max_output_bytes`); `search_tools` answers with
 //! TypeScript declarations of the matching tools (tools that past executions used together with
 //! the matches rank higher); `save_capability` / `list_capabilities` manage capabilities in the
 //! state store (code callable as `mcp.namespace.action(args)` from execute_code); `list_state`
-//! lists what this session's scripts kept with `store()`. A failing script is a tool result with
+//! lists what this session's scripts kept with `store()`; `wait_execution` / `cancel_execution`
+//! read or stop an execution that execute_code left running after `yield_after_ms`
+//! (`executions`, `yielding`). A failing script is a tool result with
 //! `isError: true`, never a protocol error. Servers that failed to start are reported by both.
 
 pub mod admission;
@@ -14,6 +16,7 @@ pub mod auth;
 mod capabilities;
 pub mod elicit;
 pub(crate) mod execute_code;
+pub mod executions;
 pub mod http;
 pub mod jsonrpc;
 pub mod jwks;
@@ -27,6 +30,8 @@ pub mod sessions;
 pub mod stdio;
 mod summary;
 pub mod tls;
+mod wait_execution;
+mod yielding;
 
 use crate::context::limits::Limits;
 use crate::context::policy::Policy;
@@ -70,6 +75,8 @@ pub struct Gateway {
     pub rate: Arc<rate::RateLimiter>,
     /// `sandbox.session`: how long a session's state and unread outcomes live, and its bounds.
     pub session: crate::context::session::SessionOptions,
+    /// Executions left running by `execute_code {yield_after_ms}` and their unread outcomes.
+    pub executions: executions::Executions,
 }
 
 impl Gateway {
@@ -111,14 +118,33 @@ pub struct GatewayServer {
     /// This connection's own id: the session of a stdio client (HTTP sessions are named by
     /// their `Mcp-Session-Id`).
     connection: Arc<str>,
+    /// Cancelled when the last clone of this handler is dropped (rmcp drops it when the
+    /// connection ends): the end of a stdio session, for its yielded executions.
+    connection_gone: tokio_util::sync::CancellationToken,
+    _closer: Arc<tokio_util::sync::DropGuard>,
 }
 
 impl GatewayServer {
     pub fn new(gateway: Arc<Gateway>) -> Self {
+        let connection_gone = tokio_util::sync::CancellationToken::new();
         GatewayServer {
             gateway,
             approval_turn: Arc::default(),
             connection: Arc::from(uuid::Uuid::new_v4().to_string()),
+            _closer: Arc::new(connection_gone.clone().drop_guard()),
+            connection_gone,
+        }
+    }
+
+    /// Cancelled when the session of a request ends (HTTP: `DELETE` or expiry; stdio: the
+    /// connection closes).
+    fn session_gone(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> tokio_util::sync::CancellationToken {
+        match session_header(context) {
+            Some(id) => self.gateway.sessions.token(id),
+            None => self.connection_gone.clone(),
         }
     }
 
@@ -160,17 +186,35 @@ impl GatewayServer {
         context: &RequestContext<RoleServer>,
         principal: &Principal,
     ) -> crate::context::session::SessionScope {
-        let header = context
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|p| p.headers.get(sessions::SESSION_HEADER))
-            .and_then(|v| v.to_str().ok());
         crate::context::session::SessionScope::new(
             principal.tenant.clone(),
             principal.id.clone(),
-            header.unwrap_or(&self.connection),
+            session_header(context).unwrap_or(&self.connection),
         )
     }
+}
+
+/// The `Mcp-Session-Id` of an HTTP request (`None` over stdio).
+fn session_header(context: &RequestContext<RoleServer>) -> Option<&str> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|p| p.headers.get(sessions::SESSION_HEADER))
+        .and_then(|v| v.to_str().ok())
+}
+
+/// The key of a request's answer in the response budget: released once it is written.
+fn answer_key(context: &RequestContext<RoleServer>) -> responses::AnswerKey {
+    let over_http = context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .is_some();
+    (
+        session_header(context)
+            .unwrap_or(if over_http { "http" } else { "stdio" })
+            .to_string(),
+        serde_json::to_string(&context.id).unwrap_or_default(),
+    )
 }
 
 /// Who sends a request: the principal, its tenant, the client's name and the front.
@@ -205,7 +249,8 @@ and return only what you need: an answer is cut to an output budget (see execute
 To work on data across turns, keep it in the session with `await store(key, value)` and read it \
 back in a later execute_code with `await load(key)` (list_state shows what is kept). \
 Code that worked can be saved with save_capability and called later as mcp.<namespace>.<action>(args); \
-list_capabilities shows what is saved.";
+list_capabilities shows what is saved. A long script can answer early with execute_code's \
+yield_after_ms; then read its outcome with wait_execution (or stop it with cancel_execution).";
 
 impl ServerHandler for GatewayServer {
     fn get_info(&self) -> ServerConfig {
@@ -242,6 +287,11 @@ impl ServerHandler for GatewayServer {
         let args = request.arguments.unwrap_or_default();
         let principal = principal_of(&context);
         let tenant = principal.tenant.as_str();
+        let owner = self.session_scope(&context, &principal);
+        // Any request keeps the session's unread outcomes alive (`executions`).
+        self.gateway
+            .executions
+            .touch(&owner, self.gateway.session.ttl());
         let result: CallToolResult = match request.name.as_ref() {
             // rmcp cancels `context.ct` on `notifications/cancelled` for this request and when
             // the session ends.
@@ -253,14 +303,8 @@ impl ServerHandler for GatewayServer {
                 let _permit = parts
                     .and_then(|p| p.extensions.get::<rate::ExecutionPermit>())
                     .cloned();
-                let session = parts
-                    .and_then(|p| p.headers.get(sessions::SESSION_HEADER))
-                    .and_then(|v| v.to_str().ok());
-                // The answer's key in the response budget: released once it is written.
-                let answer = (
-                    session.unwrap_or(if parts.is_some() { "http" } else { "stdio" }).to_string(),
-                    serde_json::to_string(&context.id).unwrap_or_default(),
-                );
+                let session = session_header(&context);
+                let answer = answer_key(&context);
                 let request = self.request_context(&context, parts.is_some(), &principal);
                 // Calls an `ask` rule matches are asked to this client (elicitation).
                 let approvals = Arc::new(
@@ -273,25 +317,41 @@ impl ServerHandler for GatewayServer {
                 );
                 // Downstream progress becomes progress of this request (if it has a token);
                 // downstream elicitation and sampling requests are asked to this client.
-                let progress = Some(passthrough::upstream(
+                let (progress, notes) = passthrough::upstream_with_notes(
                     &context.peer,
                     context.meta.get_progress_token(),
                     self.approval_turn.clone(),
-                ));
-                let approvals = (approvals, progress);
+                );
+                let approvals = (approvals, Some(progress));
+                // What an execution that outlives its request (`yield_after_ms`) keeps.
+                let yielding = yielding::Yielding {
+                    permit: _permit.clone(),
+                    session_gone: self.session_gone(&context),
+                    notes,
+                };
+                let gateway = &self.gateway;
                 match session {
                     None => {
                         let cancel = context.ct.clone();
-                        execute_code::call(&self.gateway, request, args, cancel, answer, approvals)
+                        execute_code::call(gateway, request, args, cancel, answer, approvals, yielding)
                             .await?
                     }
                     Some(id) => {
                         let (cancel, _forward) =
                             sessions::either(&context.ct, &self.gateway.sessions.token(id));
-                        execute_code::call(&self.gateway, request, args, cancel, answer, approvals)
+                        execute_code::call(gateway, request, args, cancel, answer, approvals, yielding)
                             .await?
                     }
                 }
+            }
+            "wait_execution" => {
+                let notes = passthrough::notes(&context.peer, context.meta.get_progress_token());
+                let (ct, answer) = (context.ct.clone(), answer_key(&context));
+                wait_execution::wait(&self.gateway, &owner, args, ct, answer, notes).await?
+            }
+            "cancel_execution" => {
+                let answer = answer_key(&context);
+                wait_execution::cancel(&self.gateway, &owner, args, answer).await?
             }
             "search_tools" => search_tools::call(&self.gateway, args, tenant).await?,
             "save_capability" => {
@@ -310,7 +370,7 @@ impl ServerHandler for GatewayServer {
             other => {
                 return Err(ErrorData::invalid_params(
                     format!(
-                        "unknown tool {other:?}; this server has execute_code, search_tools, save_capability, list_capabilities and list_state"
+                        "unknown tool {other:?}; this server has execute_code, wait_execution, cancel_execution, search_tools, save_capability, list_capabilities and list_state"
                     ),
                     None,
                 ))
@@ -336,6 +396,16 @@ fn tools(gateway: &Gateway, max_output_bytes: u64) -> Vec<Tool> {
             "execute_code",
             execute_code::description(gateway, max_output_bytes),
             schema(execute_code::input_schema()),
+        ),
+        Tool::new(
+            "wait_execution",
+            wait_execution::WAIT_DESCRIPTION,
+            schema(wait_execution::wait_schema()),
+        ),
+        Tool::new(
+            "cancel_execution",
+            wait_execution::CANCEL_DESCRIPTION,
+            schema(wait_execution::cancel_schema()),
         ),
         Tool::new(
             "search_tools",

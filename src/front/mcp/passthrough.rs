@@ -13,6 +13,7 @@ use futures::future::BoxFuture;
 use rmcp::model::{ClientResult, ProgressNotificationParam, ProgressToken, ServerRequest};
 use rmcp::{Peer, RoleServer};
 use serde_json::{json, Value};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
@@ -27,45 +28,86 @@ pub fn upstream(
     token: Option<ProgressToken>,
     turn: Arc<tokio::sync::Mutex<()>>,
 ) -> FeedbackRef {
-    let tx = token.map(|token| {
-        let (tx, mut rx) = mpsc::channel::<(f64, Option<String>)>(QUEUE);
-        let peer = peer.clone();
-        // Ends when the execution drops its sender.
-        tokio::spawn(async move {
-            while let Some((progress, message)) = rx.recv().await {
-                let params: Result<ProgressNotificationParam, _> = serde_json::from_value(json!({
-                    "progressToken": token,
-                    "progress": progress,
-                    "message": message,
-                }));
-                if let Ok(params) = params {
-                    if peer.notify_progress(params).await.is_err() {
-                        break;
-                    }
-                }
-            }
-        });
-        tx
-    });
-    FeedbackRef(Arc::new(Upstream {
+    upstream_with_notes(peer, token, turn).0
+}
+
+/// The same, and the request's progress notifications (`None` without a progress token), for
+/// more notifications of the same request (calls done, `yield_after_ms`).
+pub fn upstream_with_notes(
+    peer: &Peer<RoleServer>,
+    token: Option<ProgressToken>,
+    turn: Arc<tokio::sync::Mutex<()>>,
+) -> (FeedbackRef, Option<Arc<Notes>>) {
+    let notes = notes(peer, token);
+    let feedback = FeedbackRef(Arc::new(Upstream {
         peer: peer.clone(),
         turn,
+        notes: notes.clone(),
+    }));
+    (feedback, notes)
+}
+
+/// The progress notifications of one request with `token` (`None` without one).
+pub fn notes(peer: &Peer<RoleServer>, token: Option<ProgressToken>) -> Option<Arc<Notes>> {
+    let token = token?;
+    let (tx, mut rx) = mpsc::channel::<(f64, Option<String>)>(QUEUE);
+    let peer = peer.clone();
+    // Ends when the last sender is dropped.
+    tokio::spawn(async move {
+        while let Some((progress, message)) = rx.recv().await {
+            let params: Result<ProgressNotificationParam, _> = serde_json::from_value(json!({
+                "progressToken": token,
+                "progress": progress,
+                "message": message,
+            }));
+            if let Ok(params) = params {
+                if peer.notify_progress(params).await.is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    Some(Arc::new(Notes {
         tx,
-        sent: std::sync::atomic::AtomicU64::new(0),
+        sent: AtomicU64::new(0),
+        open: AtomicBool::new(true),
     }))
+}
+
+/// The progress notifications of one request: one counter for all of them, so `progress`
+/// always increases whoever sends them; closed once the request is answered (a yielded
+/// execution goes on, but its request's token is spent).
+pub struct Notes {
+    tx: mpsc::Sender<(f64, Option<String>)>,
+    sent: AtomicU64,
+    open: AtomicBool,
+}
+
+impl Notes {
+    /// One notification with `message` (dropped when [`QUEUE`] wait, or once closed).
+    pub fn send(&self, message: String) {
+        if !self.open.load(Ordering::Acquire) {
+            return;
+        }
+        let n = self.sent.fetch_add(1, Ordering::Relaxed) + 1;
+        let _ = self.tx.try_send((n as f64, Some(message)));
+    }
+
+    /// The request is answered: nothing more is sent.
+    pub fn close(&self) {
+        self.open.store(false, Ordering::Release);
+    }
 }
 
 struct Upstream {
     peer: Peer<RoleServer>,
     turn: Arc<tokio::sync::Mutex<()>>,
-    tx: Option<mpsc::Sender<(f64, Option<String>)>>,
-    sent: std::sync::atomic::AtomicU64,
+    notes: Option<Arc<Notes>>,
 }
 
 impl Feedback for Upstream {
     fn progress(&self, server: &str, progress: f64, total: Option<f64>, message: Option<String>) {
-        let Some(tx) = &self.tx else { return };
-        let n = self.sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        let Some(notes) = &self.notes else { return };
         let of = match total {
             Some(t) => format!("{progress}/{t}"),
             None => format!("{progress}"),
@@ -74,7 +116,7 @@ impl Feedback for Upstream {
             Some(m) => format!("{server}: {m} ({of})"),
             None => format!("{server}: {of}"),
         };
-        let _ = tx.try_send((n as f64, Some(text)));
+        notes.send(text);
     }
 
     /// Log lines reach the client in the outcome's `logs`.

@@ -221,6 +221,7 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
         pre_approved: args.policy.pre_approved()?,
         approval_timeout: args.policy.approval_timeout()?,
         session: config.sandbox.session,
+        executions: Default::default(),
     });
     let grace = Duration::from_millis(args.shutdown_grace_ms);
     let stop = CancellationToken::new();

@@ -70,7 +70,7 @@ pub fn either(a: &CancellationToken, b: &CancellationToken) -> (CancellationToke
 
 /// Aborts the forwarding task when dropped.
 #[derive(Debug)]
-pub struct DropGuardTask(tokio::task::JoinHandle<()>);
+pub struct DropGuardTask(pub tokio::task::JoinHandle<()>);
 
 impl Drop for DropGuardTask {
     fn drop(&mut self) {

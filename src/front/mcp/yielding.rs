@@ -1,0 +1,142 @@
+//! `execute_code {yield_after_ms}`: the execution runs in its own task, registered in
+//! `executions` under the client's session; the request waits for it up to `yield_after_ms`
+//! and answers with the outcome if it ended by then, else with `{status: "running",
+//! execution_id, …}` (`wait_execution::running`) while the execution goes on under its own
+//! wall clock and CPU budget.
+//!
+//! Cancellation: before the yield, a cancelled request (`notifications/cancelled`) cancels the
+//! execution as without a yield. After it, rmcp cancels the request's token as soon as the
+//! answer is sent, so the execution has its own token: cancelled by `cancel_execution` and by
+//! the end of its session (HTTP: `DELETE` or expiry; stdio: the connection closing). Host
+//! shutdown cancels it through the sandbox as any execution. The principal's `max_concurrent`
+//! permit and the admitted request bytes are held by the task until the execution ends.
+
+use super::admission::Held;
+use super::executions::Finished;
+use super::passthrough::Notes;
+use super::responses::AnswerKey;
+use super::sessions::DropGuardTask;
+use super::Gateway;
+use crate::context::session::SessionScope;
+use crate::exec::live::LiveView;
+use crate::exec::outcome::Outcome;
+use crate::exec::output_budget::Budget;
+use crate::exec::session::ExecRequest;
+use rmcp::model::CallToolResult;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// How long a request whose client withdrew it waits for its cancelled execution to end.
+const CANCEL_WAIT: Duration = Duration::from_secs(10);
+
+/// What a yieldable execution needs from its request besides the script.
+pub struct Yielding {
+    /// The principal's `max_concurrent` slot (HTTP): held until the execution ends.
+    pub permit: Option<super::rate::ExecutionPermit>,
+    /// Cancelled when the session ends.
+    pub session_gone: CancellationToken,
+    /// The request's progress notifications (when it has a progress token).
+    pub notes: Option<Arc<Notes>>,
+}
+
+/// Runs `exec` in its own task and answers after `after` at the latest.
+pub async fn run(
+    gateway: &Arc<Gateway>,
+    (mut exec, held, budget, answer): (ExecRequest, Held, Budget, AnswerKey),
+    after: Duration,
+    request_cancel: CancellationToken,
+    y: Yielding,
+) -> CallToolResult {
+    let owner = exec.request.session.clone().unwrap_or_else(|| {
+        let c = &exec.request.caller;
+        SessionScope::new(c.tenant.clone(), c.principal.clone(), "")
+    });
+    let applied = exec.request.applied_limits.clone();
+    let entry = match gateway.executions.start(
+        &owner,
+        gateway.session.max_running,
+        exec.request.limits.log_bytes,
+        budget,
+        y.session_gone.clone(),
+    ) {
+        Ok(e) => e,
+        Err(e) => {
+            let caller = Some(exec.request.caller.clone());
+            let mut outcome = gateway
+                .sandbox
+                .audit_refusal(caller, &exec.code, Outcome::failed(e))
+                .await;
+            outcome.metrics.limits = applied;
+            return super::wait_execution::deliver_outcome(gateway, &outcome, budget, answer);
+        }
+    };
+    exec.live = Some(entry.live.clone());
+    exec.client_cancel = Some(entry.cancel.clone());
+    // Watching before the execution starts, so no ended call is missed.
+    let watcher = y
+        .notes
+        .as_ref()
+        .map(|n| calls_progress(&entry.live, n.clone()));
+    let (task_gateway, task_entry, gone) = (gateway.clone(), entry.clone(), y.session_gone);
+    let permit = y.permit;
+    tokio::spawn(async move {
+        let (_permit, _held) = (permit, held);
+        let cancel = task_entry.cancel.clone();
+        let execution = task_gateway.sandbox.execute(exec);
+        tokio::pin!(execution);
+        let mut outcome = tokio::select! {
+            outcome = &mut execution => outcome,
+            () = gone.cancelled() => {
+                cancel.cancel();
+                execution.await
+            }
+        };
+        outcome.metrics.limits = applied;
+        let (value, room) = super::execute_code::reserve_answer(&task_gateway, &outcome, budget);
+        task_entry.finish(Finished::new(value, budget, room));
+    });
+    let ended = tokio::select! {
+        ended = entry.wait(after) => ended,
+        () = request_cancel.cancelled() => {
+            // The client withdrew the request before the yield: as without one, the execution
+            // is cancelled and nobody reads its answer.
+            entry.cancel.cancel();
+            entry.wait(CANCEL_WAIT).await;
+            let taken = gateway.executions.take(&owner, &entry.id);
+            return match taken {
+                Some(f) => super::execute_code::tool_result(f.value, f.budget),
+                None => super::wait_execution::running(&entry),
+            };
+        }
+    };
+    drop(watcher);
+    if let Some(n) = &y.notes {
+        n.close();
+    }
+    match ended
+        .then(|| gateway.executions.take(&owner, &entry.id))
+        .flatten()
+    {
+        Some(f) => super::wait_execution::deliver(gateway, f, answer),
+        None => super::wait_execution::running(&entry),
+    }
+}
+
+/// One progress notification per ended call (`N tool calls done, M in flight`) until the
+/// returned guard is dropped.
+pub fn calls_progress(live: &LiveView, notes: Arc<Notes>) -> DropGuardTask {
+    let mut calls = live.watch_calls();
+    DropGuardTask(tokio::spawn(async move {
+        let mut done = calls.borrow_and_update().done;
+        while calls.changed().await.is_ok() {
+            let c = *calls.borrow_and_update();
+            // One per ended call, even when several ended between two looks (a call that
+            // started changes nothing here).
+            while done < c.done {
+                done += 1;
+                notes.send(format!("{done} tool calls done, {} in flight", c.in_flight));
+            }
+        }
+    }))
+}
