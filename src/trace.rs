@@ -26,6 +26,12 @@ pub enum TraceKind {
     StateLoad,
     /// The script wrote session state: `store(key, value)` or `remove(key)` (`key`, `bytes`).
     StateStore,
+    /// The execution read data of a flow label for the first time (`label`; `tool`: whose
+    /// answer brought it, `rule`: `earlier` when an earlier execution of the session read it).
+    LabelAdded,
+    /// A flow rule refused or asked for a call (`tool`, `rule`, `label`: the called tool's,
+    /// `decision`: `deny` or `ask`).
+    FlowDecision,
 }
 
 /// The `{code, message}` of a failed call.
@@ -77,6 +83,12 @@ pub struct TraceEvent {
     /// `state_load`/`state_store`: bytes of JSON loaded or stored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<u64>,
+    /// `label_added`/`flow_decision`: the data-flow label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// `flow_decision`: `deny` or `ask`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<String>,
 }
 
 /// Milliseconds since the Unix epoch, with sub-millisecond precision.
@@ -154,6 +166,11 @@ pub fn is_state(e: &TraceEvent) -> bool {
     matches!(e.kind, TraceKind::StateLoad | TraceKind::StateStore)
 }
 
+/// A `label_added`/`flow_decision` event (the host's data-flow bookkeeping).
+pub fn is_flow(e: &TraceEvent) -> bool {
+    matches!(e.kind, TraceKind::LabelAdded | TraceKind::FlowDecision)
+}
+
 /// A table row's status for an approval answer (its duration is the wait).
 fn approval_status(e: &TraceEvent) -> Option<String> {
     let by = escape(e.by.as_deref().unwrap_or("?"));
@@ -170,8 +187,8 @@ fn approval_status(e: &TraceEvent) -> Option<String> {
 /// A Mermaid `sequenceDiagram`: script → host → server for each call, with durations.
 fn mermaid(events: &[TraceEvent]) -> String {
     let mut servers: Vec<&str> = Vec::new();
-    // Session state is answered by the host itself: no participant of its own.
-    for e in events.iter().filter(|e| !is_state(e)) {
+    // Session state and flow labels are the host's own: no participant of their own.
+    for e in events.iter().filter(|e| !is_state(e) && !is_flow(e)) {
         let server = e.tool.split(':').next().unwrap_or("");
         if !servers.contains(&server) {
             servers.push(server);
@@ -237,6 +254,19 @@ fn mermaid(events: &[TraceEvent]) -> String {
                 };
                 out.push_str(&format!("    S->>H: {tool}({key}) {status}\n"));
             }
+            TraceKind::LabelAdded => {
+                let label = mermaid_text(e.label.as_deref().unwrap_or(""));
+                let tool = mermaid_text(&e.tool);
+                out.push_str(&format!("    Note over H: read {label} data from {tool}\n"));
+            }
+            TraceKind::FlowDecision => {
+                let rule = mermaid_text(e.rule.as_deref().unwrap_or(""));
+                let decision = mermaid_text(e.decision.as_deref().unwrap_or(""));
+                let label = mermaid_text(e.label.as_deref().unwrap_or(""));
+                out.push_str(&format!(
+                    "    Note over H: {tool} is {label}: {decision} ({rule})\n"
+                ));
+            }
         }
     }
     out
@@ -280,6 +310,8 @@ mod tests {
             transport: None,
             key: None,
             bytes: None,
+            label: None,
+            decision: None,
         };
         assert_eq!(
             serde_json::to_string(&e).unwrap(),
@@ -307,6 +339,8 @@ mod tests {
                 transport: None,
                 key: None,
                 bytes: None,
+                label: None,
+                decision: None,
             };
         let denied = TraceError {
             code: ErrorCode::PermissionDenied,

@@ -197,8 +197,13 @@ async fn fire(
                 let a = parse(&raw);
                 let reply = a.messages().into_iter().find(|m| m["id"] == json!(i))?;
                 answers.fetch_add(1, Ordering::SeqCst);
-                (reply["result"]["structuredContent"]["result"] == json!(format!("tag-{i}")))
-                    .then_some(i)
+                let tagged =
+                    reply["result"]["structuredContent"]["result"] == json!(format!("tag-{i}"));
+                if !tagged {
+                    // Said on stderr so that a failing count says what the others got.
+                    eprintln!("execution {i} answered without its tag: {reply}");
+                }
+                tagged.then_some(i)
             })
         })
         .collect()

@@ -45,6 +45,7 @@ mod oversized_server_answer;
 mod parallel_calls;
 mod performance_clock;
 mod policy_conditions;
+mod policy_flows;
 mod queue_bound;
 mod random_kills;
 mod reference_servers;

@@ -39,6 +39,8 @@ fn chain_outcome(n: usize) -> Outcome {
                 transport: None,
                 key: None,
                 bytes: None,
+                label: None,
+                decision: None,
             });
         }
     }

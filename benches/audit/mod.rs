@@ -38,6 +38,8 @@ fn event(kind: TraceKind, i: usize) -> TraceEvent {
         transport: None,
         key: None,
         bytes: None,
+        label: None,
+        decision: None,
     }
 }
 

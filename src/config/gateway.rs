@@ -92,6 +92,12 @@ pub struct PrincipalPolicy {
     /// principals may only when one of their policies says `true` and none says `false`.
     #[serde(default)]
     pub save_capabilities: Option<bool>,
+    /// Data-flow labels added to the config's (see `context::flow`).
+    #[serde(default)]
+    pub labels: BTreeMap<String, Vec<String>>,
+    /// Data-flow rules added to the config's.
+    #[serde(default)]
+    pub flows: Vec<crate::context::flow::FlowRuleConfig>,
 }
 
 impl PrincipalPolicy {
@@ -107,7 +113,9 @@ impl PrincipalPolicy {
             Ok(rules) => policy
                 .with(rules)
                 .with_ask_entries(&origin, &self.ask)
-                .unwrap_or_else(|_| {
+                .ok()
+                .and_then(|p| p.with_flow(&origin, &self.labels, &self.flows).ok())
+                .unwrap_or_else(|| {
                     crate::context::policy::Policy::allow_all().with(Rules::deny_all(origin))
                 }),
             Err(_) => policy.with(Rules::deny_all(origin)),
@@ -170,6 +178,9 @@ pub fn validate(
         crate::context::policy::Policy::allow_all()
             .with_ask_entries(&format!("policy '{name}'"), &p.ask)
             .map_err(|e| format!("sandbox.policies.{name}.ask: {e}"))?;
+        crate::context::policy::Policy::allow_all()
+            .with_flow(&format!("policy '{name}'"), &p.labels, &p.flows)
+            .map_err(|e| format!("sandbox.policies.{name}.labels/flows: {e}"))?;
         if p.executions_per_minute == Some(0) || p.max_concurrent == Some(0) {
             return Err(format!(
                 "sandbox.policies.{name}: executions_per_minute and max_concurrent must be at least 1 (leave them out for no bound)"

@@ -204,6 +204,16 @@ pub struct SandboxSection {
     /// Session state and yielded executions: TTL and bounds (see `context::session`).
     #[serde(default)]
     pub session: crate::context::session::SessionOptions,
+    /// Data-flow labels of tools, by `server:tool` glob (see `context::flow`).
+    #[serde(default)]
+    pub labels: BTreeMap<String, Vec<String>>,
+    /// Data-flow rules: after reading these labels, deny or ask calls to tools with those.
+    #[serde(default)]
+    pub flows: Vec<crate::context::flow::FlowRuleConfig>,
+    /// Whether what an execution read counts for its whole client session (default) or for
+    /// the execution alone.
+    #[serde(default)]
+    pub flow_scope: Option<crate::context::flow::FlowScope>,
 }
 
 impl SandboxSection {
@@ -305,6 +315,9 @@ impl Config {
         Policy::allow_all()
             .with_ask_entries("config", &raw.sandbox.ask)
             .map_err(|e| format!("sandbox.ask: {e}"))?;
+        Policy::allow_all()
+            .with_flow("config", &raw.sandbox.labels, &raw.sandbox.flows)
+            .map_err(|e| format!("sandbox.labels/flows: {e}"))?;
         gateway::validate(raw.sandbox.auth.as_ref(), &raw.sandbox.policies)?;
         raw.sandbox.session.validate()?;
         Ok(Config {
@@ -316,6 +329,20 @@ impl Config {
 
     /// The tool-call policy of this config (allow everything when it has no rules).
     pub fn policy(&self) -> Policy {
+        let policy = self.rule_policy();
+        let scope = self.sandbox.flow_scope.unwrap_or_default();
+        match policy
+            .clone()
+            .with_flow("config", &self.sandbox.labels, &self.sandbox.flows)
+        {
+            Ok(p) => p.with_flow_scope(scope),
+            // `parse` refused bad labels already; a hand-built config with one denies all.
+            Err(_) => policy.with(Rules::deny_all("config (invalid flow rules)")),
+        }
+    }
+
+    /// The allow/deny/ask part of [`Config::policy`].
+    fn rule_policy(&self) -> Policy {
         match self.sandbox.rules() {
             Ok(rules) => {
                 let policy = Policy::allow_all().with(rules);

@@ -10,6 +10,7 @@
 //! May import `error`, `trace`, `term` only.
 
 pub mod condition;
+pub mod flow;
 pub mod limits;
 pub mod policy;
 pub mod principal;

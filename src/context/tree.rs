@@ -25,6 +25,8 @@ pub struct ExecTree {
     exhausted: AtomicBool,
     /// Nested runners alive at once.
     pub runners: Arc<tokio::sync::Semaphore>,
+    /// The data-flow labels the whole tree has read (a capability's reads taint its caller).
+    pub taint: super::flow::Taint,
 }
 
 impl ExecTree {
@@ -38,6 +40,7 @@ impl ExecTree {
             root_pid: AtomicU32::new(0),
             exhausted: AtomicBool::new(false),
             runners: Arc::new(tokio::sync::Semaphore::new(MAX_NESTED_RUNNERS)),
+            taint: super::flow::Taint::default(),
         }
     }
 

@@ -79,6 +79,7 @@ impl Auditor {
             outcome: RUNNING.to_string(),
             duration_ms: 0.0,
             calls: Vec::new(),
+            labels: Vec::new(),
         }
     }
 
@@ -143,6 +144,17 @@ impl Auditor {
                 .map_or_else(|| "OK".to_string(), |e| e.code.to_string()),
             duration_ms: outcome.metrics.duration_ms,
             calls,
+            labels: outcome
+                .traces
+                .iter()
+                .filter(|e| e.kind == TraceKind::LabelAdded)
+                .filter_map(|e| e.label.clone())
+                .fold(Vec::new(), |mut all, l| {
+                    if !all.contains(&l) {
+                        all.push(l);
+                    }
+                    all
+                }),
             ..header
         }
     }
@@ -276,6 +288,8 @@ mod tests {
             transport: None,
             key: None,
             bytes: None,
+            label: None,
+            decision: None,
         }
     }
 

@@ -68,6 +68,7 @@ pub fn write_record(keep: AuditCode, caller: &Caller, code: &str) -> AuditRecord
         outcome: "OK".into(),
         duration_ms: 0.0,
         calls: Vec::new(),
+        labels: Vec::new(),
     }
 }
 
@@ -103,5 +104,7 @@ pub fn author_changed(
         transport: None,
         key: None,
         bytes: None,
+        label: None,
+        decision: None,
     })
 }

@@ -29,6 +29,8 @@ fn trace(kind: TraceKind, tool: &str) -> TraceEvent {
         transport: None,
         key: None,
         bytes: None,
+        label: None,
+        decision: None,
     }
 }
 

@@ -5,6 +5,7 @@
 //! state store under the execution's [`SessionScope`] — never visible to another session,
 //! principal or tenant, and gone once the session has been idle for its TTL.
 
+use crate::context::flow::LabelSource;
 use crate::context::session::{SessionOptions, SessionScope};
 use crate::error::{ErrorCode, ExecError};
 use crate::store::session_state::StateEntry;
@@ -102,6 +103,8 @@ pub struct Answer {
     pub value: Value,
     /// Bytes of JSON stored or loaded (0 for `keys()`, `remove()` and a missing key).
     pub bytes: u64,
+    /// The data-flow labels of what was read (a loaded value's; every value's for `keys()`).
+    pub labels: Vec<LabelSource>,
 }
 
 /// The state store of a host, with the bounds of `sandbox.session`.
@@ -128,7 +131,13 @@ impl SessionState {
     /// Carries out `op` in `scope`'s state. `load` answers `{found, value}` (the runner turns a
     /// missing key into `undefined`), `store` `null`, `keys` the keys in order, `remove` whether
     /// the key was there.
-    pub async fn apply(&self, scope: &SessionScope, op: StateOp) -> Result<Answer, ExecError> {
+    /// A `store` keeps `read` (the labels its execution has read) with the value.
+    pub async fn apply(
+        &self,
+        scope: &SessionScope,
+        op: StateOp,
+        read: Vec<LabelSource>,
+    ) -> Result<Answer, ExecError> {
         self.maybe_sweep();
         let (scope, options) = (scope.clone(), self.options);
         let answer = self
@@ -140,10 +149,11 @@ impl SessionState {
                         let text = serde_json::to_string(&value).unwrap_or_default();
                         let bytes = text.len() as u64;
                         store
-                            .store_state(&scope, &key, &text, &options, now)?
+                            .store_state(&scope, &key, &text, &read, &options, now)?
                             .map(|()| Answer {
                                 value: Value::Null,
                                 bytes,
+                                labels: Vec::new(),
                             })
                             .map_err(|e| {
                                 ExecError::new(
@@ -153,12 +163,13 @@ impl SessionState {
                             })
                     }
                     StateOp::Load { key } => match store.load_state(&scope, &key, &options, now)? {
-                        Some(text) => {
+                        Some((text, labels)) => {
                             let bytes = text.len() as u64;
                             serde_json::from_str::<Value>(&text)
                                 .map(|value| Answer {
                                     value: json!({"found": true, "value": value}),
                                     bytes,
+                                    labels,
                                 })
                                 .map_err(|e| {
                                     ExecError::new(
@@ -170,21 +181,28 @@ impl SessionState {
                         None => Ok(Answer {
                             value: json!({"found": false}),
                             bytes: 0,
+                            labels: Vec::new(),
                         }),
                     },
-                    StateOp::Keys => Ok(Answer {
-                        value: Value::from(
-                            store
-                                .list_state(&scope, &options, now)?
-                                .into_iter()
-                                .map(|e| Value::String(e.key))
-                                .collect::<Vec<_>>(),
-                        ),
-                        bytes: 0,
-                    }),
+                    StateOp::Keys => {
+                        // Keys are data too (a script may store under a key it read).
+                        let entries = store.list_state(&scope, &options, now)?;
+                        let labels = entries.iter().flat_map(|e| e.sources.clone()).collect();
+                        Ok(Answer {
+                            value: Value::from(
+                                entries
+                                    .into_iter()
+                                    .map(|e| Value::String(e.key))
+                                    .collect::<Vec<_>>(),
+                            ),
+                            bytes: 0,
+                            labels,
+                        })
+                    }
                     StateOp::Remove { key } => Ok(Answer {
                         value: Value::Bool(store.remove_state(&scope, &key, &options, now)?),
                         bytes: 0,
+                        labels: Vec::new(),
                     }),
                 })
             })
@@ -201,6 +219,34 @@ impl SessionState {
         let (scope, options) = (scope.clone(), self.options);
         self.store
             .run(move |store| store.list_state(&scope, &options, now_ms()))
+            .await
+            .map_err(unavailable)
+    }
+
+    /// The labels `scope`'s earlier executions read.
+    pub async fn session_labels(
+        &self,
+        scope: &SessionScope,
+    ) -> Result<Vec<LabelSource>, ExecError> {
+        let scope = scope.clone();
+        self.store
+            .run(move |store| store.session_labels(&scope))
+            .await
+            .map_err(unavailable)
+    }
+
+    /// Adds what an execution read (or what `list_state` showed) to `scope`'s labels.
+    pub async fn add_session_labels(
+        &self,
+        scope: &SessionScope,
+        labels: Vec<LabelSource>,
+    ) -> Result<(), ExecError> {
+        if labels.is_empty() {
+            return Ok(());
+        }
+        let (scope, options) = (scope.clone(), self.options);
+        self.store
+            .run(move |store| store.add_session_labels(&scope, &labels, &options, now_ms()))
             .await
             .map_err(unavailable)
     }

@@ -372,6 +372,8 @@ fn record(
         transport: None,
         key: None,
         bytes: None,
+        label: None,
+        decision: None,
     };
     if let Ok(mut sink) = rec.sink.lock() {
         sink.push(event);

@@ -31,6 +31,9 @@ pub struct AuditRecord {
     pub outcome: String,
     pub duration_ms: f64,
     pub calls: Vec<AuditCall>,
+    /// The data-flow labels the execution read (`context::flow`), in the order they joined.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
 }
 
 /// One tool or capability call of an execution, in start order.
@@ -73,8 +76,8 @@ pub const RUNNING: &str = "RUNNING";
 
 fn insert_head(tx: &rusqlite::Transaction<'_>, r: &AuditRecord) -> Result<i64, StoreError> {
     let mut stmt = tx.prepare_cached(
-        "INSERT INTO audit (ts, principal, tenant, client, front, code, code_sha256, code_bytes, outcome, duration_ms)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        "INSERT INTO audit (ts, principal, tenant, client, front, code, code_sha256, code_bytes, outcome, duration_ms, labels)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     )?;
     stmt.execute(params![
         r.ts,
@@ -86,9 +89,15 @@ fn insert_head(tx: &rusqlite::Transaction<'_>, r: &AuditRecord) -> Result<i64, S
         r.code_sha256,
         r.code_bytes.map(|n| i64::try_from(n).unwrap_or(i64::MAX)),
         r.outcome,
-        r.duration_ms
+        r.duration_ms,
+        labels_column(&r.labels)
     ])?;
     Ok(tx.last_insert_rowid())
+}
+
+/// The labels as the `labels` column keeps them: a JSON array, or NULL for none.
+fn labels_column(labels: &[String]) -> Option<String> {
+    (!labels.is_empty()).then(|| serde_json::to_string(labels).unwrap_or_default())
 }
 
 impl Store {
@@ -103,8 +112,8 @@ impl Store {
     pub fn complete_audit(&self, id: i64, r: &AuditRecord) -> Result<(), StoreError> {
         self.write(|tx| {
             let n = tx.execute(
-                "UPDATE audit SET outcome = ?2, duration_ms = ?3 WHERE id = ?1",
-                params![id, r.outcome, r.duration_ms],
+                "UPDATE audit SET outcome = ?2, duration_ms = ?3, labels = ?4 WHERE id = ?1",
+                params![id, r.outcome, r.duration_ms, labels_column(&r.labels)],
             )?;
             if n == 0 {
                 // Pruned meanwhile (retention): the record is written whole again.
@@ -151,7 +160,7 @@ impl Store {
     pub fn query_audit(&self, filter: &AuditFilter) -> Result<Vec<AuditRecord>, StoreError> {
         self.with(|conn| {
             let mut sql = String::from(
-                "SELECT id, ts, principal, tenant, client, front, code, code_sha256, outcome, duration_ms, code_bytes
+                "SELECT id, ts, principal, tenant, client, front, code, code_sha256, outcome, duration_ms, code_bytes, labels
                  FROM audit a WHERE 1 = 1",
             );
             let mut args: Vec<rusqlite::types::Value> = Vec::new();
@@ -195,6 +204,10 @@ impl Store {
                     code: r.get(6)?,
                     code_sha256: r.get(7)?,
                     code_bytes: r.get::<_, Option<i64>>(10)?.map(|n| n.max(0) as u64),
+                    labels: r
+                        .get::<_, Option<String>>(11)?
+                        .and_then(|t| serde_json::from_str(&t).ok())
+                        .unwrap_or_default(),
                     outcome: r.get(8)?,
                     duration_ms: r.get(9)?,
                     calls: Vec::new(),
@@ -279,6 +292,7 @@ mod tests {
             code_bytes: None,
             outcome: "OK".into(),
             duration_ms: 1.0,
+            labels: vec!["private".into()],
             calls: vec![AuditCall {
                 kind: "tool".into(),
                 tool: "s:t".into(),

@@ -393,6 +393,8 @@ mod tests {
             transport: None,
             key: None,
             bytes: None,
+            label: None,
+            decision: None,
         };
         [
             ev(TraceKind::ToolStart, None, None),

@@ -191,6 +191,12 @@ const MIGRATIONS: &[&str] = &[
         stored_at REAL NOT NULL,
         PRIMARY KEY (scope, key)
      ) WITHOUT ROWID;",
+    // 8: data-flow labels (JSON arrays of `context::flow::LabelSource`): what a session's
+    // executions read, what each kept value was stored after, and what each audited execution
+    // read.
+    "ALTER TABLE state_sessions ADD COLUMN labels TEXT NOT NULL DEFAULT '[]';
+     ALTER TABLE state_values ADD COLUMN labels TEXT NOT NULL DEFAULT '[]';
+     ALTER TABLE audit ADD COLUMN labels TEXT;",
 ];
 
 /// A failure of the state store.

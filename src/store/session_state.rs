@@ -8,6 +8,7 @@
 //! two hosts writing one session at once cannot both pass them.
 
 use super::{Store, StoreError};
+use crate::context::flow::LabelSource;
 use crate::context::session::{SessionOptions, SessionScope};
 use rusqlite::{params, OptionalExtension, Transaction};
 
@@ -19,6 +20,21 @@ pub struct StateEntry {
     pub bytes: u64,
     /// When it was stored, milliseconds since the Unix epoch.
     pub stored_at: f64,
+    /// The data-flow labels its execution had read when it stored it (by name).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
+    /// Where each label was first read.
+    #[serde(skip)]
+    pub sources: Vec<LabelSource>,
+}
+
+/// Labels as the store keeps them (JSON text); unreadable text reads as none.
+fn labels_text(labels: &[LabelSource]) -> String {
+    serde_json::to_string(labels).unwrap_or_else(|_| "[]".into())
+}
+
+fn labels_of(text: &str) -> Vec<LabelSource> {
+    serde_json::from_str(text).unwrap_or_default()
 }
 
 /// Why a `store` was refused: which bound, its config key and the numbers.
@@ -42,9 +58,11 @@ impl Store {
         scope: &SessionScope,
         key: &str,
         value: &str,
+        labels: &[LabelSource],
         options: &SessionOptions,
         now_ms: f64,
     ) -> Result<Stored, StoreError> {
+        let labels = labels_text(labels);
         let bytes = value.len() as u64;
         if bytes > options.max_value_bytes {
             return Ok(Err(StateQuotaError::Value {
@@ -72,31 +90,79 @@ impl Store {
                 }));
             }
             tx.prepare_cached(
-                "INSERT INTO state_values (scope, key, value, bytes, stored_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5)
+                "INSERT INTO state_values (scope, key, value, bytes, stored_at, labels)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
                  ON CONFLICT (scope, key) DO UPDATE SET
-                    value = excluded.value, bytes = excluded.bytes, stored_at = excluded.stored_at",
+                    value = excluded.value, bytes = excluded.bytes, stored_at = excluded.stored_at,
+                    labels = excluded.labels",
             )?
-            .execute(params![scope_key, key, value, bytes as i64, now_ms])?;
+            .execute(params![scope_key, key, value, bytes as i64, now_ms, labels])?;
             Ok(Ok(()))
         })
     }
 
-    /// The JSON text kept under `key` in `scope`'s state.
+    /// The JSON text kept under `key` in `scope`'s state, with the labels it was stored after.
     pub fn load_state(
         &self,
         scope: &SessionScope,
         key: &str,
         options: &SessionOptions,
         now_ms: f64,
-    ) -> Result<Option<String>, StoreError> {
+    ) -> Result<Option<(String, Vec<LabelSource>)>, StoreError> {
         let scope_key = scope.key();
         self.write(|tx| {
             renew(tx, scope, &scope_key, options, now_ms)?;
-            Ok(tx
-                .prepare_cached("SELECT value FROM state_values WHERE scope = ?1 AND key = ?2")?
-                .query_row(params![scope_key, key], |r| r.get(0))
-                .optional()?)
+            let row: Option<(String, String)> = tx
+                .prepare_cached(
+                    "SELECT value, labels FROM state_values WHERE scope = ?1 AND key = ?2",
+                )?
+                .query_row(params![scope_key, key], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?;
+            Ok(row.map(|(value, labels)| (value, labels_of(&labels))))
+        })
+    }
+
+    /// The labels `scope`'s earlier executions read (empty for a new or expired session).
+    pub fn session_labels(&self, scope: &SessionScope) -> Result<Vec<LabelSource>, StoreError> {
+        let scope_key = scope.key();
+        let text: Option<String> = self.with(|c| {
+            Ok(
+                c.prepare_cached("SELECT labels FROM state_sessions WHERE scope = ?1")?
+                    .query_row(params![scope_key], |r| r.get(0))
+                    .optional()?,
+            )
+        })?;
+        Ok(text.map(|t| labels_of(&t)).unwrap_or_default())
+    }
+
+    /// Adds `labels` to what `scope`'s executions have read (each label once, the first
+    /// source kept), renewing the session.
+    pub fn add_session_labels(
+        &self,
+        scope: &SessionScope,
+        labels: &[LabelSource],
+        options: &SessionOptions,
+        now_ms: f64,
+    ) -> Result<(), StoreError> {
+        let scope_key = scope.key();
+        self.write(|tx| {
+            renew(tx, scope, &scope_key, options, now_ms)?;
+            let text: String = tx
+                .prepare_cached("SELECT labels FROM state_sessions WHERE scope = ?1")?
+                .query_row(params![scope_key], |r| r.get(0))?;
+            let mut held = labels_of(&text);
+            for l in labels {
+                if held.len() < crate::context::flow::MAX_LABELS
+                    && !held.iter().any(|h| h.label == l.label)
+                {
+                    held.push(l.clone());
+                }
+            }
+            tx.execute(
+                "UPDATE state_sessions SET labels = ?2 WHERE scope = ?1",
+                params![scope_key, labels_text(&held)],
+            )?;
+            Ok(())
         })
     }
 
@@ -130,13 +196,16 @@ impl Store {
         self.write(|tx| {
             renew(tx, scope, &scope_key, options, now_ms)?;
             let mut stmt = tx.prepare_cached(
-                "SELECT key, bytes, stored_at FROM state_values WHERE scope = ?1 ORDER BY key",
+                "SELECT key, bytes, stored_at, labels FROM state_values WHERE scope = ?1 ORDER BY key",
             )?;
             let rows = stmt.query_map(params![scope_key], |r| {
+                let sources = labels_of(&r.get::<_, String>(3)?);
                 Ok(StateEntry {
                     key: r.get(0)?,
                     bytes: r.get::<_, i64>(1)? as u64,
                     stored_at: r.get(2)?,
+                    labels: sources.iter().map(|s| s.label.clone()).collect(),
+                    sources,
                 })
             })?;
             Ok(rows.collect::<Result<Vec<_>, _>>()?)
@@ -203,9 +272,14 @@ mod tests {
         let (_d, s) = store();
         let o = SessionOptions::default();
         let a = SessionScope::new("t1", "p1", "s1");
-        s.store_state(&a, "k", "[1,2]", &o, 1.0).unwrap().unwrap();
+        s.store_state(&a, "k", "[1,2]", &[], &o, 1.0)
+            .unwrap()
+            .unwrap();
         assert_eq!(
-            s.load_state(&a, "k", &o, 2.0).unwrap().as_deref(),
+            s.load_state(&a, "k", &o, 2.0)
+                .unwrap()
+                .map(|v| v.0)
+                .as_deref(),
             Some("[1,2]")
         );
         for other in [
@@ -222,7 +296,9 @@ mod tests {
             vec![StateEntry {
                 key: "k".into(),
                 bytes: 5,
-                stored_at: 1.0
+                stored_at: 1.0,
+                labels: vec![],
+                sources: vec![],
             }]
         );
         assert!(s.remove_state(&a, "k", &o, 5.0).unwrap());
@@ -240,23 +316,25 @@ mod tests {
         };
         let a = SessionScope::new("t", "p", "s");
         assert_eq!(
-            s.store_state(&a, "k", "12345678901", &o, 1.0).unwrap(),
+            s.store_state(&a, "k", "12345678901", &[], &o, 1.0).unwrap(),
             Err(StateQuotaError::Value { bytes: 11, max: 10 })
         );
-        s.store_state(&a, "a", "1234567890", &o, 1.0)
+        s.store_state(&a, "a", "1234567890", &[], &o, 1.0)
             .unwrap()
             .unwrap();
         assert_eq!(
-            s.store_state(&a, "b", "1234567890", &o, 1.0).unwrap(),
+            s.store_state(&a, "b", "1234567890", &[], &o, 1.0).unwrap(),
             Err(StateQuotaError::Bytes { bytes: 22, max: 20 })
         );
-        s.store_state(&a, "b", "1", &o, 1.0).unwrap().unwrap();
+        s.store_state(&a, "b", "1", &[], &o, 1.0).unwrap().unwrap();
         assert_eq!(
-            s.store_state(&a, "c", "1", &o, 1.0).unwrap(),
+            s.store_state(&a, "c", "1", &[], &o, 1.0).unwrap(),
             Err(StateQuotaError::Keys { keys: 2 })
         );
         // Replacing a key does not count it twice.
-        s.store_state(&a, "b", "123456", &o, 1.0).unwrap().unwrap();
+        s.store_state(&a, "b", "123456", &[], &o, 1.0)
+            .unwrap()
+            .unwrap();
     }
 
     #[test]
@@ -268,8 +346,8 @@ mod tests {
         };
         let a = SessionScope::new("t", "p", "s");
         let b = SessionScope::new("t", "p", "b");
-        s.store_state(&a, "k", "1", &o, 0.0).unwrap().unwrap();
-        s.store_state(&b, "k", "1", &o, 0.0).unwrap().unwrap();
+        s.store_state(&a, "k", "1", &[], &o, 0.0).unwrap().unwrap();
+        s.store_state(&b, "k", "1", &[], &o, 0.0).unwrap().unwrap();
         // Used within the TTL: kept, and the TTL runs from the last use.
         assert!(s.load_state(&a, "k", &o, 900.0).unwrap().is_some());
         assert!(s.load_state(&a, "k", &o, 1800.0).unwrap().is_some());

@@ -31,6 +31,8 @@ pub(super) struct Queued {
     pub(super) args: Value,
     /// The frame's size when the arguments were too large to decode.
     pub(super) oversized: Option<u64>,
+    /// Why a flow rule makes the call wait for approval (set by `admit`).
+    pub(super) ask: Option<String>,
 }
 
 impl Run {
@@ -71,6 +73,8 @@ impl Run {
             transport: transport.map(str::to_string),
             key: None,
             bytes: None,
+            label: None,
+            decision: None,
         });
         if let Some(sink) = &self.audit_args {
             sink.note(&trace_id, q.oversized.is_none().then_some(&q.args));
@@ -125,6 +129,14 @@ impl Run {
             self.finish_call(q.id, Err(e), tx, max_frame);
             return None;
         }
+        let mut q = q;
+        match self.flow_check(&format!("{}:{}", q.server, q.tool)) {
+            Ok(ask) => q.ask = ask,
+            Err(e) => {
+                self.finish_call(q.id, Err(e), tx, max_frame);
+                return None;
+            }
+        }
         let active = self.inflight.len() - self.queue.len();
         if active > self.limits.max_concurrent_calls as usize {
             self.queue.push_back(q);
@@ -151,10 +163,14 @@ impl Run {
             audit_args: self.audit_args.clone(),
         };
         // A call an `ask` rule matches waits for approval first, outside its call timeout.
-        let approval = self
-            .request
-            .policy
-            .asks_call(&q.server, &q.tool, Some(&q.args))
+        let approval = q
+            .ask
+            .clone()
+            .or_else(|| {
+                self.request
+                    .policy
+                    .asks_call(&q.server, &q.tool, Some(&q.args))
+            })
             .map(|rule| {
                 let question =
                     crate::gate::approval::Question::new(&q.server, &q.tool, &q.args, &rule);
@@ -300,6 +316,14 @@ impl Run {
             }
         }
         tx.send(buf);
+        // What the server answered reached the script (a host-side refusal carries nothing).
+        let answered = match &result {
+            Ok(_) => true,
+            Err(e) => e.code == ErrorCode::ToolError,
+        };
+        if answered && call.state.is_none() {
+            self.flow_read(&call.tool);
+        }
         self.end_trace(call, result.err().as_ref());
     }
 
@@ -311,6 +335,7 @@ impl Run {
         if let Some(state) = &call.state {
             let event = self.state_event(&call, state, error);
             self.traces.push(event);
+            self.trace_labels();
             return;
         }
         self.traces.push(TraceEvent {
@@ -334,6 +359,8 @@ impl Run {
             transport: call.transport.map(str::to_string),
             key: None,
             bytes: None,
+            label: None,
+            decision: None,
         });
         self.calls_done += 1;
         self.show_calls();

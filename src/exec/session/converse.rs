@@ -155,6 +155,7 @@ impl Run {
                                 tool,
                                 args,
                                 oversized,
+                                ask: None,
                             };
                             if let Some(fut) = self.admit(catalog, q, tx, max_frame) {
                                 running.push(fut);

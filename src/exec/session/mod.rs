@@ -19,6 +19,7 @@
 mod calls;
 mod converse;
 mod finish;
+mod flow_calls;
 mod preflight;
 mod spawn;
 mod state_calls;
@@ -163,11 +164,33 @@ pub async fn execute_pooled(
         id = %run.request.execution_id,
         client = %run.request.client
     );
+    // With `flow_scope: "session"`, what the session's earlier executions read counts from
+    // the start, and what this one reads counts for the next ones (fail closed: labels that
+    // cannot be read or kept stop the execution).
+    let flow_session = flow_session(&run.request, top, req.state.as_ref());
+    if let Some((scope, state)) = &flow_session {
+        match state.session_labels(scope).await {
+            Ok(earlier) => {
+                tree.taint.inherit(&earlier);
+                run.trace_labels();
+            }
+            Err(e) => return run.finish(Some(e), started),
+        }
+    }
     let mut error = run
         .drive(catalog, runner, pool, &req)
         .instrument(span)
         .await
         .err();
+    run.trace_labels();
+    if let Some((scope, state)) = &flow_session {
+        if let Err(e) = state.add_session_labels(scope, tree.taint.read()).await {
+            error = Some(ExecError::new(
+                ErrorCode::SandboxUnavailable,
+                format!("the data-flow labels of this session could not be kept ({}), so the outcome is withheld; retry", e.message),
+            ));
+        }
+    }
     let own = run.cpu_ms.unwrap_or(0);
     if !top {
         tree.spend(own);
@@ -195,6 +218,23 @@ pub async fn execute_pooled(
         }
     }
     outcome
+}
+
+/// The session whose data-flow labels a top-level execution shares, with the state store that
+/// keeps them: only with `flow_scope: "session"` and labelled tools.
+fn flow_session(
+    request: &RequestContext,
+    top: bool,
+    state: Option<&Arc<crate::exec::state::SessionState>>,
+) -> Option<(
+    crate::context::session::SessionScope,
+    Arc<crate::exec::state::SessionState>,
+)> {
+    let flow = request.policy.flow();
+    if !top || !flow.tracks() || flow.scope != crate::context::flow::FlowScope::Session {
+        return None;
+    }
+    request.session.clone().zip(state.cloned())
 }
 
 /// The state of one execution.

@@ -69,8 +69,16 @@ impl Run {
             }
             Ok((op, scope, state)) => {
                 let id = q.id;
+                // A stored value carries what its execution had read; a loaded one (or the
+                // keys) brings its labels back into this execution's tree.
+                let tree = self.tree().cloned();
+                let read = tree.as_ref().map(|t| t.taint.read()).unwrap_or_default();
                 Some(Box::pin(async move {
-                    (id, state.apply(&scope, op).await.map(|a| a.value))
+                    let answer = state.apply(&scope, op, read).await;
+                    if let (Ok(a), Some(tree)) = (&answer, &tree) {
+                        tree.taint.inherit(&a.labels);
+                    }
+                    (id, answer.map(|a| a.value))
                 }))
             }
         }
@@ -104,6 +112,8 @@ impl Run {
             transport: None,
             key: Some(state.key.clone()),
             bytes: Some(state.bytes),
+            label: None,
+            decision: None,
         }
     }
 }

@@ -2,10 +2,13 @@
 //! policy — allow, ask or deny, the rule that decided it and why — without starting anything.
 //! It uses the same code as the gate (`Policy::decide`: rules, conditions on the arguments,
 //! ask rules), narrowed by the principal policies named with `--policy` as the gateway narrows
-//! a principal's. The tool's inputSchema is not checked (no server is started).
+//! a principal's, then the data-flow rules (`context::flow::FlowPolicy::decide`) with the labels
+//! of the tools named by `--after` as read. The tool's inputSchema is not checked (no server is
+//! started).
 
 use super::UsageError;
 use crate::config::Config;
+use crate::context::flow::FlowVerdict;
 use crate::context::policy::Decision;
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
@@ -34,7 +37,11 @@ pub struct ExplainArgs {
     /// The call: `server:tool` followed by its arguments as a JSON object (default `{}`).
     #[arg(long, value_name = "'SERVER:TOOL {JSON}'")]
     pub call: String,
-    /// Print `{decision, rule_or_reason, call}` as JSON.
+    /// A tool whose answer the execution read before this call (repeatable): its data-flow
+    /// labels count for the config's flow rules, as the gateway counts them.
+    #[arg(long = "after", value_name = "SERVER:TOOL")]
+    pub after: Vec<String>,
+    /// Print `{decision, why, call, policies, labels_read}` as JSON.
     #[arg(long)]
     pub json: bool,
 }
@@ -78,18 +85,40 @@ pub fn command(args: PolicyArgs) -> Result<i32, UsageError> {
         };
         policy = p.narrow(name, policy);
     }
-    let (decision, why) = match policy.decide(&server, &tool, &call_args) {
-        Decision::Allow => (
+    let taint = crate::context::flow::Taint::default();
+    for read in &args.after {
+        if !read.contains(':') {
+            return Err(UsageError(format!(
+                "--after {read:?}: name a tool as server:tool, e.g. --after crm:get_customer"
+            )));
+        }
+        for label in policy.flow().labels_of(read) {
+            taint.add(&label, read);
+        }
+    }
+    let read = taint.read();
+    let qualified = format!("{server}:{tool}");
+    // As the gate: the rules first (deny > ask > allow), then the flow rules, which can only
+    // refuse or ask.
+    let decided = policy.decide(&server, &tool, &call_args);
+    let flow = policy.flow().decide(&qualified, &read);
+    let (decision, why) = match (decided, flow) {
+        (Decision::Deny(reason), _) => ("deny", reason),
+        (_, FlowVerdict::Deny { message, .. }) => ("deny", message),
+        (Decision::Ask(rule), _) => ("ask", format!("it waits for approval: {rule}")),
+        (Decision::Allow, FlowVerdict::Ask { message, .. }) => {
+            ("ask", format!("it waits for approval: {message}"))
+        }
+        (Decision::Allow, FlowVerdict::Allow) => (
             "allow",
             "no rule refuses it or asks for approval".to_string(),
         ),
-        Decision::Ask(rule) => ("ask", format!("it waits for approval: {rule}")),
-        Decision::Deny(reason) => ("deny", reason),
     };
     if args.json {
+        let labels: Vec<&str> = read.iter().map(|s| s.label.as_str()).collect();
         println!(
             "{}",
-            json!({"decision": decision, "why": why, "call": {"tool": format!("{server}:{tool}"), "args": call_args}, "policies": args.policies})
+            json!({"decision": decision, "why": why, "call": {"tool": qualified, "args": call_args}, "policies": args.policies, "labels_read": labels})
         );
     } else {
         println!("{decision}: {}", crate::term::escape(&why));

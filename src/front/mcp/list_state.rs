@@ -50,6 +50,12 @@ pub async fn call(
         Ok(e) => e,
         Err(e) => return Ok(failed(e)),
     };
+    // The keys reach the model: what their values were stored after now counts for the session
+    // (`context::flow`; used when flow rules have session scope).
+    let read: Vec<_> = entries.iter().flat_map(|e| e.sources.clone()).collect();
+    if let Err(e) = state.add_session_labels(&scope, read).await {
+        return Ok(failed(e));
+    }
     let now = now_ms();
     let o = state.options();
     let bytes: u64 = entries.iter().map(|e| e.bytes + e.key.len() as u64).sum();
@@ -60,6 +66,7 @@ pub async fn call(
                 "key": e.key,
                 "bytes": e.bytes,
                 "age_ms": (now - e.stored_at).max(0.0).round() as u64,
+                "labels": e.labels,
             })
         })
         .collect();

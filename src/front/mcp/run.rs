@@ -152,6 +152,22 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
             None
         }
     };
+    // Flow rules with session scope keep each session's labels in the state store: without
+    // it, the next execution of a session would start clean (fail closed: do not serve).
+    let flows = !config.sandbox.flows.is_empty()
+        || config
+            .sandbox
+            .policies
+            .values()
+            .any(|p| !p.flows.is_empty());
+    if store.is_none()
+        && flows
+        && config.sandbox.flow_scope.unwrap_or_default() == crate::context::flow::FlowScope::Session
+    {
+        return Err(UsageError(
+            "sandbox.flows with flow_scope \"session\" keep each session's data-flow labels in the state store, which could not be opened (see the warning above); fix it, pass --state, or set \"flow_scope\": \"execution\"".into(),
+        ));
+    }
     // Listen before starting servers so an early signal still shuts them down cleanly.
     let mut signals = SignalListener::install();
     let catalog = Arc::new(load_catalog(&config).await?);

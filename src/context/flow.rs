@@ -1,0 +1,470 @@
+//! Data-flow labels: which kinds of data an execution has read, and the flow rules that refuse
+//! (or ask for) a later call because of them.
+//!
+//! The config labels tools by glob (`"labels": {"crm:*": ["private"]}`); a call whose answer
+//! reached the script adds its tool's labels to the execution's [`Taint`] (shared with every
+//! capability it calls, and — with `flow_scope: "session"` — carried from one execution of a
+//! session to the next). A flow rule (`{"after": ["private"], "deny": ["egress"]}`) refuses a
+//! call to a tool carrying one of its `deny` labels once every label of `after` has been read.
+//! Labels work at execution granularity: the host never needs to know which value went where, so
+//! no transformation inside the script (encoding, splitting, arithmetic) evades them.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use wildmatch::WildMatch;
+
+/// The most labels one tool may carry, and the most distinct labels an execution records.
+pub const MAX_LABELS: usize = 64;
+
+/// A flow rule as the config writes it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowRuleConfig {
+    /// Labels that must all have been read for the rule to apply.
+    pub after: Vec<String>,
+    /// Labels of the called tool that the rule refuses (`PERMISSION_DENIED`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deny: Vec<String>,
+    /// Labels of the called tool whose calls then wait for a person's approval.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ask: Vec<String>,
+    /// The rule's name in messages, traces and the audit log (derived when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+/// How long what an execution read counts: for the execution alone, or for the whole client
+/// session (the model saw the outcome and may copy it into its next script).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlowScope {
+    #[default]
+    Session,
+    Execution,
+}
+
+/// Why labels or flow rules were refused at load.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FlowError {
+    #[error("{origin} labels: {label:?} is not a label name (1-64 of a-z, 0-9, '_', '-')")]
+    BadLabel { origin: String, label: String },
+    #[error("{origin} labels: {glob:?} carries {count} labels; at most {MAX_LABELS}")]
+    TooManyLabels {
+        origin: String,
+        glob: String,
+        count: usize,
+    },
+    #[error("{rule}: \"after\" must name at least one label")]
+    EmptyAfter { rule: String },
+    #[error("{rule}: give \"deny\" or \"ask\" (the labels of the tools it stops)")]
+    NoEffect { rule: String },
+    #[error("{rule}: {name:?} is not a rule name (1-64 of A-Z, a-z, 0-9, '_', '-', '.')")]
+    BadName { rule: String, name: String },
+}
+
+#[derive(Clone)]
+struct FlowRule {
+    /// As a person reads it: `config flow rule "no-exfiltration"` or `config flows[0]`.
+    name: String,
+    after: Vec<Arc<str>>,
+    deny: Vec<Arc<str>>,
+    ask: Vec<Arc<str>>,
+}
+
+/// The labels of tools and the flow rules of a policy (the config's, plus what principal
+/// policies add: they can only add).
+#[derive(Clone, Default)]
+pub struct FlowPolicy {
+    labels: Vec<(WildMatch, Vec<Arc<str>>)>,
+    rules: Vec<FlowRule>,
+    /// The operator's `flow_scope` (principal policies cannot change it).
+    pub scope: FlowScope,
+}
+
+impl std::fmt::Debug for FlowPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FlowPolicy")
+            .field("labels", &self.labels.len())
+            .field("rules", &self.rules.len())
+            .field("scope", &self.scope)
+            .finish()
+    }
+}
+
+fn label_name(s: &str) -> bool {
+    (1..=64).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+}
+
+fn rule_name(s: &str) -> bool {
+    (1..=64).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+}
+
+fn labels(origin: &str, list: &[String]) -> Result<Vec<Arc<str>>, FlowError> {
+    list.iter()
+        .map(|l| {
+            if label_name(l) {
+                Ok(Arc::from(l.as_str()))
+            } else {
+                Err(FlowError::BadLabel {
+                    origin: origin.to_string(),
+                    label: l.clone(),
+                })
+            }
+        })
+        .collect()
+}
+
+impl FlowPolicy {
+    /// Whether labels are tracked at all (some tool is labelled).
+    pub fn tracks(&self) -> bool {
+        !self.labels.is_empty()
+    }
+
+    /// Whether any flow rule exists.
+    pub fn has_rules(&self) -> bool {
+        !self.rules.is_empty()
+    }
+
+    /// Adds `origin`'s labels and flow rules (`origin`: "config" or "policy 'x'").
+    pub fn add(
+        &mut self,
+        origin: &str,
+        tool_labels: &BTreeMap<String, Vec<String>>,
+        flows: &[FlowRuleConfig],
+    ) -> Result<(), FlowError> {
+        for (glob, list) in tool_labels {
+            if list.len() > MAX_LABELS {
+                return Err(FlowError::TooManyLabels {
+                    origin: origin.to_string(),
+                    glob: glob.clone(),
+                    count: list.len(),
+                });
+            }
+            self.labels
+                .push((WildMatch::new(glob), labels(origin, list)?));
+        }
+        for (i, f) in flows.iter().enumerate() {
+            let position = format!("{origin} flows[{i}]");
+            let name = match &f.name {
+                Some(n) if !rule_name(n) => {
+                    return Err(FlowError::BadName {
+                        rule: position,
+                        name: n.clone(),
+                    })
+                }
+                Some(n) => format!("{origin} flow rule \"{n}\""),
+                None => position.clone(),
+            };
+            if f.after.is_empty() {
+                return Err(FlowError::EmptyAfter { rule: position });
+            }
+            if f.deny.is_empty() && f.ask.is_empty() {
+                return Err(FlowError::NoEffect { rule: position });
+            }
+            self.rules.push(FlowRule {
+                name,
+                after: labels(&position, &f.after)?,
+                deny: labels(&position, &f.deny)?,
+                ask: labels(&position, &f.ask)?,
+            });
+        }
+        Ok(())
+    }
+
+    /// The labels `tool` (`server:tool`) carries, each once.
+    pub fn labels_of(&self, tool: &str) -> Vec<Arc<str>> {
+        let mut out: Vec<Arc<str>> = Vec::new();
+        for (glob, list) in &self.labels {
+            if glob.matches(tool) {
+                for l in list {
+                    if !out.contains(l) {
+                        out.push(l.clone());
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// What the flow rules say of calling `tool` after reading what `read` holds.
+    pub fn decide(&self, tool: &str, read: &[LabelSource]) -> FlowVerdict {
+        if self.rules.is_empty() || read.is_empty() {
+            return FlowVerdict::Allow;
+        }
+        let carried = self.labels_of(tool);
+        let mut ask = None;
+        for rule in &self.rules {
+            let Some(sources) = rule
+                .after
+                .iter()
+                .map(|l| read.iter().find(|s| *s.label == **l))
+                .collect::<Option<Vec<_>>>()
+            else {
+                continue;
+            };
+            if let Some(label) = carried.iter().find(|l| rule.deny.contains(l)) {
+                return FlowVerdict::Deny {
+                    rule: rule.name.clone(),
+                    label: label.to_string(),
+                    message: explain(tool, label, &sources, &rule.name),
+                };
+            }
+            if ask.is_none() {
+                if let Some(label) = carried.iter().find(|l| rule.ask.contains(l)) {
+                    ask = Some(FlowVerdict::Ask {
+                        rule: rule.name.clone(),
+                        label: label.to_string(),
+                        message: explain(tool, label, &sources, &rule.name),
+                    });
+                }
+            }
+        }
+        ask.unwrap_or(FlowVerdict::Allow)
+    }
+}
+
+/// "mail:send_mail is egress; this execution read private data from crm:get_customer at
+/// 12.3 ms (config flows[0])".
+fn explain(tool: &str, label: &str, sources: &[&LabelSource], rule: &str) -> String {
+    let read: Vec<String> = sources
+        .iter()
+        .map(|s| match s.earlier {
+            false => format!("{} data from {} at {:.1} ms", s.label, s.tool, s.at_ms),
+            true => format!(
+                "{} data from {} in an earlier execution of this session",
+                s.label, s.tool
+            ),
+        })
+        .collect();
+    format!(
+        "{tool} is {label}; this execution read {} ({rule})",
+        read.join(" and ")
+    )
+}
+
+/// What the flow rules decide for one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FlowVerdict {
+    Allow,
+    /// The call waits for approval: the rule, the called tool's label, and why.
+    Ask {
+        rule: String,
+        label: String,
+        message: String,
+    },
+    /// Refused (`PERMISSION_DENIED`): the rule, the called tool's label, and why.
+    Deny {
+        rule: String,
+        label: String,
+        message: String,
+    },
+}
+
+/// Where an execution first read a label.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabelSource {
+    pub label: String,
+    /// The tool whose answer brought it (`$state:load` for a loaded value).
+    pub tool: String,
+    /// Milliseconds since the execution started (0 for an earlier execution's).
+    #[serde(default)]
+    pub at_ms: f64,
+    /// Read by an earlier execution of the session (or stored by one), not by this one.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub earlier: bool,
+}
+
+/// The labels one execution (with its capabilities) has read, each with where it was first
+/// read. Shared through the execution's tree.
+#[derive(Debug)]
+pub struct Taint {
+    started: Instant,
+    /// What was read, and how many of those the trace has shown.
+    read: Mutex<(Vec<LabelSource>, usize)>,
+}
+
+impl Default for Taint {
+    fn default() -> Self {
+        Taint {
+            started: Instant::now(),
+            read: Mutex::new((Vec::new(), 0)),
+        }
+    }
+}
+
+impl Taint {
+    /// Records that the answer of `tool` carrying `label` reached a script; `true` when the
+    /// label is new to this execution.
+    pub fn add(&self, label: &str, tool: &str) -> bool {
+        let at_ms = self.started.elapsed().as_secs_f64() * 1000.0;
+        self.push(LabelSource {
+            label: label.to_string(),
+            tool: tool.to_string(),
+            at_ms,
+            earlier: false,
+        })
+    }
+
+    /// Records labels read before this execution (the session's, or a loaded value's); the
+    /// ones new to it.
+    pub fn inherit(&self, sources: &[LabelSource]) -> usize {
+        sources
+            .iter()
+            .filter(|s| {
+                self.push(LabelSource {
+                    earlier: true,
+                    at_ms: 0.0,
+                    ..(*s).clone()
+                })
+            })
+            .count()
+    }
+
+    fn push(&self, source: LabelSource) -> bool {
+        let Ok(mut read) = self.read.lock() else {
+            return false;
+        };
+        if read.0.len() >= MAX_LABELS || read.0.iter().any(|s| s.label == source.label) {
+            return false;
+        }
+        read.0.push(source);
+        true
+    }
+
+    /// What was read so far.
+    pub fn read(&self) -> Vec<LabelSource> {
+        self.read.lock().map(|r| r.0.clone()).unwrap_or_default()
+    }
+
+    /// The labels read since the last call (for `label_added` trace events).
+    pub fn untraced(&self) -> Vec<LabelSource> {
+        let Ok(mut read) = self.read.lock() else {
+            return Vec::new();
+        };
+        let from = read.1.min(read.0.len());
+        read.1 = read.0.len();
+        read.0[from..].to_vec()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy() -> FlowPolicy {
+        let mut p = FlowPolicy::default();
+        let labels = BTreeMap::from([
+            ("crm:*".to_string(), vec!["private".to_string()]),
+            ("web:*".to_string(), vec!["untrusted".to_string()]),
+            ("mail:send*".to_string(), vec!["egress".to_string()]),
+        ]);
+        let flows = [
+            FlowRuleConfig {
+                after: vec!["private".into()],
+                deny: vec!["egress".into()],
+                ..Default::default()
+            },
+            FlowRuleConfig {
+                after: vec!["untrusted".into()],
+                ask: vec!["egress".into()],
+                name: Some("outsiders".into()),
+                ..Default::default()
+            },
+        ];
+        p.add("config", &labels, &flows).unwrap();
+        p
+    }
+
+    #[test]
+    fn a_rule_applies_once_all_its_labels_were_read() {
+        let p = policy();
+        let taint = Taint::default();
+        assert_eq!(p.decide("mail:send", &taint.read()), FlowVerdict::Allow);
+        assert!(taint.add("untrusted", "web:fetch"));
+        assert!(!taint.add("untrusted", "web:other"), "first source is kept");
+        match p.decide("mail:send", &taint.read()) {
+            FlowVerdict::Ask { rule, label, .. } => {
+                assert_eq!(rule, "config flow rule \"outsiders\"");
+                assert_eq!(label, "egress");
+            }
+            other => panic!("{other:?}"),
+        }
+        taint.add("private", "crm:get_customer");
+        match p.decide("mail:send", &taint.read()) {
+            FlowVerdict::Deny { message, .. } => {
+                assert!(
+                    message.starts_with(
+                        "mail:send is egress; this execution read private data from crm:get_customer at "
+                    ),
+                    "{message}"
+                );
+                assert!(message.ends_with(" ms (config flows[0])"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(p.decide("crm:get", &taint.read()), FlowVerdict::Allow);
+    }
+
+    #[test]
+    fn inherited_labels_say_so() {
+        let p = policy();
+        let taint = Taint::default();
+        let earlier = [LabelSource {
+            label: "private".into(),
+            tool: "crm:get_customer".into(),
+            at_ms: 5.0,
+            earlier: false,
+        }];
+        assert_eq!(taint.inherit(&earlier), 1);
+        assert_eq!(taint.inherit(&earlier), 0, "already read");
+        assert_eq!(taint.untraced().len(), 1);
+        assert!(taint.untraced().is_empty());
+        let FlowVerdict::Deny { message, .. } = p.decide("mail:send", &taint.read()) else {
+            panic!()
+        };
+        assert_eq!(
+            message,
+            "mail:send is egress; this execution read private data from crm:get_customer in an earlier execution of this session (config flows[0])"
+        );
+    }
+
+    #[test]
+    fn bad_rules_are_refused_with_their_position() {
+        let mut p = FlowPolicy::default();
+        let bad = |f: FlowRuleConfig| FlowPolicy::default().add("config", &BTreeMap::new(), &[f]);
+        assert_eq!(
+            bad(FlowRuleConfig {
+                deny: vec!["egress".into()],
+                ..Default::default()
+            }),
+            Err(FlowError::EmptyAfter {
+                rule: "config flows[0]".into()
+            })
+        );
+        assert_eq!(
+            bad(FlowRuleConfig {
+                after: vec!["private".into()],
+                ..Default::default()
+            }),
+            Err(FlowError::NoEffect {
+                rule: "config flows[0]".into()
+            })
+        );
+        assert!(matches!(
+            bad(FlowRuleConfig {
+                after: vec!["Private Data".into()],
+                deny: vec!["egress".into()],
+                ..Default::default()
+            }),
+            Err(FlowError::BadLabel { .. })
+        ));
+        let labels = BTreeMap::from([("x:*".to_string(), vec!["".to_string()])]);
+        assert!(p.add("config", &labels, &[]).is_err());
+    }
+}
