@@ -135,9 +135,10 @@ fn typescript_sdk_over_stdio_and_http_with_no_http_stall() {
         http["p50_ms"].as_f64().unwrap(),
     );
     eprintln!("TypeScript SDK execute_code p50: stdio {stdio_p50:.2} ms, HTTP {http_p50:.2} ms");
-    // Within 2× of stdio; the stall this guards against added ~40 ms to every answer.
+    // The stall this guards against added ~40 ms to every answer: HTTP stays within 2× of
+    // stdio plus 10 ms (a loaded 2-core machine gave 3.9 against 1.7 ms without any stall).
     assert!(
-        http_p50 <= 2.0 * stdio_p50,
-        "HTTP p50 {http_p50:.2} ms is more than 2× the stdio p50 {stdio_p50:.2} ms (stdio: {stdio}, http: {http})"
+        http_p50 <= 2.0 * stdio_p50 + 10.0,
+        "HTTP p50 {http_p50:.2} ms is more than 2× the stdio p50 {stdio_p50:.2} ms + 10 ms (stdio: {stdio}, http: {http})"
     );
 }

@@ -200,8 +200,12 @@ fn refused_scripts_and_hash_only_audits_keep_no_copy_of_the_code() {
     assert_eq!(records[0]["code_bytes"], json!(big_code.len()));
     assert_eq!(records[0]["code_sha256"], json!(sha256_hex(&big_code)));
     assert!(!state_contains(&state, b"BIG-MARKER"));
+    // The schema's pages alone (about 100 KB with every table and index), a tenth of the code.
     let size = std::fs::metadata(&state).unwrap().len();
-    assert!(size < 100_000, "the state file takes {size} bytes");
+    assert!(
+        size < big_code.len() as u64 / 10,
+        "the state file takes {size} bytes"
+    );
     // `--audit-code hash`: no copy of the code anywhere in the store (kv.last_execution too).
     let state = dir.path().join("hash.db");
     let small = dir.path().join("small.js");

@@ -69,14 +69,18 @@ pub async fn start_http_config(config_json: Value, args: &[&str]) -> HttpServed 
             let url = line
                 .strip_prefix("mcp-sandbox: serving MCP over HTTP at http://")
                 .or_else(|| line.strip_prefix("mcp-sandbox: serving MCP over HTTPS at https://"));
+            // Kept before the address is handed over, so a test that reads stderr as soon as
+            // it has the address sees the line that gave it.
+            {
+                let mut s = sink.lock().unwrap();
+                s.push_str(&line);
+                s.push('\n');
+            }
             if let Some(url) = url {
                 if let Some(tx) = tx.take() {
                     let _ = tx.send(url.trim_end_matches("/mcp").to_string());
                 }
             }
-            let mut s = sink.lock().unwrap();
-            s.push_str(&line);
-            s.push('\n');
         }
     });
     let addr = tokio::time::timeout(Duration::from_secs(30), rx)
