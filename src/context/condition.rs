@@ -15,7 +15,7 @@
 //! an error: the policy treats it as a refusal (fail closed).
 
 use cel::common::ast::{EntryExpr, Expr, IdedExpr};
-use cel::common::value::{CowVal, Val};
+use cel::common::value::Val;
 use serde_json::Value;
 use std::cell::OnceCell;
 use std::sync::{Arc, LazyLock};
@@ -23,39 +23,34 @@ use std::sync::{Arc, LazyLock};
 /// CEL's standard functions, built once (building them per evaluation cost ~10 µs).
 static STDLIB: LazyLock<Arc<cel::Env>> = LazyLock::new(|| Arc::new(cel::Env::stdlib()));
 
-/// A call's arguments as conditions read them: converted to CEL once, when the first condition
-/// that matches the tool needs them, then shared by every rule of the call.
+/// A call's arguments as conditions read them: converted to CEL once, into one evaluation
+/// context, when the first condition that matches the tool needs them, then shared by every
+/// rule of the call.
 pub struct CallArgs<'a> {
     json: &'a Value,
-    cel: OnceCell<Result<Box<dyn Val>, String>>,
+    context: OnceCell<Result<cel::Context<'static, 'static>, String>>,
 }
 
 impl<'a> CallArgs<'a> {
     pub fn new(json: &'a Value) -> Self {
         CallArgs {
             json,
-            cel: OnceCell::new(),
+            context: OnceCell::new(),
         }
     }
 
-    fn get(&self) -> Result<&(dyn Val + 'static), String> {
-        self.cel
+    fn context(&self) -> Result<&cel::Context<'static, 'static>, String> {
+        self.context
             .get_or_init(|| {
                 let value = cel::to_value(self.json).map_err(|e| format!("the arguments: {e}"))?;
-                Box::<dyn Val>::try_from(value).map_err(|e| format!("the arguments: {e:?}"))
+                let value = Box::<dyn Val>::try_from(value)
+                    .map_err(|e| format!("the arguments: {e:?}"))?;
+                let mut context = cel::Context::with_env(STDLIB.clone());
+                context.add_variable_as_val("args", value);
+                Ok(context)
             })
             .as_ref()
-            .map(|b| b.as_ref())
             .map_err(Clone::clone)
-    }
-}
-
-/// Resolves `args` to the converted arguments, borrowed.
-struct ArgsResolver<'a>(&'a (dyn Val + 'static));
-
-impl cel::context::VariableResolver for ArgsResolver<'_> {
-    fn resolve<'b>(&'b self, variable: &str) -> Option<CowVal<'b, 'b>> {
-        (variable == "args").then(|| CowVal::Borrowed(self.0))
     }
 }
 
@@ -143,10 +138,7 @@ impl Condition {
 
     /// Whether the condition holds for `args`; an error when it cannot be evaluated.
     pub fn eval(&self, args: &CallArgs<'_>) -> Result<bool, String> {
-        let resolver = ArgsResolver(args.get()?);
-        let mut context = cel::Context::with_env(STDLIB.clone());
-        context.set_variable_resolver(&resolver);
-        match self.program.execute(&context) {
+        match self.program.execute(args.context()?) {
             Ok(cel::Value::Bool(b)) => Ok(b),
             Ok(other) => Err(format!("it gave {other:?}, not true or false")),
             Err(e) => Err(e.to_string()),
