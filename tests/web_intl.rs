@@ -73,6 +73,18 @@ const NODE_CASES: &[(&str, &str)] = &[
     ("new Intl.NumberFormat('fr-CA').resolvedOptions().locale", "fr-CA"),
     ("new Intl.Collator('de-u-kn-true').resolvedOptions().locale", "de-u-kn"),
     ("Intl.NumberFormat.supportedLocalesOf(['fr', 'de-AT']).join()", "fr,de-AT"),
+    ("(0.256).toLocaleString('en', { style: 'percent' })", "26%"),
+    ("(0.256).toLocaleString('de', { style: 'percent', maximumFractionDigits: 1 })", "25,6\u{a0}%"),
+    ("(-0.5).toLocaleString('fr', { style: 'percent' })", "-50\u{a0}%"),
+    ("(0.05).toLocaleString('en', { style: 'percent', signDisplay: 'always' })", "+5%"),
+    ("new Intl.NumberFormat('tr', { style: 'percent' }).format(0.5)", "%50"),
+    ("new Intl.RelativeTimeFormat('en').format(-1, 'day')", "1 day ago"),
+    ("new Intl.RelativeTimeFormat('en', { numeric: 'auto' }).format(-1, 'day')", "yesterday"),
+    ("new Intl.RelativeTimeFormat('en').format(3, 'hours')", "in 3 hours"),
+    ("new Intl.RelativeTimeFormat('de').format(-2, 'month')", "vor 2 Monaten"),
+    ("new Intl.RelativeTimeFormat('en', { style: 'short' }).format(5, 'minute')", "in 5 min."),
+    ("new Intl.RelativeTimeFormat('fr', { numeric: 'auto' }).format(0, 'day')", "aujourd’hui"),
+    ("new Intl.RelativeTimeFormat('es', { style: 'narrow' }).format(-3, 'week')", "hace 3 sem."),
 ];
 
 /// Evaluates each expression in the sandbox; a throw becomes `threw <name>: <message>`.
@@ -115,7 +127,7 @@ async fn unsupported_options_and_zones_are_refused_by_name() {
         const t = (f) => { try { return 'returned ' + String(f()); } catch (e) { return e.name + ': ' + e.message; } };
         return [
           t(() => new Intl.NumberFormat('en', { style: 'currency', currency: 'EUR' })),
-          t(() => (0.5).toLocaleString('en', { style: 'percent' })),
+          t(() => (5).toLocaleString('en', { style: 'unit', unit: 'meter' })),
           t(() => new Intl.NumberFormat('en', { notation: 'compact' })),
           t(() => new Intl.NumberFormat('en', { roundingMode: 'ceil' })),
           t(() => new Intl.DateTimeFormat('en', { timeZone: 'Mars/Olympus_Mons' })),
@@ -124,6 +136,7 @@ async fn unsupported_options_and_zones_are_refused_by_name() {
           t(() => new Intl.DateTimeFormat('en', { dateStyle: 'short', month: 'long' })),
           t(() => new Intl.DateTimeFormat('en', { year: 'numeric', weekday: 'long' })),
           t(() => new Intl.Collator('en', { usage: 'search' })),
+          t(() => new Intl.RelativeTimeFormat('en').format(1, 'fortnight')),
           t(() => new Intl.NumberFormat('en', { style: 'decimals' })),
           t(() => new Intl.NumberFormat('not a tag')),
           t(() => Intl.PluralRules()),
@@ -137,8 +150,8 @@ async fn unsupported_options_and_zones_are_refused_by_name() {
     assert_eq!(
         o.result,
         json!([
-            "RangeError: Intl.NumberFormat: style 'currency' is not supported in this sandbox (supported: 'decimal')",
-            "RangeError: Intl.NumberFormat: style 'percent' is not supported in this sandbox (supported: 'decimal')",
+            "RangeError: Intl.NumberFormat: style 'currency' is not supported in this sandbox (supported: 'decimal', 'percent')",
+            "RangeError: Intl.NumberFormat: style 'unit' is not supported in this sandbox (supported: 'decimal', 'percent')",
             "RangeError: Intl.NumberFormat: notation 'compact' is not supported in this sandbox (supported: 'standard')",
             "RangeError: Intl.NumberFormat: roundingMode 'ceil' is not supported in this sandbox (supported: 'halfExpand')",
             "RangeError: Invalid time zone specified: Mars/Olympus_Mons",
@@ -147,6 +160,7 @@ async fn unsupported_options_and_zones_are_refused_by_name() {
             "TypeError: Can't set option month when dateStyle is used",
             "RangeError: Intl.DateTimeFormat: the combination of date fields weekday, year is not supported in this sandbox",
             "RangeError: Intl.Collator: usage 'search' is not supported in this sandbox (supported: 'sort')",
+            "RangeError: Invalid unit argument for format() 'fortnight'",
             "RangeError: Value decimals out of range for Intl.NumberFormat options property style",
             "RangeError: Incorrect locale information provided: 'not a tag' is not a BCP 47 language tag",
             "TypeError: Constructor Intl.PluralRules requires 'new'",

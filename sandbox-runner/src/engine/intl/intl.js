@@ -38,6 +38,7 @@
   // ---- locales and options (ECMA-402 §9.2) ----------------------------------------------------
   function localeList(locales) {
     if (locales === undefined) return [];
+    if (locales === null) throw new TypeError('Cannot convert null to a list of locales');
     const single = typeof locales === 'string';
     const list = single ? [locales] : Object(locales);
     const len = single ? 1 : toLength(list.length);
@@ -105,6 +106,7 @@
   }
   function constructor(C, length) {
     Object.defineProperty(C, 'length', { value: length, configurable: true });
+    Object.defineProperty(C, 'prototype', { writable: false });
     hide(C, 'supportedLocalesOf', supportedLocalesOf);
   }
   const requireNew = (target, name) => {
@@ -160,7 +162,7 @@
     const nu = getOption(o, 'numberingSystem', 'string', undefined, undefined, NF);
     if (nu !== undefined && nu !== 'latn') refuseValue(NF, 'numberingSystem', nu, ['latn']);
     const style = getOption(o, 'style', 'string', ['decimal', 'percent', 'currency', 'unit'], 'decimal', NF);
-    if (style !== 'decimal') refuseValue(NF, 'style', style, ['decimal']);
+    if (style !== 'decimal' && style !== 'percent') refuseValue(NF, 'style', style, ['decimal', 'percent']);
     refuse(o, NF, ['currency', 'currencyDisplay', 'currencySign', 'unit', 'unitDisplay']);
     const notation = getOption(o, 'notation', 'string', ['standard', 'scientific', 'engineering', 'compact'], 'standard', NF);
     if (notation !== 'standard') refuseValue(NF, 'notation', notation, ['standard']);
@@ -186,9 +188,13 @@
     const v = typeof x === 'bigint' ? x : Number(x);
     if (typeof v === 'bigint') return n.number(s.locale, v.toString(), s.native);
     if (Number.isFinite(v)) return n.number(s.locale, v, s.native);
-    if (Number.isNaN(v)) return 'NaN';
-    // ±∞ with the locale's signs and percent pattern: the pattern of ±1 with ∞ for the digit.
-    return n.number(s.locale, v < 0 ? -1 : 1, s.native).replace(s.style === 'percent' ? '100' : '1', '∞');
+    // NaN and ±∞ take the locale's sign and percent pattern: those of ±1, digits replaced.
+    const digits = s.style === 'percent' ? '100' : '1';
+    const plain = { ...s.native, minInt: 1, minFrac: 0, maxFrac: 0, minSig: undefined, maxSig: undefined };
+    if (Number.isNaN(v)) {
+      return n.number(s.locale, 1, { ...plain, sign: s.sign === 'always' ? 'always' : 'never' }).replace(digits, 'NaN');
+    }
+    return n.number(s.locale, v < 0 ? -1 : 1, plain).replace(digits, '∞');
   }
   constructor(NumberFormat, 0);
   getters(NumberFormat, {

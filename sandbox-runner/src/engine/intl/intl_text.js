@@ -92,10 +92,42 @@
   });
   tag(Segmenter, SG);
 
+  // ---- Intl.RelativeTimeFormat ----------------------------------------------------------------
+  const RT = 'Intl.RelativeTimeFormat';
+  const UNITS = ['second', 'minute', 'hour', 'day', 'week', 'month', 'quarter', 'year'];
+  function RelativeTimeFormat() {
+    requireNew(new.target, 'RelativeTimeFormat');
+    const [locales, options] = arguments;
+    const o = toOptions(options);
+    const r = resolve(locales, o, RT);
+    const nu = getOption(o, 'numberingSystem', 'string', undefined, undefined, RT);
+    if (nu !== undefined && nu !== 'latn') refuseValue(RT, 'numberingSystem', nu, ['latn']);
+    const style = getOption(o, 'style', 'string', ['long', 'short', 'narrow'], 'long', RT);
+    const numeric = getOption(o, 'numeric', 'string', ['always', 'auto'], 'always', RT);
+    slots.set(this, { kind: 'RelativeTimeFormat', locale: r.locale, style, numeric });
+  }
+  constructor(RelativeTimeFormat, 0);
+  methods(RelativeTimeFormat, {
+    format(value, unit) {
+      const s = state(this, 'RelativeTimeFormat', 'format');
+      const v = Number(value);
+      const u = str(unit);
+      const singular = u.endsWith('s') ? u.slice(0, -1) : u;
+      if (!UNITS.includes(singular)) throw new RangeError(`Invalid unit argument for format() '${u}'`);
+      if (!Number.isFinite(v)) throw new RangeError('Invalid number value');
+      return n.relative(s.locale, s.style, s.numeric, singular, v);
+    },
+    resolvedOptions() {
+      const s = state(this, 'RelativeTimeFormat', 'resolvedOptions');
+      return { locale: s.locale, style: s.style, numeric: s.numeric, numberingSystem: 'latn' };
+    },
+  });
+  tag(RelativeTimeFormat, RT);
+
   // ---- the Intl object, and the locale methods of the built-ins -------------------------------
   const Intl = {};
   hide(Intl, 'getCanonicalLocales', { getCanonicalLocales(locales) { return localeList(locales); } }.getCanonicalLocales);
-  for (const C of [Collator, DateTimeFormat, ListFormat, NumberFormat, PluralRules, Segmenter]) hide(Intl, C.name, C);
+  for (const C of [Collator, DateTimeFormat, ListFormat, NumberFormat, PluralRules, RelativeTimeFormat, Segmenter]) hide(Intl, C.name, C);
   Object.defineProperty(Intl, Symbol.toStringTag, { value: 'Intl', configurable: true });
   hide(G, 'Intl', Intl);
 

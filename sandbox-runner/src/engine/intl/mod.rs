@@ -12,6 +12,7 @@ mod collate;
 mod datetime;
 mod locale;
 mod number;
+mod relative;
 mod segment;
 
 use rquickjs::{Ctx, Function, Object};
@@ -41,6 +42,7 @@ pub fn install(ctx: &Ctx<'_>) -> rquickjs::Result<()> {
     n.set("compare", Function::new(ctx.clone(), collate::compare)?)?;
     n.set("date", Function::new(ctx.clone(), datetime::format)?)?;
     n.set("timeZone", Function::new(ctx.clone(), datetime::zone_name)?)?;
+    n.set("relative", Function::new(ctx.clone(), relative::format)?)?;
     n.set("segment", Function::new(ctx.clone(), segment::boundaries)?)?;
     let setup: Function = ctx.eval(INTL_JS)?;
     setup.call((n,))

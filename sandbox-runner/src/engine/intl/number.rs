@@ -7,23 +7,35 @@
 use super::cache::Cache;
 use super::locale::parse;
 use crate::engine::convert::js_text;
+use fixed_decimal::Sign;
 use fixed_decimal::{SignedRoundingMode, UnsignedRoundingMode};
 use icu_decimal::input::{Decimal, FloatPrecision, SignDisplay};
 use icu_decimal::options::{DecimalFormatterOptions, GroupingStrategy};
 use icu_decimal::{DecimalFormatter, DecimalFormatterPreferences};
+use icu_experimental::dimension::percent::formatter::PercentFormatter;
+use icu_experimental::dimension::percent::options::{
+    Display as PercentDisplay, PercentFormatterOptions,
+};
 use icu_list::options::{ListFormatterOptions, ListLength};
 use icu_list::{ListFormatter, ListFormatterPreferences};
 use icu_plurals::{PluralCategory, PluralRuleType, PluralRules, PluralRulesOptions};
 use rquickjs::{Ctx, Exception, Object, Value};
+use writeable::Writeable;
+
+/// A plain decimal formatter, or the locale's percent pattern around one.
+enum NumberFormatter {
+    Decimal(DecimalFormatter),
+    Percent(PercentFormatter<DecimalFormatter>),
+}
 
 thread_local! {
-    static DECIMALS: Cache<DecimalFormatter> = const { Cache::new() };
+    static DECIMALS: Cache<NumberFormatter> = const { Cache::new() };
     static PLURALS: Cache<PluralRules> = const { Cache::new() };
     static LISTS: Cache<ListFormatter> = const { Cache::new() };
 }
 
 /// Digit options, as `intl.js` resolved them (ECMA-402's `SetNumberFormatDigitOptions`).
-struct Digits {
+pub struct Digits {
     min_int: i16,
     min_frac: i16,
     max_frac: i16,
@@ -37,7 +49,7 @@ fn int_prop(o: &Object<'_>, key: &str) -> rquickjs::Result<Option<i16>> {
 }
 
 impl Digits {
-    fn read(o: &Object<'_>) -> rquickjs::Result<Self> {
+    pub fn read(o: &Object<'_>) -> rquickjs::Result<Self> {
         let min_sig = int_prop(o, "minSig")?;
         let max_sig = int_prop(o, "maxSig")?;
         Ok(Digits {
@@ -49,7 +61,7 @@ impl Digits {
     }
 
     /// Rounds and pads `d` as these options say.
-    fn apply(&self, d: &mut Decimal) {
+    pub fn apply(&self, d: &mut Decimal) {
         let half_expand = SignedRoundingMode::Unsigned(UnsignedRoundingMode::HalfExpand);
         match self.significant {
             Some((min, max)) => {
@@ -76,7 +88,7 @@ impl Digits {
 }
 
 /// The value as a decimal: a finite number, or the digits of a BigInt (given as a string).
-fn decimal<'js>(ctx: &Ctx<'js>, value: &Value<'js>) -> rquickjs::Result<Decimal> {
+pub fn decimal<'js>(ctx: &Ctx<'js>, value: &Value<'js>) -> rquickjs::Result<Decimal> {
     let bad =
         |what: &str| Exception::throw_range(ctx, &format!("cannot format {what} as a number"));
     if let Some(s) = value.as_string() {
@@ -121,18 +133,44 @@ pub fn format<'js>(
         Some("min2") => GroupingStrategy::Min2,
         _ => GroupingStrategy::Auto,
     };
-    let key = format!("{tag}|{grouping:?}");
+    let percent = opts.get::<_, Option<bool>>("percent")?.unwrap_or(false);
+    // The percent pattern shows a plus sign only when asked to display one explicitly.
+    let explicit = percent && d.sign == Sign::Positive;
+    if explicit {
+        d.sign = Sign::None; // the pattern's own plus sign stands for it
+    }
+    let key = format!("{tag}|{grouping:?}|{percent}|{explicit}");
     let f = DECIMALS.with(|c| {
         c.get(&key, || {
+            let no_data =
+                |e| Exception::throw_range(&ctx, &format!("no number data for '{tag}': {e}"));
             let locale = parse(&ctx, &tag)?;
             let mut options = DecimalFormatterOptions::default();
             options.grouping_strategy = Some(grouping);
-            DecimalFormatter::try_new(DecimalFormatterPreferences::from(&locale), options).map_err(
-                |e| Exception::throw_range(&ctx, &format!("no number data for '{tag}': {e}")),
-            )
+            let decimal =
+                DecimalFormatter::try_new(DecimalFormatterPreferences::from(&locale), options)
+                    .map_err(no_data)?;
+            if !percent {
+                return Ok(NumberFormatter::Decimal(decimal));
+            }
+            let mut options = PercentFormatterOptions::default();
+            options.display = if explicit {
+                PercentDisplay::ExplicitSign
+            } else {
+                PercentDisplay::Standard
+            };
+            PercentFormatter::try_new_with_decimal_formatter((&locale).into(), decimal, options)
+                .map(NumberFormatter::Percent)
+                .map_err(no_data)
         })
     })?;
-    Ok(f.format(&d).to_string())
+    let mut out = String::new();
+    let written = match &*f {
+        NumberFormatter::Decimal(f) => f.format(&d).write_to(&mut out),
+        NumberFormatter::Percent(f) => f.format(&d).write_to(&mut out),
+    };
+    written.map_err(|_| Exception::throw_range(&ctx, "cannot format the number"))?;
+    Ok(out)
 }
 
 fn rules<'js>(
