@@ -75,7 +75,8 @@ def main():
     failures = []
     with concurrent.futures.ThreadPoolExecutor(a.jobs) as ex:
         for path, status, why in ex.map(lambda p: run_one(a.test262, p), tests):
-            group = path.relative_to(a.test262 / "test" / "intl402").parts[0]
+            parts = path.relative_to(a.test262 / "test" / "intl402").parts
+            group = parts[0] if len(parts) > 1 else "(top level)"
             results[group][status] += 1
             if status in ("fail", "crash"):
                 failures.append(f"{status} {path.relative_to(a.test262)}: {why}")

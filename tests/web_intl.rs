@@ -85,6 +85,10 @@ const NODE_CASES: &[(&str, &str)] = &[
     ("new Intl.RelativeTimeFormat('en', { style: 'short' }).format(5, 'minute')", "in 5 min."),
     ("new Intl.RelativeTimeFormat('fr', { numeric: 'auto' }).format(0, 'day')", "aujourd’hui"),
     ("new Intl.RelativeTimeFormat('es', { style: 'narrow' }).format(-3, 'week')", "hace 3 sem."),
+    ("NaN.toLocaleString('en', { signDisplay: 'always' })", "+NaN"),
+    ("Infinity.toLocaleString('en', { minimumFractionDigits: 2 })", "∞"),
+    ("NaN.toLocaleString('de', { style: 'percent' })", "NaN\u{a0}%"),
+    ("(-Infinity).toLocaleString('sv')", "\u{2212}∞"),
 ];
 
 /// Evaluates each expression in the sandbox; a throw becomes `threw <name>: <message>`.
