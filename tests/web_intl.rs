@@ -89,6 +89,7 @@ const NODE_CASES: &[(&str, &str)] = &[
     ("Infinity.toLocaleString('en', { minimumFractionDigits: 2 })", "∞"),
     ("NaN.toLocaleString('de', { style: 'percent' })", "NaN\u{a0}%"),
     ("(-Infinity).toLocaleString('sv')", "\u{2212}∞"),
+    ("Intl.getCanonicalLocales(['iw', 'cmn', 'sh', 'ru-SU', 'mo', 'de-DE-u-kn-true']).join()", "he,zh,sr-Latn,ru-RU,ro,de-DE-u-kn"),
 ];
 
 /// Evaluates each expression in the sandbox; a throw becomes `threw <name>: <message>`.

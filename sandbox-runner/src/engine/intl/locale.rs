@@ -1,7 +1,7 @@
 //! Locale tags: canonical form, and the lookup of a requested list in the documented set.
 
 use super::super::convert::js_text;
-use icu_locale::Locale;
+use icu_locale::{Locale, LocaleCanonicalizer};
 use rquickjs::{Ctx, Exception, Object};
 
 /// The locales `Intl` offers (README "Intl"): CLDR's modern locales whose default numbering
@@ -25,7 +25,11 @@ pub const DEFAULT: &str = "en-US";
 pub fn canonical<'js>(ctx: Ctx<'js>, tag: rquickjs::String<'js>) -> rquickjs::Result<String> {
     let text = js_text(&tag);
     match Locale::try_from_str(&text) {
-        Ok(locale) => Ok(locale.to_string()),
+        Ok(mut locale) => {
+            // CLDR's aliases (`iw` → `he`, `cmn` → `zh`, `sh` → `sr-Latn`, `SU` → `RU`, …).
+            LocaleCanonicalizer::new_extended().canonicalize(&mut locale);
+            Ok(locale.to_string())
+        }
         Err(_) => Err(Exception::throw_range(
             &ctx,
             &format!(
