@@ -103,6 +103,7 @@ mod typescript_positions;
 mod uid_layer;
 mod unknown_tools;
 mod web_globals;
+mod web_intl;
 mod web_timers;
 mod web_url;
 mod zygote_runners;

@@ -34,7 +34,7 @@ check('Math.random', () => { let s = 0; for (let i = 0; i < 1000; i++) s += Math
 check('performance.now', () => typeof performance === 'object' ? [performance.now(), performance.timeOrigin] : null);
 check('performance.*', () => typeof performance === 'object' ? Object.getOwnPropertyNames(Object.getPrototypeOf(performance)).map((k) => { try { return typeof performance[k] === 'function' ? performance[k]() : performance[k]; } catch (e) { return String(e); } }) : null);
 
-// --- Locale-sensitive functions (QuickJS has no Intl; they must still not need the OS).
+// --- Locale-sensitive functions (Intl's compiled-in data; they must never need the OS).
 check('localeCompare', () => ['a'.localeCompare('b'), 'ä'.localeCompare('z', 'de'), 'a'.localeCompare('A', 'en', { sensitivity: 'base' })]);
 check('normalize', () => ['NFC', 'NFD', 'NFKC', 'NFKD'].map((f) => 'Ǆ\u0301é\u1E9B\u0323'.normalize(f)));
 check('toLocaleUpperCase', () => ['istanbul'.toLocaleUpperCase('tr'), 'straße'.toLocaleUpperCase(), 'İ'.toLocaleLowerCase('tr')]);
@@ -118,9 +118,10 @@ check('string conversion of every global', () => Object.getOwnPropertyNames(glob
 // --- Generic: every own function of every global and of its prototype, with small arguments.
 const skip = new Set(['Atomics.wait', 'Atomics.pause', 'eval', 'Function', 'mcp', 'console', 'globalThis']);
 const argSets = [[], [1, 2], ['a', 'b'], [{}, []]];
-for (const g of Object.getOwnPropertyNames(globalThis)) {
-  if (skip.has(g)) continue;
-  const owner = globalThis[g];
+// The globals, and the members of `Intl` (its constructors and their prototypes) likewise.
+const owners = Object.getOwnPropertyNames(globalThis).filter((g) => !skip.has(g)).map((g) => [g, globalThis[g]]);
+if (typeof Intl === 'object') for (const k of Object.getOwnPropertyNames(Intl)) owners.push([`Intl.${k}`, Intl[k]]);
+for (const [g, owner] of owners) {
   if (owner === null || (typeof owner !== 'object' && typeof owner !== 'function')) continue;
   const targets = [[g, owner]];
   if (typeof owner === 'function' && owner.prototype) targets.push([`${g}.prototype`, owner.prototype]);

@@ -8,6 +8,7 @@ mod clock;
 mod convert;
 pub mod cpu;
 pub mod crypto;
+mod intl;
 pub mod preload;
 mod subtle;
 mod text;
@@ -100,6 +101,8 @@ impl Engine {
             let bind = web::install(&ctx)
                 .map(|f| Persistent::save(&ctx, f))
                 .map_err(init)?;
+            // `Intl` likewise: its data is compiled in, its constructors are made once.
+            intl::install(&ctx).map_err(init)?;
             Ok::<_, EngineError>((prelude, inspect, bind))
         })?;
         Ok(Engine {

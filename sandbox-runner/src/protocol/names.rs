@@ -77,6 +77,7 @@ pub const SCRIPT_GLOBALS: &[&str] = &[
     "Int32Array",
     "Int8Array",
     "InternalError",
+    "Intl",
     "Iterator",
     "JSON",
     "Map",

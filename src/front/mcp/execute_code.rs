@@ -52,7 +52,8 @@ State lasts while the session is used (it is deleted after {ttl} idle), is seen 
 and is bounded ({value} bytes a value, {count} keys, {total} bytes a session: LIMIT_EXCEEDED past them). \
 Store a large result and return a summary instead of returning it whole.\n\
 There is no network (no fetch), filesystem or require/import: standard JavaScript, `mcp`, timers, URL, \
-TextEncoder/TextDecoder, structuredClone, AbortController and crypto.subtle.digest. \
+TextEncoder/TextDecoder, structuredClone, AbortController, crypto.subtle.digest and Intl \
+(an option it cannot honour throws a RangeError naming it). \
 A tool result is its structuredContent when the tool sends one, else its text as a string. \
 The answer holds result, logs, error {code, message} and a trace of every tool call; a failed script \
 is reported with isError and the error code.",
