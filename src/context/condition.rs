@@ -43,8 +43,8 @@ impl<'a> CallArgs<'a> {
         self.context
             .get_or_init(|| {
                 let value = cel::to_value(self.json).map_err(|e| format!("the arguments: {e}"))?;
-                let value = Box::<dyn Val>::try_from(value)
-                    .map_err(|e| format!("the arguments: {e:?}"))?;
+                let value =
+                    Box::<dyn Val>::try_from(value).map_err(|e| format!("the arguments: {e:?}"))?;
                 let mut context = cel::Context::with_env(STDLIB.clone());
                 context.add_variable_as_val("args", value);
                 Ok(context)
