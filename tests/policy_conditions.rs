@@ -4,29 +4,13 @@
 //! and numbers; a condition that fails at call time denies (fail closed); a malformed or costly
 //! expression is refused when the config is loaded, naming the rule and the position.
 
-use crate::common::bin;
 use serde_json::{json, Value};
 
 fn serve_calls(sandbox: Value, calls: &Value) -> Value {
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("mcp.json");
-    let config_json = json!({"mcpServers": {"fixture": {"command": bin("fixture-mcp-server")}}, "sandbox": sandbox});
-    std::fs::write(&config, config_json.to_string()).unwrap();
+    let config = crate::serve_support::sdk::fixture_config(dir.path(), &sandbox);
     let state = dir.path().join("state.db");
-    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_mcp-sandbox"));
-    let calls = calls.to_string();
-    let runner = bin("sandbox-runner");
-    crate::serve_support::python_json(
-        "budget_client.py",
-        &[
-            "stdio".as_ref(),
-            exe.as_os_str(),
-            config.as_os_str(),
-            state.as_os_str(),
-            calls.as_ref(),
-        ],
-        &[("MCP_SANDBOX_RUNNER", runner.as_os_str())],
-    )
+    crate::serve_support::sdk::over_stdio("budget_client.py", &config, &state, calls)
 }
 
 fn policy() -> Value {

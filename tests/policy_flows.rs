@@ -39,20 +39,7 @@ fn sandbox(scope: &str) -> Value {
 /// One session of `serve` over stdio, on the config and state file in `dir`.
 fn session(dir: &Path, config: &Path, calls: Value) -> Vec<Value> {
     let state = dir.join("state.db");
-    let exe = Path::new(env!("CARGO_BIN_EXE_mcp-sandbox"));
-    let calls = calls.to_string();
-    let runner = bin("sandbox-runner");
-    let report = crate::serve_support::python_json(
-        "budget_client.py",
-        &[
-            "stdio".as_ref(),
-            exe.as_os_str(),
-            config.as_os_str(),
-            state.as_os_str(),
-            calls.as_ref(),
-        ],
-        &[("MCP_SANDBOX_RUNNER", runner.as_os_str())],
-    );
+    let report = crate::serve_support::sdk::over_stdio("budget_client.py", config, &state, &calls);
     report["results"].as_array().unwrap().clone()
 }
 
@@ -84,6 +71,20 @@ fn sent(r: &Value) -> bool {
         .any(|t| t["tool"] == "mail:send_mail" && t["success"] == true)
 }
 
+/// `r` is the refusal of the mail by the rule "no-exfiltration" after this execution itself read
+/// the customer record.
+fn assert_refused_after_reading_here(r: &Value) {
+    assert_eq!(result(r)[0], json!("PERMISSION_DENIED"), "{r}");
+    let why = result(r)[1].as_str().unwrap().to_string();
+    assert!(
+        why.starts_with(
+            "mail:send_mail is egress; this execution read private data from crm:get_customer at "
+        ) && why
+            .ends_with(" ms (config flow rule \"no-exfiltration\"); the call was not forwarded"),
+        "{why}"
+    );
+}
+
 #[test]
 fn private_data_cannot_leave_however_transformed_and_the_session_remembers() {
     let dir = tempfile::tempdir().unwrap();
@@ -102,16 +103,7 @@ fn private_data_cannot_leave_however_transformed_and_the_session_remembers() {
     assert_eq!(result(&first[0])[0], json!("ok"), "{:?}", first[0]);
     assert!(sent(&first[0]));
     for r in &first[1..2] {
-        assert_eq!(result(r)[0], json!("PERMISSION_DENIED"), "{r}");
-        let why = result(r)[1].as_str().unwrap().to_string();
-        assert!(
-            why.starts_with(
-                "mail:send_mail is egress; this execution read private data from crm:get_customer at "
-            ) && why.ends_with(
-                " ms (config flow rule \"no-exfiltration\"); the call was not forwarded"
-            ),
-            "{why}"
-        );
+        assert_refused_after_reading_here(r);
         assert!(!sent(r), "the mail never left: {r}");
         // Execution 0's answer from the mailer (egress) counts for the session; the private
         // label joins when the customer record reaches the script.
@@ -230,17 +222,8 @@ fn stored_values_and_capabilities_carry_their_labels() {
     let r = session(dir.path(), &config, calls);
     // However the private value was transformed, the execution that read it cannot send.
     for t in &r[..4] {
-        assert_eq!(result(t)[0], json!("PERMISSION_DENIED"), "{t}");
+        assert_refused_after_reading_here(t);
         assert!(!sent(t), "{t}");
-        let why = result(t)[1].as_str().unwrap().to_string();
-        assert!(
-            why.starts_with(
-                "mail:send_mail is egress; this execution read private data from crm:get_customer at "
-            ) && why.ends_with(
-                " ms (config flow rule \"no-exfiltration\"); the call was not forwarded"
-            ),
-            "{why}"
-        );
     }
     let r = &r[4..];
     assert_eq!(result(&r[0]), json!(["ok", 1]), "{:?}", r[0]);

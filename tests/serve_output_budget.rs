@@ -23,31 +23,16 @@ fn five_mib_bytes() -> u64 {
 }
 
 fn client(args: &[&std::ffi::OsStr]) -> Value {
-    let runner = bin("sandbox-runner");
-    crate::serve_support::python_json(
-        "budget_client.py",
-        args,
-        &[("MCP_SANDBOX_RUNNER", runner.as_os_str())],
-    )
+    crate::serve_support::sdk::client("budget_client.py", args)
 }
 
 /// The SDK over stdio against `serve` with the fixture server and `sandbox` as the config's
 /// sandbox section.
 fn over_stdio(sandbox: Value, calls: &Value) -> Value {
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("mcp.json");
-    let config_json = json!({"mcpServers": {"fixture": {"command": bin("fixture-mcp-server")}}, "sandbox": sandbox});
-    std::fs::write(&config, config_json.to_string()).unwrap();
+    let config = crate::serve_support::sdk::fixture_config(dir.path(), &sandbox);
     let state = dir.path().join("state.db");
-    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_mcp-sandbox"));
-    let calls = calls.to_string();
-    client(&[
-        "stdio".as_ref(),
-        exe.as_os_str(),
-        config.as_os_str(),
-        state.as_os_str(),
-        calls.as_ref(),
-    ])
+    crate::serve_support::sdk::over_stdio("budget_client.py", &config, &state, calls)
 }
 
 fn over_http(url: &str, token: Option<&str>, calls: &Value) -> Value {

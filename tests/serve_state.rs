@@ -11,29 +11,13 @@ use crate::serve_support::team::{create_token, url};
 use serde_json::{json, Value};
 
 fn client(args: &[&std::ffi::OsStr]) -> Value {
-    let runner = bin("sandbox-runner");
-    crate::serve_support::python_json(
-        "budget_client.py",
-        args,
-        &[("MCP_SANDBOX_RUNNER", runner.as_os_str())],
-    )
+    crate::serve_support::sdk::client("budget_client.py", args)
 }
 
 /// One stdio session (one `serve` process) on `state` with `sandbox` as the config's section.
 fn stdio_session(dir: &std::path::Path, sandbox: &Value, calls: &Value) -> Value {
-    let config = dir.join("mcp.json");
-    let config_json = json!({"mcpServers": {"fixture": {"command": bin("fixture-mcp-server")}}, "sandbox": sandbox});
-    std::fs::write(&config, config_json.to_string()).unwrap();
-    let state = dir.join("state.db");
-    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_mcp-sandbox"));
-    let calls = calls.to_string();
-    client(&[
-        "stdio".as_ref(),
-        exe.as_os_str(),
-        config.as_os_str(),
-        state.as_os_str(),
-        calls.as_ref(),
-    ])
+    let config = crate::serve_support::sdk::fixture_config(dir, sandbox);
+    crate::serve_support::sdk::over_stdio("budget_client.py", &config, &dir.join("state.db"), calls)
 }
 
 /// One HTTP session with `token`.

@@ -7,7 +7,6 @@
 //! unknown one; calls done reach the client as progress; the session's cap on running
 //! executions and its idle TTL; the descriptions say what an agent needs.
 
-use crate::common::bin;
 use crate::serve_support::http::start_http_with;
 use crate::serve_support::team::url;
 use serde_json::{json, Value};
@@ -25,29 +24,14 @@ fn sleeper(ms: u64, result: &str) -> String {
 }
 
 fn client(args: &[&std::ffi::OsStr]) -> Value {
-    let runner = bin("sandbox-runner");
-    crate::serve_support::python_json(
-        "yield_client.py",
-        args,
-        &[("MCP_SANDBOX_RUNNER", runner.as_os_str())],
-    )
+    crate::serve_support::sdk::client("yield_client.py", args)
 }
 
 fn over_stdio(sandbox: Value, steps: &Value) -> Value {
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("mcp.json");
-    let config_json = json!({"mcpServers": {"fixture": {"command": bin("fixture-mcp-server")}}, "sandbox": sandbox});
-    std::fs::write(&config, config_json.to_string()).unwrap();
+    let config = crate::serve_support::sdk::fixture_config(dir.path(), &sandbox);
     let state = dir.path().join("state.db");
-    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_mcp-sandbox"));
-    let steps = steps.to_string();
-    client(&[
-        "stdio".as_ref(),
-        exe.as_os_str(),
-        config.as_os_str(),
-        state.as_os_str(),
-        steps.as_ref(),
-    ])
+    crate::serve_support::sdk::over_stdio("yield_client.py", &config, &state, steps)
 }
 
 async fn over_http(sandbox: Value, steps: &Value) -> Value {

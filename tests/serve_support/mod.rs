@@ -187,4 +187,5 @@ pub fn alive(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 pub mod http;
+pub mod sdk;
 pub mod team;
