@@ -15,20 +15,24 @@
 //! an error: the policy treats it as a refusal (fail closed).
 
 use cel::common::ast::{EntryExpr, Expr, IdedExpr};
+use cel::common::types::{
+    CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelNull, CelString, CelUInt,
+};
 use cel::common::value::Val;
 use serde_json::Value;
 use std::cell::OnceCell;
+use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 
 /// CEL's standard functions, built once (building them per evaluation cost ~10 µs).
 static STDLIB: LazyLock<Arc<cel::Env>> = LazyLock::new(|| Arc::new(cel::Env::stdlib()));
 
-/// A call's arguments as conditions read them: converted to CEL once, into one evaluation
-/// context, when the first condition that matches the tool needs them, then shared by every
-/// rule of the call.
+/// A call's arguments as conditions read them: turned into one CEL value that borrows the
+/// JSON's strings (nothing is copied), in one evaluation context, when the first condition that
+/// matches the tool needs them, then shared by every rule of the call.
 pub struct CallArgs<'a> {
     json: &'a Value,
-    context: OnceCell<Result<cel::Context<'static, 'static>, String>>,
+    context: OnceCell<cel::Context<'a, 'a>>,
 }
 
 impl<'a> CallArgs<'a> {
@@ -39,18 +43,38 @@ impl<'a> CallArgs<'a> {
         }
     }
 
-    fn context(&self) -> Result<&cel::Context<'static, 'static>, String> {
-        self.context
-            .get_or_init(|| {
-                let value = cel::to_value(self.json).map_err(|e| format!("the arguments: {e}"))?;
-                let value =
-                    Box::<dyn Val>::try_from(value).map_err(|e| format!("the arguments: {e:?}"))?;
-                let mut context = cel::Context::with_env(STDLIB.clone());
-                context.add_variable_as_val("args", value);
-                Ok(context)
-            })
-            .as_ref()
-            .map_err(Clone::clone)
+    fn context(&self) -> &cel::Context<'a, 'a> {
+        self.context.get_or_init(|| {
+            let mut context = cel::Context::with_env(STDLIB.clone());
+            context.add_variable_as_val("args", cel_value(self.json));
+            context
+        })
+    }
+}
+
+/// `json` as a CEL value, borrowing its strings. Numbers keep JSON's three kinds as CEL's
+/// `uint` (a non-negative integer), `int` (a negative one) and `double`, as the `cel` crate's
+/// own serde conversion does; CEL compares them across kinds (`args.amount > 100`). Depth is
+/// bounded by the JSON parser's recursion limit (128).
+fn cel_value<'a>(json: &'a Value) -> Box<dyn Val + 'a> {
+    match json {
+        Value::Null => Box::new(CelNull),
+        Value::Bool(b) => Box::new(CelBool::from(*b)),
+        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) => Box::new(CelUInt::from(u)),
+            (None, Some(i)) => Box::new(CelInt::from(i)),
+            (None, None) => Box::new(CelDouble::from(n.as_f64().unwrap_or(f64::NAN))),
+        },
+        Value::String(s) => Box::new(CelString::from(s.as_str())),
+        Value::Array(items) => Box::new(CelList::from(
+            items.iter().map(cel_value).collect::<Vec<_>>(),
+        )),
+        Value::Object(fields) => Box::new(CelMap::from(
+            fields
+                .iter()
+                .map(|(k, v)| (CelMapKey::String(CelString::from(k.as_str())), cel_value(v)))
+                .collect::<HashMap<_, _>>(),
+        )),
     }
 }
 
@@ -138,7 +162,7 @@ impl Condition {
 
     /// Whether the condition holds for `args`; an error when it cannot be evaluated.
     pub fn eval(&self, args: &CallArgs<'_>) -> Result<bool, String> {
-        match self.program.execute(args.context()?) {
+        match self.program.execute(args.context()) {
             Ok(cel::Value::Bool(b)) => Ok(b),
             Ok(other) => Err(format!("it gave {other:?}, not true or false")),
             Err(e) => Err(e.to_string()),
@@ -271,6 +295,27 @@ mod tests {
             holds("size(args.items) <= 3", json!({"items": [1, 2]})),
             Ok(true)
         );
+    }
+
+    #[test]
+    fn every_json_kind_reads_as_its_cel_kind() {
+        let args = json!({
+            "neg": -3, "pos": 7, "half": 1.5, "flag": true, "none": null,
+            "map": {"k": "v", "deep": {"n": [1, 2, 3]}}, "list": ["a", 2, false]
+        });
+        for cond in [
+            "args.neg == -3 && args.neg < 0",
+            "args.pos == 7u && args.pos == 7 && args.pos > -1",
+            "args.half == 1.5 && args.half > 1",
+            "args.flag && args.none == null",
+            "args.map.k == 'v' && 'k' in args.map && has(args.map.deep)",
+            "args.map.deep.n[2] == 3 && size(args.map.deep.n) == 3",
+            "args.list[0] == 'a' && args.list[1] == 2 && !args.list[2]",
+            "!has(args.missing) && size(args) == 7",
+        ] {
+            assert_eq!(holds(cond, args.clone()), Ok(true), "{cond}");
+        }
+        assert_eq!(holds("args.pos == 8", args.clone()), Ok(false));
     }
 
     #[test]
