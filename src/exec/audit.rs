@@ -13,6 +13,21 @@ use std::collections::HashMap;
 
 pub use crate::store::audit_options::*;
 
+/// Most trace events of an execution whose record is built and committed on the async worker
+/// that finished it (a record of 100,000 calls is built on a blocking thread).
+const INLINE_TRACE_EVENTS: usize = 64;
+
+/// The outcome that replaces one whose record could not be committed.
+fn withheld(e: StoreError) -> Outcome {
+    tracing::error!("could not write the audit record; withholding the outcome: {e}");
+    Outcome::failed(ExecError::new(
+        ErrorCode::SandboxUnavailable,
+        format!(
+            "the execution ran but its audit record could not be written ({e}); the outcome is withheld. Check the state file and retry"
+        ),
+    ))
+}
+
 /// Writes audit records to the state store.
 #[derive(Clone, Debug)]
 pub struct Auditor {
@@ -164,6 +179,16 @@ impl Auditor {
     /// `SANDBOX_UNAVAILABLE` instead (nothing leaves the host unlogged).
     pub async fn commit(&self, header: AuditRecord, outcome: Outcome, args: &ArgsSink) -> Outcome {
         let ahead = args.written_ahead();
+        // A small record is committed on this thread when the store can take it at once
+        // (`Store::try_write_now`): two thread hand-offs less on every answer.
+        if outcome.traces.len() <= INLINE_TRACE_EVENTS {
+            let record = self.record_of(header.clone(), &outcome, args);
+            match self.store.try_commit_audit_now(ahead, &record) {
+                Some(Ok(())) => return outcome,
+                Some(Err(e)) => return withheld(e),
+                None => {}
+            }
+        }
         let (auditor, args) = (self.clone(), args.clone());
         // Built off the async workers (a record of 100,000 calls takes a moment), so a signal
         // handler on the same runtime still runs meanwhile.
@@ -180,18 +205,7 @@ impl Auditor {
                 Ok(outcome)
             })
             .await;
-        match written {
-            Ok(outcome) => outcome,
-            Err(e) => {
-                tracing::error!("could not write the audit record; withholding the outcome: {e}");
-                Outcome::failed(ExecError::new(
-                    ErrorCode::SandboxUnavailable,
-                    format!(
-                        "the execution ran but its audit record could not be written ({e}); the outcome is withheld. Check the state file and retry"
-                    ),
-                ))
-            }
-        }
+        written.unwrap_or_else(withheld)
     }
 
     /// Records an execution refused before it ran: by the code's size and hash only (a

@@ -110,24 +110,40 @@ impl Store {
     /// Completes the write-ahead record `id` with the outcome, duration and calls of `r`, in
     /// one transaction.
     pub fn complete_audit(&self, id: i64, r: &AuditRecord) -> Result<(), StoreError> {
-        self.write(|tx| {
-            let n = tx.execute(
-                "UPDATE audit SET outcome = ?2, duration_ms = ?3, labels = ?4 WHERE id = ?1",
-                params![id, r.outcome, r.duration_ms, labels_column(&r.labels)],
-            )?;
-            if n == 0 {
-                // Pruned meanwhile (retention): the record is written whole again.
-                let id = insert_head(tx, r)?;
-                return insert_calls(tx, id, r);
-            }
-            insert_calls(tx, id, r)
-        })
+        self.write(|tx| complete(tx, id, r))
     }
 
     /// Appends one record (and its calls) in one transaction; returns its id.
     pub fn append_audit(&self, r: &AuditRecord) -> Result<i64, StoreError> {
         self.write(|tx| insert(tx, r))
     }
+
+    /// Commits `r` — completing the write-ahead record `ahead`, else appending it — on this
+    /// thread when that cannot wait ([`Store::try_write_now`]); `None` (nothing written) when
+    /// it would, and then [`Store::complete_audit`] or [`Store::append_audit`] does it.
+    pub fn try_commit_audit_now(
+        &self,
+        ahead: Option<i64>,
+        r: &AuditRecord,
+    ) -> Option<Result<(), StoreError>> {
+        self.try_write_now(|tx| match ahead {
+            Some(id) => complete(tx, id, r),
+            None => insert(tx, r).map(|_| ()),
+        })
+    }
+}
+
+fn complete(tx: &rusqlite::Transaction<'_>, id: i64, r: &AuditRecord) -> Result<(), StoreError> {
+    let n = tx.execute(
+        "UPDATE audit SET outcome = ?2, duration_ms = ?3, labels = ?4 WHERE id = ?1",
+        params![id, r.outcome, r.duration_ms, labels_column(&r.labels)],
+    )?;
+    if n == 0 {
+        // Pruned meanwhile (retention): the record is written whole again.
+        let id = insert_head(tx, r)?;
+        return insert_calls(tx, id, r);
+    }
+    insert_calls(tx, id, r)
 }
 
 fn insert_calls(

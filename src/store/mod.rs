@@ -20,6 +20,7 @@ pub mod location;
 mod owner_only;
 pub mod session_state;
 pub mod tokens;
+mod write_now;
 
 pub use capabilities::{
     capability_id, split_name, CapabilityQuota, CapabilityRecord, LastExecution, NewCapability,
@@ -244,6 +245,8 @@ pub enum StoreError {
 #[derive(Clone)]
 pub struct Store {
     conn: Arc<Mutex<Connection>>,
+    /// Commits made through this store (see `write_now`: they pace the WAL checkpoints).
+    commits: Arc<std::sync::atomic::AtomicU64>,
     path: PathBuf,
     /// The tenant whose capabilities this handle sees (see [`Store::for_tenant`]).
     tenant: Arc<str>,
@@ -310,6 +313,9 @@ impl Store {
             .map_err(open_err)?;
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(open_err)?;
+        // Checkpoints run off the committing thread, paced by `write_now::note_commit`.
+        conn.pragma_update(None, "wal_autocheckpoint", 0)
+            .map_err(open_err)?;
         migrate(&mut conn, path)?;
         // The WAL and SHM files exist now (journal mode WAL); ones made by an older build
         // may still be world-readable.
@@ -325,6 +331,7 @@ impl Store {
         }
         Ok(Store {
             conn: Arc::new(Mutex::new(conn)),
+            commits: Arc::default(),
             path: path.to_path_buf(),
             tenant: Arc::from(crate::context::principal::DEFAULT_TENANT),
         })
@@ -375,6 +382,7 @@ impl Store {
             tx.commit()?;
             Ok(value)
         })
+        .inspect(|_| self.note_commit())
     }
 
     /// Runs blocking store work off the async runtime's worker threads.

@@ -28,6 +28,7 @@ pub mod responses;
 mod search_tools;
 pub mod sessions;
 pub mod stdio;
+pub mod stdio_fd;
 mod summary;
 pub mod tls;
 mod wait_execution;

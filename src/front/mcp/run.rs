@@ -320,8 +320,8 @@ async fn serve_stdio(
             .delivered(&("stdio".to_string(), id.to_string()));
     }));
     let transport = super::stdio::front(
-        tokio::io::stdin(),
-        tokio::io::stdout(),
+        super::stdio_fd::input(),
+        super::stdio_fd::output(),
         write_timeout,
         gone.clone(),
         written,
