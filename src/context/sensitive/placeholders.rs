@@ -143,8 +143,8 @@ impl Placeholders {
             self.overflowed = true;
             return mask(kind);
         }
-        let n = self.next;
-        self.next += 1;
+        let n = self.next.max(1);
+        self.next = n + 1;
         self.bytes += value.len();
         self.values.insert(n, (kind.to_string(), value.to_string()));
         self.by_value.insert(value.to_string(), n);
