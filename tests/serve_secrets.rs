@@ -71,7 +71,9 @@ fn bytes_of(path: &Path) -> Vec<u8> {
 }
 
 fn holds(haystack: &[u8], needle: &str) -> bool {
-    haystack.windows(needle.len()).any(|w| w == needle.as_bytes())
+    haystack
+        .windows(needle.len())
+        .any(|w| w == needle.as_bytes())
 }
 
 const READ: &str = "const c = await mcp.crm.get_customer({id: 7});";
@@ -132,7 +134,11 @@ fn the_model_sees_placeholders_and_the_mailer_gets_the_address() {
         failed["error"]["message"],
         json!(format!("no account for {email} key {key}"))
     );
-    assert!(results[0]["text"].as_str().unwrap().contains(email), "{}", results[0]["text"]);
+    assert!(
+        results[0]["text"].as_str().unwrap().contains(email),
+        "{}",
+        results[0]["text"]
+    );
     let message = out(1)["error"]["message"].as_str().unwrap();
     assert!(
         message.contains(&format!("cannot bill {card} for {email}")),
@@ -206,7 +212,10 @@ fn run_shows_placeholders_and_reveal_shows_the_values() {
     let run = |flags: &[&str]| {
         let r = crate::common::cli_run_script(flags, &config, &state, &script);
         assert_eq!(r.status, 0, "{}", String::from_utf8_lossy(&r.stderr));
-        (serde_json::from_slice::<Value>(&r.stdout).unwrap(), r.stdout)
+        (
+            serde_json::from_slice::<Value>(&r.stdout).unwrap(),
+            r.stdout,
+        )
     };
     let (shown, bytes) = run(&[]);
     let email = placeholder(&shown["result"]["email"], "email");

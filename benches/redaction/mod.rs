@@ -57,7 +57,7 @@ fn result() -> (Value, usize) {
             card(k),
             iban(k),
             k,
-            "lorem ipsum dolor sit amet ".repeat(8)
+            "lorem ipsum dolor sit amet ".repeat(6)
         );
         bytes += s.len();
         items.push(Value::String(s));
