@@ -269,3 +269,53 @@ fn unavailable_text(e: String) -> ExecError {
         format!("the session's placeholder map could not be used ({e}), so the outcome is withheld; retry, or check the state file"),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::sensitive::SensitiveConfig;
+
+    #[tokio::test]
+    async fn a_session_map_is_sealed_kept_and_per_scope() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        let store = crate::store::Store::open(&path).unwrap();
+        let state = Arc::new(SessionState::new(store, Default::default()));
+        let config: SensitiveConfig = serde_json::from_value(
+            serde_json::json!({"detect": ["email"], "reveal_to": {"email": ["mail:*"]}}),
+        )
+        .unwrap();
+        let sensitive = Sensitive::compile(&config).unwrap();
+        let mine = SessionScope::new("t1", "p", "s1");
+        let open = |scope: &SessionScope| {
+            ExecPlaceholders::open(sensitive.clone(), Some(scope.clone()), Some(state.clone()))
+        };
+        {
+            let p = open(&mine).await.unwrap();
+            assert_eq!(p.redact_text("to ada@example.com"), "to ⟪email:1⟫");
+            p.save().await.unwrap();
+        }
+        // Reopened from the store (the first map is dropped): the same number, the value back.
+        let p = open(&mine).await.unwrap();
+        assert_eq!(p.redact_text("ada@example.com"), "⟪email:1⟫");
+        let mut args = serde_json::json!({"to": "⟪email:1⟫"});
+        p.substitute("mail:send", &mut args).unwrap();
+        assert_eq!(args["to"], "ada@example.com");
+        // Another tenant's session with the same name has no such placeholder.
+        let other = open(&SessionScope::new("t2", "p", "s1")).await.unwrap();
+        let mut args = serde_json::json!({"to": "⟪email:1⟫"});
+        let e = other.substitute("mail:send", &mut args).unwrap_err();
+        assert_eq!(e.code, ErrorCode::PermissionDenied);
+        assert!(
+            e.message.contains("not a placeholder of this session"),
+            "{}",
+            e.message
+        );
+        // Nothing of the value in the file or its WAL.
+        drop((p, other));
+        for f in ["state.db", "state.db-wal"] {
+            let bytes = std::fs::read(dir.path().join(f)).unwrap_or_default();
+            assert!(!bytes.windows(15).any(|w| w == b"ada@example.com"), "{f}");
+        }
+    }
+}

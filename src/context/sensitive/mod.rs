@@ -232,10 +232,10 @@ impl Sensitive {
             .unwrap_or_default())
     }
 
-    /// A redactor for one pass with `map` (its remembered field values are matched literally).
+    /// A redactor for one pass with `map` (the values `fields` marked are matched literally).
     pub fn redactor(&self, map: &Placeholders) -> Redactor<'_> {
         let literals: Vec<(String, String)> = map
-            .values()
+            .field_values()
             .filter(|(_, v)| v.len() >= 3)
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();

@@ -81,6 +81,10 @@ pub struct Placeholders {
     floor: u64,
     /// number → (kind, value).
     values: BTreeMap<u64, (String, String)>,
+    /// Numbers of values a tool's answer marked sensitive (`fields`): the detectors may not
+    /// match them, so they are matched literally.
+    #[serde(default)]
+    fields: std::collections::BTreeSet<u64>,
     #[serde(skip)]
     by_value: HashMap<String, u64>,
     #[serde(skip)]
@@ -154,8 +158,14 @@ impl Placeholders {
 
     /// Adds `value` (a field a tool marked sensitive), so it is masked wherever it appears.
     pub fn remember(&mut self, kind: &str, value: &str) {
-        if !value.is_empty() {
-            self.placeholder(kind, value);
+        if value.is_empty() {
+            return;
+        }
+        self.placeholder(kind, value);
+        if let Some(n) = self.by_value.get(value) {
+            if self.fields.insert(*n) {
+                self.changed = true;
+            }
         }
     }
 
@@ -170,9 +180,13 @@ impl Placeholders {
             .map(|(_, v)| v.as_str())
     }
 
-    /// Every value with its kind (for the literal pass of redaction).
-    pub fn values(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.values.values().map(|(k, v)| (k.as_str(), v.as_str()))
+    /// Every value a tool's answer marked sensitive, with its kind (for the literal pass of
+    /// redaction; the detectors find the others again).
+    pub fn field_values(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.fields
+            .iter()
+            .filter_map(|n| self.values.get(n))
+            .map(|(k, v)| (k.as_str(), v.as_str()))
     }
 
     /// The same text with every placeholder of this map replaced by its value (`run --reveal`).
