@@ -59,6 +59,9 @@ for label, key in (("serve --http, p50 / p99 (ms)", "gateway_http_exec_ms"), ("s
 print(f"{'added to the pooled execution: HTTP / stdio (ms)':42}{ours['gateway_http_added_ms']:>10.3f}{ours['gateway_stdio_added_ms']:>10.3f}")
 print(f"{'serve --http executions/s, 1 / 8 / 64 clients':42}" + "".join(f"{ours['gateway_http_execs_per_sec'][k]:>8}" for k in ("1", "8", "64")))
 print(f"{'8 HTTP clients vs the library with 8 (%)':42}{ours['gateway_http_8_clients_pct']:>10.1f}")
+if "redaction_mb_per_s" in ours:
+    r = ours["redaction_mb_per_s"]
+    print(f"{'redaction, 10 MiB / 100k matches: p50 / min (MiB/s)':42}{r['p50']:>10.1f}{r['min']:>10.1f}")
 print()
 print("ours: lockdown on (seccomp, landlock, namespaces, uid drop, rlimits); anchors: no OS isolation.")
 json.dump({"ours": ours, "deno_worker": deno, "quickjs_wasm": wasm}, open(f"{out}/compare.json", "w"), indent=2)

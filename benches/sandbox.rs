@@ -33,6 +33,8 @@
 //! - `audit_*` and `audited_*`: the audit log's costs (see `audit/mod.rs`).
 //! - `policy_check_us`: the host's time to decide one call under 20 conditioned rules (see
 //!   `policy/mod.rs`).
+//! - `redaction_mb_per_s`: replacing sensitive values by placeholders in a 10 MiB result with
+//!   100,000 matches (see `redaction/mod.rs`).
 //! - `state_*`: session state's costs (`store` + `load` of 1 KiB; see `state/mod.rs`).
 //! - `timer_sleep_overhead_us`: what `await new Promise((r) => setTimeout(r, 1))` takes beyond its
 //!   1 ms, from 300 sleeps in one execution (timed inside the script with `performance.now()`):
@@ -44,6 +46,7 @@
 mod audit;
 mod gateway;
 mod policy;
+mod redaction;
 mod state;
 mod timers;
 
@@ -494,6 +497,9 @@ async fn bench() -> Value {
     if let (Value::Object(r), Value::Object(a)) = (&mut report, policy::bench()) {
         r.extend(a);
     }
+    if let (Value::Object(r), Value::Object(a)) = (&mut report, redaction::bench().await) {
+        r.extend(a);
+    }
     report
 }
 
@@ -540,14 +546,14 @@ async fn concurrent_calls(local: &Catalog, mcp: &Catalog, runner: &RunnerCommand
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`. `gateway`, `audit`, `state` or `policy` as an argument measures only those
+    // `cargo bench` passes `--bench`. `gateway`, `audit`, `state`, `policy` or `redaction` as an argument measures only those
     // keys (printed, not written to target/bench); other filter arguments are ignored.
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("tokio runtime");
     let only = |name: &str| std::env::args().skip(1).any(|a| a == name);
-    if only("gateway") || only("audit") || only("state") || only("policy") {
+    if only("gateway") || only("audit") || only("state") || only("policy") || only("redaction") {
         let (gw, au, st) = (only("gateway"), only("audit"), only("state"));
         let report = rt
             .block_on(async move {
@@ -567,6 +573,11 @@ fn main() {
                     }
                     if only("policy") {
                         if let Value::Object(a) = policy::bench() {
+                            out.extend(a);
+                        }
+                    }
+                    if only("redaction") {
+                        if let Value::Object(a) = redaction::bench().await {
                             out.extend(a);
                         }
                     }

@@ -186,8 +186,28 @@ impl Sandbox {
     /// Runs one script, waiting for a free runner slot if needed. With an audit log, the
     /// execution's record is committed before the outcome is returned.
     pub async fn execute(&self, mut req: ExecRequest) -> Outcome {
+        // With `sandbox.sensitive`, the session's placeholder map is opened first; what the
+        // execution returns is redacted with it before the audit record and the caller see it.
+        let placeholders = match self.placeholders_for(&req).await {
+            Ok(p) => p,
+            Err(e) => {
+                return self
+                    .audit_refusal(
+                        Some(req.request.caller.clone()),
+                        &req.code,
+                        Outcome::failed(e),
+                    )
+                    .await
+            }
+        };
+        req.placeholders = placeholders.clone();
+        let reveal = req.reveal;
         let Some(auditor) = self.audit.clone() else {
-            return self.execute_unaudited(req).await;
+            let real = self.execute_unaudited(req).await;
+            return match placeholders {
+                None => real,
+                Some(p) => redacted(&p, real, reveal).await.1,
+            };
         };
         let ts = crate::trace::now_ms();
         // Write-ahead: the record (who, when, the code or its hash) is committed before the
@@ -200,7 +220,38 @@ impl Sandbox {
         let sink = auditor.start(header.clone());
         req.audit_args = Some(sink.clone());
         let outcome = self.execute_unaudited(req).await;
-        auditor.commit(header, outcome, &sink).await
+        let Some(p) = placeholders else {
+            return auditor.commit(header, outcome, &sink).await;
+        };
+        let (audited, shown) = redacted(&p, outcome, reveal).await;
+        let error = audited.error.clone();
+        let committed = auditor.commit(header, audited, &sink).await;
+        // A record that could not be written withholds the outcome (its error is the answer).
+        if committed.error != error {
+            return committed;
+        }
+        shown
+    }
+
+    /// The placeholder map of a request when detection is on (`sandbox.sensitive`).
+    async fn placeholders_for(
+        &self,
+        req: &ExecRequest,
+    ) -> Result<Option<Arc<crate::exec::placeholders::ExecPlaceholders>>, ExecError> {
+        if let Some(p) = &req.placeholders {
+            return Ok(Some(p.clone()));
+        }
+        let Some(sensitive) = req.request.policy.sensitive() else {
+            return Ok(None);
+        };
+        let state = req.request.session.as_ref().and(self.state.clone());
+        crate::exec::placeholders::ExecPlaceholders::open(
+            sensitive.clone(),
+            req.request.session.clone(),
+            state,
+        )
+        .await
+        .map(Some)
     }
 
     async fn execute_unaudited(&self, mut req: ExecRequest) -> Outcome {
@@ -356,6 +407,28 @@ impl Sandbox {
     pub fn in_flight(&self) -> usize {
         self.admitted.load(Ordering::SeqCst)
     }
+}
+
+/// `real` redacted: (what the audit log keeps, what the caller gets). The audit keeps real
+/// values only when the operator opted in; the caller gets them only with `reveal`. When the
+/// map cannot be kept, both get the error (its placeholders could not come back).
+async fn redacted(
+    p: &crate::exec::placeholders::ExecPlaceholders,
+    real: Outcome,
+    reveal: bool,
+) -> (Outcome, Outcome) {
+    let mut shown = real.clone();
+    p.redact_outcome(&mut shown);
+    if let Err(e) = p.save().await {
+        let failed = Outcome::failed(e);
+        return (failed.clone(), failed);
+    }
+    let audited = if p.sensitive().audit_real_values() {
+        real.clone()
+    } else {
+        shown.clone()
+    };
+    (audited, if reveal { real } else { shown })
 }
 
 fn shutting_down() -> ExecError {

@@ -98,6 +98,9 @@ pub struct PrincipalPolicy {
     /// Data-flow rules added to the config's.
     #[serde(default)]
     pub flows: Vec<crate::context::flow::FlowRuleConfig>,
+    /// Detectors, patterns and fields added to `sandbox.sensitive` (never `reveal_to`).
+    #[serde(default)]
+    pub sensitive: crate::context::sensitive::SensitiveConfig,
 }
 
 impl PrincipalPolicy {
@@ -115,6 +118,7 @@ impl PrincipalPolicy {
                 .with_ask_entries(&origin, &self.ask)
                 .ok()
                 .and_then(|p| p.with_flow(&origin, &self.labels, &self.flows).ok())
+                .and_then(|p| p.with_sensitive(&origin, &self.sensitive, false).ok())
                 .unwrap_or_else(|| {
                     crate::context::policy::Policy::allow_all().with(Rules::deny_all(origin))
                 }),
@@ -181,6 +185,9 @@ pub fn validate(
         crate::context::policy::Policy::allow_all()
             .with_flow(&format!("policy '{name}'"), &p.labels, &p.flows)
             .map_err(|e| format!("sandbox.policies.{name}.labels/flows: {e}"))?;
+        crate::context::policy::Policy::allow_all()
+            .with_sensitive(&format!("policy '{name}'"), &p.sensitive, false)
+            .map_err(|e| format!("sandbox.policies.{name}.sensitive: {e}"))?;
         if p.executions_per_minute == Some(0) || p.max_concurrent == Some(0) {
             return Err(format!(
                 "sandbox.policies.{name}: executions_per_minute and max_concurrent must be at least 1 (leave them out for no bound)"

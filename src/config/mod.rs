@@ -214,6 +214,10 @@ pub struct SandboxSection {
     /// the execution alone.
     #[serde(default)]
     pub flow_scope: Option<crate::context::flow::FlowScope>,
+    /// Sensitive values: detectors, fields, which tools may receive real values (see
+    /// `context::sensitive`).
+    #[serde(default)]
+    pub sensitive: crate::context::sensitive::SensitiveConfig,
 }
 
 impl SandboxSection {
@@ -318,6 +322,9 @@ impl Config {
         Policy::allow_all()
             .with_flow("config", &raw.sandbox.labels, &raw.sandbox.flows)
             .map_err(|e| format!("sandbox.labels/flows: {e}"))?;
+        Policy::allow_all()
+            .with_sensitive("sandbox.sensitive", &raw.sandbox.sensitive, true)
+            .map_err(|e| format!("sandbox.sensitive: {e}"))?;
         gateway::validate(raw.sandbox.auth.as_ref(), &raw.sandbox.policies)?;
         raw.sandbox.session.validate()?;
         Ok(Config {
@@ -335,7 +342,15 @@ impl Config {
             .clone()
             .with_flow("config", &self.sandbox.labels, &self.sandbox.flows)
         {
-            Ok(p) => p.with_flow_scope(scope),
+            Ok(p) => match p.with_flow_scope(scope).with_sensitive(
+                "sandbox.sensitive",
+                &self.sandbox.sensitive,
+                true,
+            ) {
+                Ok(p) => p,
+                // `parse` refused a bad one already; a hand-built config with one denies all.
+                Err(_) => policy.with(Rules::deny_all("config (invalid sandbox.sensitive)")),
+            },
             // `parse` refused bad labels already; a hand-built config with one denies all.
             Err(_) => policy.with(Rules::deny_all("config (invalid flow rules)")),
         }

@@ -14,6 +14,7 @@ pub mod flow;
 pub mod limits;
 pub mod policy;
 pub mod principal;
+pub mod sensitive;
 pub mod session;
 pub mod tree;
 

@@ -327,6 +327,17 @@ impl Rules {
     }
 }
 
+/// `config` without what only the operator may set (to add it to another operator layer).
+fn without_operator_keys(
+    config: &super::sensitive::SensitiveConfig,
+) -> super::sensitive::SensitiveConfig {
+    super::sensitive::SensitiveConfig {
+        reveal_to: Default::default(),
+        audit_real_values: false,
+        ..config.clone()
+    }
+}
+
 /// Every rule set a call must pass, and the `ask` rules: a call that passes every set but
 /// matches an ask pattern waits for a person's approval (deny > ask > allow). The default policy
 /// allows everything and asks nothing.
@@ -337,6 +348,8 @@ pub struct Policy {
     ask: Vec<(String, Pattern)>,
     /// Data-flow labels and rules (see `context::flow`).
     flow: std::sync::Arc<FlowPolicy>,
+    /// Sensitive values and their placeholders (see `context::sensitive`): `None` when off.
+    sensitive: Option<std::sync::Arc<super::sensitive::Sensitive>>,
 }
 
 impl Policy {
@@ -425,6 +438,46 @@ impl Policy {
     /// The data-flow labels and rules.
     pub fn flow(&self) -> &FlowPolicy {
         &self.flow
+    }
+
+    /// Adds a `sensitive` config: the operator's (`operator`: the base, `reveal_to` included)
+    /// or a principal policy's (`origin`), which can only add detectors, patterns and fields.
+    pub fn with_sensitive(
+        mut self,
+        origin: &str,
+        config: &super::sensitive::SensitiveConfig,
+        operator: bool,
+    ) -> Result<Self, super::sensitive::SensitiveError> {
+        if *config == super::sensitive::SensitiveConfig::default() {
+            return Ok(self);
+        }
+        let merged = match (&self.sensitive, operator) {
+            (None, true) => config.clone(),
+            (Some(base), true) => {
+                let mut c = config.clone();
+                c.add(origin, &without_operator_keys(base.config()))?;
+                c
+            }
+            (base, false) => {
+                let mut c = base
+                    .as_ref()
+                    .map(|b| b.config().clone())
+                    .unwrap_or_default();
+                c.add(origin, config)?;
+                c
+            }
+        };
+        self.sensitive = if merged.is_empty() {
+            None
+        } else {
+            Some(super::sensitive::Sensitive::compile(&merged)?)
+        };
+        Ok(self)
+    }
+
+    /// The compiled `sensitive` config, when detection is on.
+    pub fn sensitive(&self) -> Option<&std::sync::Arc<super::sensitive::Sensitive>> {
+        self.sensitive.as_ref()
     }
 
     /// Adds `ask` patterns (from `origin`, for messages): matching calls wait for approval.

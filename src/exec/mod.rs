@@ -18,6 +18,7 @@ pub mod outbox;
 pub mod outcome;
 pub mod output_budget;
 pub mod passthrough;
+pub mod placeholders;
 pub mod pool;
 pub mod provenance;
 pub mod runner;

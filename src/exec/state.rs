@@ -128,6 +128,11 @@ impl SessionState {
         &self.options
     }
 
+    /// The state store (the placeholder maps of `exec::placeholders` live beside the values).
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
     /// Carries out `op` in `scope`'s state. `load` answers `{found, value}` (the runner turns a
     /// missing key into `undefined`), `store` `null`, `keys` the keys in order, `remove` whether
     /// the key was there.

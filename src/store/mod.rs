@@ -198,6 +198,12 @@ const MIGRATIONS: &[&str] = &[
     "ALTER TABLE state_sessions ADD COLUMN labels TEXT NOT NULL DEFAULT '[]';
      ALTER TABLE state_values ADD COLUMN labels TEXT NOT NULL DEFAULT '[]';
      ALTER TABLE audit ADD COLUMN labels TEXT;",
+    // 9: each session's placeholder map (context::sensitive), sealed under the operator's key
+    // (exec/placeholders.rs); `placeholders_next` is the next number, kept in the clear so a
+    // map that no longer opens is replaced by one that never reuses its numbers.
+    "ALTER TABLE state_sessions ADD COLUMN placeholders_nonce BLOB;
+     ALTER TABLE state_sessions ADD COLUMN placeholders BLOB;
+     ALTER TABLE state_sessions ADD COLUMN placeholders_next INTEGER NOT NULL DEFAULT 1;",
 ];
 
 /// A failure of the state store.

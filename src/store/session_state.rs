@@ -48,6 +48,15 @@ pub enum StateQuotaError {
     Bytes { bytes: u64, max: u64 },
 }
 
+/// A session's placeholder map as the store keeps it: sealed by the execution layer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SealedMap {
+    /// The next placeholder number (in the clear).
+    pub next: u64,
+    /// `(nonce, ciphertext)`, when the session has a map.
+    pub sealed: Option<(Vec<u8>, Vec<u8>)>,
+}
+
 /// What a `store` did: the value was kept, or a quota refused it.
 pub type Stored = Result<(), StateQuotaError>;
 
@@ -212,6 +221,52 @@ impl Store {
         })
     }
 
+    /// `scope`'s sealed placeholder map: its next number, and `(nonce, sealed)` when it has one.
+    pub fn load_placeholders(
+        &self,
+        scope: &SessionScope,
+        options: &SessionOptions,
+        now_ms: f64,
+    ) -> Result<SealedMap, StoreError> {
+        let scope_key = scope.key();
+        self.write(|tx| {
+            renew(tx, scope, &scope_key, options, now_ms)?;
+            Ok(tx
+                .prepare_cached(
+                    "SELECT placeholders_next, placeholders_nonce, placeholders FROM state_sessions WHERE scope = ?1",
+                )?
+                .query_row(params![scope_key], |r| {
+                    let next: i64 = r.get(0)?;
+                    let nonce: Option<Vec<u8>> = r.get(1)?;
+                    let sealed: Option<Vec<u8>> = r.get(2)?;
+                    Ok(SealedMap {
+                        next: next.max(1) as u64,
+                        sealed: nonce.zip(sealed),
+                    })
+                })?)
+        })
+    }
+
+    /// Keeps `scope`'s sealed placeholder map, renewing the session.
+    pub fn save_placeholders(
+        &self,
+        scope: &SessionScope,
+        map: &SealedMap,
+        options: &SessionOptions,
+        now_ms: f64,
+    ) -> Result<(), StoreError> {
+        let scope_key = scope.key();
+        let (nonce, sealed) = map.sealed.clone().unzip();
+        self.write(|tx| {
+            renew(tx, scope, &scope_key, options, now_ms)?;
+            tx.execute(
+                "UPDATE state_sessions SET placeholders_next = ?2, placeholders_nonce = ?3, placeholders = ?4 WHERE scope = ?1",
+                params![scope_key, map.next.min(i64::MAX as u64) as i64, nonce, sealed],
+            )?;
+            Ok(())
+        })
+    }
+
     /// Deletes every session unused for longer than `options`' TTL, with its values. Returns
     /// how many sessions were deleted.
     pub fn sweep_state(&self, options: &SessionOptions, now_ms: f64) -> Result<u64, StoreError> {
@@ -246,6 +301,12 @@ fn renew(
     if used_at.is_some_and(|t| now_ms - t > options.ttl_ms as f64) {
         tx.execute(
             "DELETE FROM state_values WHERE scope = ?1",
+            params![scope_key],
+        )?;
+        // The placeholder map goes with the session; its next number stays, so a placeholder
+        // from before never names a value seen after.
+        tx.execute(
+            "UPDATE state_sessions SET placeholders_nonce = NULL, placeholders = NULL WHERE scope = ?1",
             params![scope_key],
         )?;
     }

@@ -10,11 +10,17 @@ CALLS is a JSON array of execute_code arguments, run in order in one session; an
 {"tools": {name: description}, "results": [{"is_error", "out", "text", "bytes"} or
 {"protocol_error": message}]}, where `bytes` is the text content (UTF-8) and the
 structuredContent (compact JSON, UTF-8) together: what the answer puts in the client's context.
+
+A string in CALLS may name part of an earlier answer as {{R<i>:<JSON pointer>}} (the
+structuredContent of result i): it is replaced by that string before the call is sent
+(tests/serve_secrets.rs passes back a placeholder the gateway returned). With MCP_RAW_LOG set,
+every byte `serve` wrote to the client over stdio is also copied to that file.
 """
 
 import asyncio
 import json
 import os
+import re
 import sys
 
 from mcp import ClientSession, StdioServerParameters
@@ -31,6 +37,27 @@ def cost(text, structured):
     return len(text.encode()) + len(body)
 
 
+def pointer(value, path):
+    for part in path.split("/")[1:]:
+        part = part.replace("~1", "/").replace("~0", "~")
+        value = value[int(part)] if isinstance(value, list) else value[part]
+    return value
+
+
+def resolve(value, results):
+    if isinstance(value, str):
+        return re.sub(
+            r"\{\{R(\d+):([^}]*)\}\}",
+            lambda m: str(pointer(results[int(m.group(1))]["out"], m.group(2))),
+            value,
+        )
+    if isinstance(value, list):
+        return [resolve(v, results) for v in value]
+    if isinstance(value, dict):
+        return {k: resolve(v, results) for k, v in value.items()}
+    return value
+
+
 async def drive(session, calls):
     await asyncio.wait_for(session.initialize(), 30)
     tools = await session.list_tools()
@@ -39,6 +66,7 @@ async def drive(session, calls):
         name = "execute_code"
         if "tool" in args and "arguments" in args:
             name, args = args["tool"], args["arguments"]
+        args = resolve(args, report["results"])
         try:
             r = await asyncio.wait_for(session.call_tool(name, args), 120)
         except MCPError as e:
@@ -58,9 +86,12 @@ async def main():
     mode = sys.argv[1]
     if mode == "stdio":
         exe, config, state, calls = sys.argv[2:6]
-        params = StdioServerParameters(
-            command=exe, args=["serve", "--config", config, "--state", state], env=dict(os.environ)
-        )
+        command, args = exe, ["serve", "--config", config, "--state", state]
+        raw = os.environ.get("MCP_RAW_LOG")
+        if raw:
+            # The same server, its stdout also copied byte for byte to `raw`.
+            command, args = "sh", ["-c", 'exec "$0" "$@" | tee -a "$MCP_RAW_LOG"', exe, *args]
+        params = StdioServerParameters(command=command, args=args, env=dict(os.environ))
         async with stdio_client(params) as streams:
             async with ClientSession(streams[0], streams[1]) as session:
                 report = await drive(session, json.loads(calls))

@@ -77,7 +77,16 @@ impl Run {
             decision: None,
         });
         if let Some(sink) = &self.audit_args {
-            sink.note(&trace_id, q.oversized.is_none().then_some(&q.args));
+            let args = q.oversized.is_none().then_some(&q.args);
+            match (&self.placeholders, args) {
+                // The audit log keeps placeholders, unless the operator opted in.
+                (Some(p), Some(args)) if !p.sensitive().audit_real_values() => {
+                    let mut args = args.clone();
+                    p.redact_value(&mut args);
+                    sink.note(&trace_id, Some(&args));
+                }
+                _ => sink.note(&trace_id, args),
+            }
         }
         self.inflight.insert(
             q.id,
@@ -184,8 +193,10 @@ impl Run {
                 )
             });
         let provider = catalog.provider(&q.server).cloned();
-        let (tool, args) = (q.tool, q.args);
+        let (tool, mut args) = (q.tool, q.args);
         let id = q.id;
+        let placeholders = self.placeholders.clone();
+        let sensitive = self.request.policy.sensitive().cloned();
         Box::pin(async move {
             // Write-ahead audit: the execution's record is committed before its first call
             // leaves the host; if it cannot be, no call is made.
@@ -207,6 +218,16 @@ impl Run {
                 if let Err(e) = approval.await {
                     return (id, Err(e));
                 }
+            }
+            // Placeholders become real values only here: after the gate, the flow rules and
+            // the approval, for a tool `reveal_to` allows.
+            let substituted = match (&placeholders, &sensitive) {
+                (Some(p), _) => p.substitute(&qualified, &mut args),
+                (None, Some(s)) => crate::exec::placeholders::refuse_any(s, &qualified, &args),
+                (None, None) => Ok(()),
+            };
+            if let Err(e) = substituted {
+                return (id, Err(e.with_tool(&qualified)));
             }
             let fut = match provider {
                 Some(p) => p.call(&tool, args, &ctx),
@@ -242,6 +263,9 @@ impl Run {
         let Some(mut call) = self.inflight.remove(&id) else {
             return;
         };
+        if let (Some(p), Ok(answer)) = (&self.placeholders, &result) {
+            p.remember_fields(&call.tool, answer);
+        }
         if let (Some(state), Ok(answer)) = (call.state.as_mut(), &result) {
             if !state.writes {
                 state.bytes = super::state_calls::loaded_bytes(answer);

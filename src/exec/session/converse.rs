@@ -209,7 +209,14 @@ impl Run {
             message,
         };
         if let Some(live) = &self.live {
-            live.log(&line);
+            // What a client may see before the end is redacted like the outcome.
+            match &self.placeholders {
+                Some(p) => live.log(&LogLine {
+                    level: line.level.clone(),
+                    message: p.redact_text(&line.message),
+                }),
+                None => live.log(&line),
+            }
         }
         self.logs.push(line);
     }

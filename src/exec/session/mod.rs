@@ -97,6 +97,13 @@ pub struct ExecRequest {
     /// Where the session shows its progress while it runs (log lines, calls done and in
     /// flight) to a front that lets its client look before the end (`yield_after_ms`).
     pub live: Option<Arc<crate::exec::live::LiveView>>,
+    /// The session's placeholders (`sandbox.sensitive`): set by the sandbox for a top-level
+    /// execution when detection is on; a capability's nested execution has none (a
+    /// placeholder in its calls' arguments is refused).
+    pub placeholders: Option<Arc<crate::exec::placeholders::ExecPlaceholders>>,
+    /// Return real values instead of placeholders (`run --reveal`: the person at the
+    /// terminal); the audit log still gets placeholders.
+    pub reveal: bool,
 }
 
 /// A callback given the runner's pid once it is spawned. It runs synchronously on the session's
@@ -147,6 +154,7 @@ pub async fn execute_pooled(
     run.audit_args = req.audit_args.clone();
     run.state = req.state.clone();
     run.live = req.live.clone();
+    run.placeholders = req.placeholders.clone();
     let owner = format!(
         "{}/{}",
         run.request.caller.tenant, run.request.caller.principal
@@ -281,6 +289,8 @@ struct Run {
     live: Option<Arc<crate::exec::live::LiveView>>,
     /// Calls that ended, for the live view.
     calls_done: u64,
+    /// See [`ExecRequest::placeholders`].
+    placeholders: Option<Arc<crate::exec::placeholders::ExecPlaceholders>>,
 }
 
 impl Run {
@@ -317,6 +327,7 @@ impl Run {
             state: None,
             live: None,
             calls_done: 0,
+            placeholders: None,
         }
     }
 

@@ -69,6 +69,11 @@ pub struct RunArgs {
     /// Print the whole outcome as one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
+    /// With `sandbox.sensitive` in the config: print the real values the detectors found
+    /// instead of their placeholders (for the person at the terminal; the audit log still
+    /// keeps placeholders).
+    #[arg(long)]
+    pub reveal: bool,
     /// The script's language (default: typescript for .ts files, else javascript). TypeScript is
     /// stripped to JavaScript before it runs.
     #[arg(long, value_enum, value_name = "LANG")]
@@ -298,6 +303,7 @@ pub async fn command(args: RunArgs) -> Result<i32, UsageError> {
         },
         require_layers,
         approvals: Some(approvals),
+        reveal: args.reveal,
         ..Default::default()
     };
     let grace = Duration::from_millis(args.shutdown_grace_ms);

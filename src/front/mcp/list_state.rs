@@ -1,6 +1,7 @@
 //! `list_state {}`: what this session's scripts kept with `store(key, value)` — each key with
 //! its size and age, never the values (read them with `load(key)` in execute_code). Only the
 //! caller's own session is listed: the scope is the MCP session, its principal and tenant.
+//! With `sandbox.sensitive`, keys are redacted with the session's placeholders.
 
 use super::search_tools::WithText;
 use super::{bad_args, Gateway};
@@ -37,6 +38,7 @@ pub async fn call(
     gateway: &Gateway,
     args: JsonObject,
     scope: SessionScope,
+    sensitive: Option<std::sync::Arc<crate::context::sensitive::Sensitive>>,
 ) -> Result<CallToolResult, ErrorData> {
     if let Some(extra) = args.keys().next() {
         return Err(bad_args(format!(
@@ -46,10 +48,30 @@ pub async fn call(
     let Some(state) = gateway.sandbox.session_state() else {
         return Ok(failed(crate::exec::state::no_store()));
     };
-    let entries = match state.list(&scope).await {
+    let mut entries = match state.list(&scope).await {
         Ok(e) => e,
         Err(e) => return Ok(failed(e)),
     };
+    // Keys are data a script chose: with `sandbox.sensitive` they get the session's
+    // placeholders like everything else the client sees.
+    if let Some(sensitive) = sensitive {
+        let open = crate::exec::placeholders::ExecPlaceholders::open(
+            sensitive,
+            Some(scope.clone()),
+            Some(state.clone()),
+        )
+        .await;
+        let placeholders = match open {
+            Ok(p) => p,
+            Err(e) => return Ok(failed(e)),
+        };
+        for e in &mut entries {
+            e.key = placeholders.redact_text(&e.key);
+        }
+        if let Err(e) = placeholders.save().await {
+            return Ok(failed(e));
+        }
+    }
     // The keys reach the model: what their values were stored after now counts for the session
     // (`context::flow`; used when flow rules have session scope).
     let read: Vec<_> = entries.iter().flat_map(|e| e.sources.clone()).collect();

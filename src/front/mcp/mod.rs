@@ -365,8 +365,9 @@ impl ServerHandler for GatewayServer {
             }
             "list_capabilities" => capabilities::list(&self.gateway, args, tenant).await?,
             "list_state" => {
-                list_state::call(&self.gateway, args, self.session_scope(&context, &principal))
-                    .await?
+                let sensitive = self.gateway.narrowed_for(&principal).0.sensitive().cloned();
+                let scope = self.session_scope(&context, &principal);
+                list_state::call(&self.gateway, args, scope, sensitive).await?
             }
             other => {
                 return Err(ErrorData::invalid_params(

@@ -12,7 +12,7 @@ mod mcp_start;
 mod mcp_watcher;
 mod notification_order;
 pub mod oauth;
-mod oauth_store;
+pub mod oauth_store;
 pub mod process_tree;
 mod scoped_server;
 pub mod server_env;

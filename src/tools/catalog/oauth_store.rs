@@ -57,6 +57,8 @@ pub enum SealError {
     },
     #[error("the state file {path}: {message}")]
     Store { path: PathBuf, message: String },
+    #[error("encryption failed")]
+    Seal,
 }
 
 impl SealKey {
@@ -98,6 +100,35 @@ impl SealKey {
 
     fn cipher(&self) -> XChaCha20Poly1305 {
         XChaCha20Poly1305::new(Key::from_slice(&self.0))
+    }
+
+    /// A random key for this process only (what is sealed with it opens in no other).
+    pub fn ephemeral() -> SealKey {
+        let key = XChaCha20Poly1305::generate_key(&mut OsRng);
+        let mut bytes = [0u8; 32];
+        bytes.copy_from_slice(key.as_slice());
+        SealKey(bytes)
+    }
+
+    /// `plain` sealed under this key with `aad` as associated data: (a fresh random 24-byte
+    /// nonce, the ciphertext). Used for the OAuth tokens and for sessions' placeholder maps.
+    pub fn seal(&self, aad: &[u8], plain: &[u8]) -> Result<(Vec<u8>, Vec<u8>), SealError> {
+        let nonce = XChaCha20Poly1305::generate_nonce(&mut OsRng);
+        let sealed = self
+            .cipher()
+            .encrypt(&nonce, Payload { msg: plain, aad })
+            .map_err(|_| SealError::Seal)?;
+        Ok((nonce.to_vec(), sealed))
+    }
+
+    /// What [`SealKey::seal`] sealed, when it opens with this key and `aad`.
+    pub fn open(&self, aad: &[u8], nonce: &[u8], sealed: &[u8]) -> Option<Vec<u8>> {
+        if nonce.len() != 24 {
+            return None;
+        }
+        self.cipher()
+            .decrypt(XNonce::from_slice(nonce), Payload { msg: sealed, aad })
+            .ok()
     }
 }
 
@@ -183,20 +214,10 @@ impl SealedStore {
         let Some((_url, nonce, sealed)) = row else {
             return Ok(None);
         };
-        if nonce.len() != 24 {
-            return Ok(Some(Err(())));
-        }
         let aad = aad(&self.server, &self.url);
-        let plain = self.key.cipher().decrypt(
-            XNonce::from_slice(&nonce),
-            Payload {
-                msg: &sealed,
-                aad: &aad,
-            },
-        );
+        let plain = self.key.open(&aad, &nonce, &sealed);
         Ok(Some(
             plain
-                .ok()
                 .and_then(|p| serde_json::from_slice::<StoredCredentials>(&p).ok())
                 .ok_or(()),
         ))
@@ -204,19 +225,8 @@ impl SealedStore {
 
     fn write(&self, credentials: &StoredCredentials) -> Result<(), String> {
         let plain = serde_json::to_vec(credentials).map_err(|e| e.to_string())?;
-        let nonce = XChaCha20Poly1305::generate_nonce(&mut OsRng);
         let aad = aad(&self.server, &self.url);
-        let sealed = self
-            .key
-            .cipher()
-            .encrypt(
-                &nonce,
-                Payload {
-                    msg: &plain,
-                    aad: &aad,
-                },
-            )
-            .map_err(|_| "encryption failed".to_string())?;
+        let (nonce, sealed) = self.key.seal(&aad, &plain).map_err(|e| e.to_string())?;
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs_f64())
@@ -226,7 +236,7 @@ impl SealedStore {
             "INSERT INTO oauth_credentials (server, url, nonce, sealed, updated_at)
              VALUES (?1, ?2, ?3, ?4, ?5)
              ON CONFLICT(server) DO UPDATE SET url = ?2, nonce = ?3, sealed = ?4, updated_at = ?5",
-            rusqlite::params![self.server, self.url, nonce.as_slice(), sealed, now],
+            rusqlite::params![self.server, self.url, nonce, sealed, now],
         )
         .map_err(|e| e.to_string())?;
         Ok(())
