@@ -8,6 +8,7 @@
 
 pub mod gateway;
 pub mod server_entry;
+pub mod telemetry;
 
 use crate::context::limits::Limits;
 use crate::context::policy::{Policy, PolicyError, RuleEntry, Rules};
@@ -214,6 +215,9 @@ pub struct SandboxSection {
     /// the execution alone.
     #[serde(default)]
     pub flow_scope: Option<crate::context::flow::FlowScope>,
+    /// OpenTelemetry export (see `telemetry`): collector, headers, service name, sampler.
+    #[serde(default)]
+    pub telemetry: telemetry::TelemetryConfig,
 }
 
 impl SandboxSection {
@@ -320,6 +324,7 @@ impl Config {
             .map_err(|e| format!("sandbox.labels/flows: {e}"))?;
         gateway::validate(raw.sandbox.auth.as_ref(), &raw.sandbox.policies)?;
         raw.sandbox.session.validate()?;
+        raw.sandbox.telemetry.validate()?;
         Ok(Config {
             servers: raw.mcp_servers,
             sandbox: raw.sandbox,
