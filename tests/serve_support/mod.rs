@@ -189,3 +189,4 @@ pub fn alive(pid: u32) -> bool {
 pub mod http;
 pub mod sdk;
 pub mod team;
+pub mod otlp;
