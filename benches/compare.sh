@@ -59,6 +59,10 @@ for label, key in (("serve --http, p50 / p99 (ms)", "gateway_http_exec_ms"), ("s
 print(f"{'added to the pooled execution: HTTP / stdio (ms)':42}{ours['gateway_http_added_ms']:>10.3f}{ours['gateway_stdio_added_ms']:>10.3f}")
 print(f"{'serve --http executions/s, 1 / 8 / 64 clients':42}" + "".join(f"{ours['gateway_http_execs_per_sec'][k]:>8}" for k in ("1", "8", "64")))
 print(f"{'8 HTTP clients vs the library with 8 (%)':42}{ours['gateway_http_8_clients_pct']:>10.1f}")
+if "telemetry_added_us" in ours:
+    t = ours["telemetry_exec_ms"]
+    print(f"{'one call, telemetry off / on, p50 (ms)':42}{t['off']['p50']:>10.3f}{t['on']['p50']:>10.3f}")
+    print(f"{'added by telemetry, p50 (µs)':42}{ours['telemetry_added_us']:>10.1f}")
 print()
 print("ours: lockdown on (seccomp, landlock, namespaces, uid drop, rlimits); anchors: no OS isolation.")
 json.dump({"ours": ours, "deno_worker": deno, "quickjs_wasm": wasm}, open(f"{out}/compare.json", "w"), indent=2)

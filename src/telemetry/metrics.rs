@@ -87,6 +87,8 @@ pub struct Metrics {
     spans_failed: Counter,
     spans_dropped: Counter,
     tool_series: Mutex<HashSet<(String, String)>>,
+    /// One scrape at a time (the catch-up of counters counted elsewhere is read-then-add).
+    rendering: Mutex<()>,
 }
 
 impl Default for Metrics {
@@ -116,6 +118,7 @@ impl Metrics {
             spans_failed: Counter::default(),
             spans_dropped: Counter::default(),
             tool_series: Mutex::new(HashSet::new()),
+            rendering: Mutex::new(()),
             registry: Registry::default(),
         };
         registry.register(
@@ -283,6 +286,7 @@ impl Metrics {
         restarts: &[(String, u64)],
         spans: Option<&super::export::ExportStats>,
     ) -> String {
+        let _one = self.rendering.lock();
         self.running.set(state.running as i64);
         self.queued.set(state.queued as i64);
         self.pool_idle.set(state.pool_idle as i64);
