@@ -41,7 +41,10 @@ async fn a_traceparent_flows_from_the_client_through_the_gateway_to_the_server()
     let spans = collector.wait_for(2, Duration::from_secs(15)).await;
     let names: Vec<&str> = spans.iter().map(|s| s.span.name.as_str()).collect();
     assert_eq!(names.len(), 2, "{names:?}");
-    let exec = spans.iter().find(|s| s.span.name == "execute_code").unwrap();
+    let exec = spans
+        .iter()
+        .find(|s| s.span.name == "execute_code")
+        .unwrap();
     let call = spans
         .iter()
         .find(|s| s.span.name == "tools/call fixture:echo")
@@ -86,7 +89,11 @@ async fn without_telemetry_no_traceparent_is_sent_downstream() {
     })
     .await
     .unwrap();
-    assert_eq!(report["results"][0]["out"]["result"], json!("hi"), "{report}");
+    assert_eq!(
+        report["results"][0]["out"]["result"],
+        json!("hi"),
+        "{report}"
+    );
     let text = std::fs::read_to_string(&log).unwrap();
     let line: Value = serde_json::from_str(text.trim()).unwrap();
     assert!(line["_meta"].get("traceparent").is_none(), "{line}");

@@ -67,7 +67,11 @@ async fn an_execution_exports_its_span_tree() {
         ],
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let outcome: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(outcome["result"], json!(5), "{outcome}");
 
@@ -107,7 +111,10 @@ async fn an_execution_exports_its_span_tree() {
     assert!(a.contains_key("mcp_sandbox.limit.timeout_ms"), "{a:?}");
     assert!(a.contains_key("mcp_sandbox.limit.max_calls"), "{a:?}");
     assert!(!a.contains_key("error.type"), "{a:?}");
-    assert!(!a.contains_key("enduser.id"), "a local run has no principal: {a:?}");
+    assert!(
+        !a.contains_key("enduser.id"),
+        "a local run has no principal: {a:?}"
+    );
     let iso: Vec<&String> = a
         .keys()
         .filter(|k| k.starts_with("mcp_sandbox.isolation."))

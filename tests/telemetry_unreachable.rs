@@ -19,7 +19,9 @@ async fn executions_succeed_while_the_collector_is_down() {
         max_queue: Some(64),
         ..Default::default()
     };
-    let telemetry = Telemetry::new(&config, true).unwrap().expect("telemetry on");
+    let telemetry = Telemetry::new(&config, true)
+        .unwrap()
+        .expect("telemetry on");
     assert!(telemetry.traces_on());
     let sandbox = Sandbox::new(
         Arc::new(local_catalog()),
@@ -45,7 +47,11 @@ async fn executions_succeed_while_the_collector_is_down() {
                     .await
             }
         });
-        for (i, outcome) in futures::future::join_all(runs).await.into_iter().enumerate() {
+        for (i, outcome) in futures::future::join_all(runs)
+            .await
+            .into_iter()
+            .enumerate()
+        {
             assert!(outcome.success, "{outcome:?}");
             assert_eq!(outcome.result, serde_json::json!(batch * 8 + i));
             ok += 1;
@@ -53,7 +59,10 @@ async fn executions_succeed_while_the_collector_is_down() {
     }
     let took = started.elapsed();
     assert_eq!(ok, 1000);
-    assert!(took < Duration::from_secs(120), "1000 executions took {took:?}");
+    assert!(
+        took < Duration::from_secs(120),
+        "1000 executions took {took:?}"
+    );
 
     // 2,000 spans (execution + call) were offered; none reached a collector. Once the exporter's
     // thread has given up on what it held, every span is counted as failed or dropped.
@@ -73,14 +82,21 @@ async fn executions_succeed_while_the_collector_is_down() {
     };
     assert_eq!(exported, 0);
     assert_eq!(failed + dropped, 2000, "failed {failed}, dropped {dropped}");
-    assert!(dropped > 0, "a 64-span queue must overflow: failed {failed}");
+    assert!(
+        dropped > 0,
+        "a 64-span queue must overflow: failed {failed}"
+    );
     let text = sandbox.render_metrics().unwrap();
     assert!(
-        text.contains(&format!("mcp_sandbox_telemetry_spans_dropped_total {dropped}")),
+        text.contains(&format!(
+            "mcp_sandbox_telemetry_spans_dropped_total {dropped}"
+        )),
         "{text}"
     );
     assert!(
-        text.contains(&format!("mcp_sandbox_telemetry_spans_failed_total {failed}")),
+        text.contains(&format!(
+            "mcp_sandbox_telemetry_spans_failed_total {failed}"
+        )),
         "{text}"
     );
     assert!(

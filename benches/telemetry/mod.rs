@@ -10,7 +10,9 @@ use super::{bench_limits, percentiles, round, wait_full};
 use mcp_sandbox::config::telemetry::TelemetryConfig;
 use mcp_sandbox::context::RequestContext;
 use mcp_sandbox::telemetry::Telemetry;
-use mcp_sandbox::{Catalog, ExecError, ExecRequest, InProcessServer, QueueOptions, RunnerCommand, Sandbox};
+use mcp_sandbox::{
+    Catalog, ExecError, ExecRequest, InProcessServer, QueueOptions, RunnerCommand, Sandbox,
+};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,7 +24,10 @@ async fn receiver() -> String {
     let app = axum::Router::new().route(
         "/v1/traces",
         axum::routing::post(|_body: axum::body::Bytes| async {
-            ([("content-type", "application/x-protobuf")], Vec::<u8>::new())
+            (
+                [("content-type", "application/x-protobuf")],
+                Vec::<u8>::new(),
+            )
         }),
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
