@@ -62,6 +62,10 @@ print(f"{'8 HTTP clients vs the library with 8 (%)':42}{ours['gateway_http_8_cli
 if "redaction_mb_per_s" in ours:
     r = ours["redaction_mb_per_s"]
     print(f"{'redaction, 10 MiB / 100k matches: p50 / min (MiB/s)':42}{r['p50']:>10.1f}{r['min']:>10.1f}")
+if "telemetry_added_us" in ours:
+    t = ours["telemetry_exec_ms"]
+    print(f"{'one call, telemetry off / on, p50 (ms)':42}{t['off']['p50']:>10.3f}{t['on']['p50']:>10.3f}")
+    print(f"{'added by telemetry, p50 (µs)':42}{ours['telemetry_added_us']:>10.1f}")
 print()
 print("ours: lockdown on (seccomp, landlock, namespaces, uid drop, rlimits); anchors: no OS isolation.")
 json.dump({"ours": ours, "deno_worker": deno, "quickjs_wasm": wasm}, open(f"{out}/compare.json", "w"), indent=2)

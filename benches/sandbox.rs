@@ -36,6 +36,8 @@
 //! - `redaction_mb_per_s`: replacing sensitive values by placeholders in a 10 MiB result with
 //!   100,000 matches (see `redaction/mod.rs`).
 //! - `state_*`: session state's costs (`store` + `load` of 1 KiB; see `state/mod.rs`).
+//! - `telemetry_added_us`: what exporting spans and counting metrics add to one pooled execution
+//!   with a tool call, p50 on vs off (see `telemetry/mod.rs`).
 //! - `timer_sleep_overhead_us`: what `await new Promise((r) => setTimeout(r, 1))` takes beyond its
 //!   1 ms, from 300 sleeps in one execution (timed inside the script with `performance.now()`):
 //!   the host-driven `sleep`/`wake` round trip and the tokio timer's rounding up to whole ms.
@@ -48,6 +50,7 @@ mod gateway;
 mod policy;
 mod redaction;
 mod state;
+mod telemetry;
 mod timers;
 
 use mcp_sandbox::config::Config;
@@ -494,6 +497,9 @@ async fn bench() -> Value {
     if let (Value::Object(r), Value::Object(a)) = (&mut report, state::bench(&runner).await) {
         r.extend(a);
     }
+    if let (Value::Object(r), Value::Object(a)) = (&mut report, telemetry::bench(&runner).await) {
+        r.extend(a);
+    }
     if let (Value::Object(r), Value::Object(a)) = (&mut report, policy::bench()) {
         r.extend(a);
     }
@@ -546,14 +552,20 @@ async fn concurrent_calls(local: &Catalog, mcp: &Catalog, runner: &RunnerCommand
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`. `gateway`, `audit`, `state`, `policy` or `redaction` as an argument measures only those
+    // `cargo bench` passes `--bench`. `gateway`, `audit`, `state`, `policy`, `redaction` or `telemetry` as an argument measures only those
     // keys (printed, not written to target/bench); other filter arguments are ignored.
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("tokio runtime");
     let only = |name: &str| std::env::args().skip(1).any(|a| a == name);
-    if only("gateway") || only("audit") || only("state") || only("policy") || only("redaction") {
+    if only("gateway")
+        || only("audit")
+        || only("state")
+        || only("policy")
+        || only("redaction")
+        || only("telemetry")
+    {
         let (gw, au, st) = (only("gateway"), only("audit"), only("state"));
         let report = rt
             .block_on(async move {
@@ -578,6 +590,12 @@ fn main() {
                     }
                     if only("redaction") {
                         if let Value::Object(a) = redaction::bench().await {
+                            out.extend(a);
+                        }
+                    }
+                    if only("telemetry") {
+                        let runner = RunnerCommand::new(release_bin("sandbox-runner"));
+                        if let Value::Object(a) = telemetry::bench(&runner).await {
                             out.extend(a);
                         }
                     }

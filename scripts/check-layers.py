@@ -14,6 +14,7 @@ import sys
 LAYERS = [
     ["main", "front"],
     ["sandbox"],
+    ["telemetry"],
     ["exec"],
     ["gate"],
     ["tools"],

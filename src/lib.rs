@@ -31,6 +31,7 @@ pub mod gate;
 pub mod sandbox;
 pub mod script;
 pub mod store;
+pub mod telemetry;
 pub mod term;
 pub mod tools;
 pub mod trace;

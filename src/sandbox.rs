@@ -60,6 +60,8 @@ pub struct Sandbox {
     audit: Option<crate::exec::audit::Auditor>,
     /// Session state (`store`/`load`), when a state store is attached.
     state: Option<Arc<crate::exec::state::SessionState>>,
+    /// Traces and metrics (`telemetry`), when they are on.
+    telemetry: Option<Arc<crate::telemetry::Telemetry>>,
 }
 
 impl Sandbox {
@@ -86,7 +88,49 @@ impl Sandbox {
             remember_last: false,
             audit: None,
             state: None,
+            telemetry: None,
         }
+    }
+
+    /// Exports each execution's spans and counts it in the metrics (see `telemetry`).
+    pub fn with_telemetry(mut self, telemetry: Arc<crate::telemetry::Telemetry>) -> Self {
+        self.telemetry = Some(telemetry);
+        self
+    }
+
+    pub fn telemetry(&self) -> Option<&Arc<crate::telemetry::Telemetry>> {
+        self.telemetry.as_ref()
+    }
+
+    /// The host's state for the metrics: executions running and queued, the pool and zygote.
+    pub fn host_state(&self) -> crate::telemetry::metrics::HostState {
+        let admitted = self.in_flight();
+        let running = self
+            .options
+            .max_running
+            .max(1)
+            .saturating_sub(self.slots.available_permits())
+            .min(admitted);
+        let zygotes = &self.runner.zygotes;
+        crate::telemetry::metrics::HostState {
+            running,
+            queued: admitted.saturating_sub(running),
+            pool_idle: self.pool.as_ref().map_or(0, |p| p.idle()),
+            zygote_up: zygotes.pid().is_some(),
+            zygotes_started: zygotes.started(),
+            calls_in_flight: crate::exec::session::calls_in_flight(),
+        }
+    }
+
+    /// The metrics in the Prometheus text format, `None` when metrics are off.
+    pub fn render_metrics(&self) -> Option<String> {
+        let t = self.telemetry.as_ref()?;
+        let m = t.metrics()?;
+        Some(m.render(
+            self.host_state(),
+            &crate::tools::catalog::server_restarts(),
+            t.export_stats(),
+        ))
     }
 
     /// Keeps session state (`store`/`load` in scripts) in this store, for requests that carry
@@ -186,6 +230,18 @@ impl Sandbox {
     /// Runs one script, waiting for a free runner slot if needed. With an audit log, the
     /// execution's record is committed before the outcome is returned.
     pub async fn execute(&self, mut req: ExecRequest) -> Outcome {
+        let Some(telemetry) = &self.telemetry else {
+            return self.execute_traced(req).await;
+        };
+        let started = telemetry.begin(&mut req.request);
+        let outcome = self.execute_traced(req).await;
+        if let Some(started) = started {
+            telemetry.finish(started, &outcome);
+        }
+        outcome
+    }
+
+    async fn execute_traced(&self, mut req: ExecRequest) -> Outcome {
         // With `sandbox.sensitive`, the session's placeholder map is opened first; what the
         // execution returns is redacted with it before the audit record and the caller see it.
         let placeholders = match self.placeholders_for(&req).await {

@@ -8,6 +8,7 @@
 
 pub mod gateway;
 pub mod server_entry;
+pub mod telemetry;
 
 use crate::context::limits::Limits;
 use crate::context::policy::{Policy, PolicyError, RuleEntry, Rules};
@@ -218,6 +219,9 @@ pub struct SandboxSection {
     /// `context::sensitive`).
     #[serde(default)]
     pub sensitive: crate::context::sensitive::SensitiveConfig,
+    /// OpenTelemetry export (see `telemetry`): collector, headers, service name, sampler.
+    #[serde(default)]
+    pub telemetry: telemetry::TelemetryConfig,
 }
 
 impl SandboxSection {
@@ -327,6 +331,7 @@ impl Config {
             .map_err(|e| format!("sandbox.sensitive: {e}"))?;
         gateway::validate(raw.sandbox.auth.as_ref(), &raw.sandbox.policies)?;
         raw.sandbox.session.validate()?;
+        raw.sandbox.telemetry.validate()?;
         Ok(Config {
             servers: raw.mcp_servers,
             sandbox: raw.sandbox,

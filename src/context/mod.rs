@@ -16,6 +16,7 @@ pub mod policy;
 pub mod principal;
 pub mod sensitive;
 pub mod session;
+pub mod trace_context;
 pub mod tree;
 
 use limits::{AppliedLimit, Limits, RequestedLimits};
@@ -92,6 +93,11 @@ pub struct RequestContext {
     /// The client session this execution belongs to (`None`: no session — `run` without
     /// `--session`, the library, and every capability's nested execution).
     pub session: Option<session::SessionScope>,
+    /// The W3C `traceparent` the request came with (read by the front; `None` without one).
+    pub traceparent: Option<trace_context::RemoteParent>,
+    /// The OpenTelemetry trace this execution belongs to: set when telemetry is on (by
+    /// `telemetry::Telemetry::begin`), handed on to nested executions; `None` when it is off.
+    pub trace: Option<trace_context::TraceContext>,
 }
 
 impl Default for RequestContext {
@@ -113,7 +119,15 @@ impl RequestContext {
             parent_trace_id: None,
             tree: None,
             session: None,
+            traceparent: None,
+            trace: None,
         }
+    }
+
+    /// The same request with the `traceparent` it came with (ignored when malformed).
+    pub fn with_traceparent(mut self, value: Option<&str>) -> Self {
+        self.traceparent = value.and_then(trace_context::parse_traceparent);
+        self
     }
 
     /// The same request with these limits (the operator's or the CLI's; not narrowed).
@@ -165,6 +179,9 @@ impl RequestContext {
             // A capability runs without the caller's session: its code (maybe another
             // principal's) never reads or writes the caller's state.
             session: None,
+            traceparent: None,
+            // The same trace: a capability's calls are spans under its call's span.
+            trace: self.trace,
         }
     }
 }

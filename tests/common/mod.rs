@@ -539,12 +539,24 @@ pub fn fixture_config_file(dir: &Path, extra: Value) -> PathBuf {
 /// The real `mcp-sandbox run - <args>` with `script` on stdin (the real runner), as finished
 /// process output.
 pub fn run_stdin(args: &[&std::ffi::OsStr], script: &str) -> std::process::Output {
+    let mut all: Vec<&std::ffi::OsStr> = vec!["run".as_ref(), "-".as_ref()];
+    all.extend_from_slice(args);
+    cli_stdin(&all, script, &[])
+}
+
+/// The real `mcp-sandbox ARGS` with `input` on stdin and `envs` added to its environment (the
+/// real runner), as finished process output.
+pub fn cli_stdin(
+    args: &[&std::ffi::OsStr],
+    input: &str,
+    envs: &[(&str, &str)],
+) -> std::process::Output {
     use std::io::Write;
     use std::process::{Command, Stdio};
     let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-sandbox"))
-        .args(["run", "-"])
         .args(args)
         .env("MCP_SANDBOX_RUNNER", bin("sandbox-runner"))
+        .envs(envs.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -555,7 +567,7 @@ pub fn run_stdin(args: &[&std::ffi::OsStr], script: &str) -> std::process::Outpu
         .stdin
         .take()
         .expect("stdin")
-        .write_all(script.as_bytes());
+        .write_all(input.as_bytes());
     child.wait_with_output().expect("mcp-sandbox output")
 }
 

@@ -6,7 +6,8 @@ usage: budget_client.py stdio <mcp-sandbox> <config> <state> CALLS
        budget_client.py http <url> <token or -> CALLS
 
 CALLS is a JSON array of execute_code arguments, run in order in one session; an item
-{"tool": NAME, "arguments": {...}} calls another tool. Prints one JSON line:
+{"tool": NAME, "arguments": {...}} calls another tool; an item's "_meta" object is sent as the
+request's `_meta` (e.g. a W3C traceparent). Prints one JSON line:
 {"tools": {name: description}, "results": [{"is_error", "out", "text", "bytes"} or
 {"protocol_error": message}]}, where `bytes` is the text content (UTF-8) and the
 structuredContent (compact JSON, UTF-8) together: what the answer puts in the client's context.
@@ -64,11 +65,13 @@ async def drive(session, calls):
     report = {"tools": {t.name: t.description for t in tools.tools}, "results": []}
     for args in calls:
         name = "execute_code"
+        args = dict(args)
+        meta = args.pop("_meta", None)
         if "tool" in args and "arguments" in args:
             name, args = args["tool"], args["arguments"]
         args = resolve(args, report["results"])
         try:
-            r = await asyncio.wait_for(session.call_tool(name, args), 120)
+            r = await asyncio.wait_for(session.call_tool(name, args, meta=meta), 120)
         except MCPError as e:
             report["results"].append({"protocol_error": str(e)})
             continue

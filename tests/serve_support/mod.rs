@@ -187,5 +187,6 @@ pub fn alive(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 pub mod http;
+pub mod otlp;
 pub mod sdk;
 pub mod team;

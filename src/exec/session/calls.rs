@@ -6,6 +6,14 @@ use super::*;
 
 pub(super) type CallFuture = BoxFuture<'static, (u64, Result<Value, ExecError>)>;
 
+/// Tool calls admitted and not yet ended, in every execution of this process (the metrics'
+/// `tool_calls_in_flight`).
+static CALLS_IN_FLIGHT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+pub fn calls_in_flight() -> usize {
+    CALLS_IN_FLIGHT.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 pub(super) struct Call {
     pub(super) tool: String,
     pub(super) capability: bool,
@@ -100,6 +108,7 @@ impl Run {
                 state: None,
             },
         );
+        CALLS_IN_FLIGHT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.args_in_flight += arg_bytes;
         self.show_calls();
         let max_args = catalog
@@ -362,6 +371,7 @@ impl Run {
             self.trace_labels();
             return;
         }
+        CALLS_IN_FLIGHT.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         self.traces.push(TraceEvent {
             kind: if call.capability {
                 TraceKind::CapabilityEnd

@@ -24,6 +24,7 @@ mod preflight;
 mod spawn;
 mod state_calls;
 
+pub use calls::calls_in_flight;
 pub use spawn::{missing_layers, REQUIRED_LAYERS};
 
 use calls::{Call, CallFuture, Queued};

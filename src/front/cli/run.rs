@@ -254,6 +254,12 @@ pub async fn command(args: RunArgs) -> Result<i32, UsageError> {
             pool_size: 0,
         },
     );
+    // Traces when a collector is configured (no metrics: one execution has no scraper).
+    if let Some(t) = crate::telemetry::Telemetry::new(&config.sandbox.telemetry, false)
+        .map_err(|e| UsageError(e.to_string()))?
+    {
+        sandbox = sandbox.with_telemetry(Arc::new(t));
+    }
     if args.session.is_some() && store.is_none() {
         return Err(UsageError(
             "--session keeps state in the state store, which could not be opened (see the warning above); fix it or pass --state PATH".into(),
@@ -285,10 +291,13 @@ pub async fn command(args: RunArgs) -> Result<i32, UsageError> {
         positions,
         context,
         request: {
-            let request = RequestContext::new(Client::Cli, limits, policy).with_caller(Caller {
-                front: "run",
-                ..Default::default()
-            });
+            let request = RequestContext::new(Client::Cli, limits, policy)
+                .with_caller(Caller {
+                    front: "run",
+                    ..Default::default()
+                })
+                // The W3C trace context of whoever started `run` (as OTel's env carriers do).
+                .with_traceparent(std::env::var("TRACEPARENT").ok().as_deref());
             match &args.session {
                 Some(name) => {
                     let scope = SessionScope::new(
@@ -311,6 +320,11 @@ pub async fn command(args: RunArgs) -> Result<i32, UsageError> {
     // The outcome goes out first; the MCP servers (and their process trees) are shut down after.
     print_outcome(&outcome, args.json, args.trace, max_output);
     sandbox.shutdown(grace).await;
+    if let Some(t) = sandbox.telemetry().cloned() {
+        // The spans still queued go out now, for a few seconds at most.
+        let flush = tokio::task::spawn_blocking(move || t.shutdown());
+        let _ = tokio::time::timeout(Duration::from_secs(6), flush).await;
+    }
     if let Some(sig) = signal {
         // A requested shutdown that completed cleanly is a success, whatever the script did.
         crate::term::errln(&format!("mcp-sandbox: {sig}: shut down cleanly"));

@@ -22,6 +22,7 @@ pub mod jsonrpc;
 pub mod jwks;
 pub mod jwt;
 mod list_state;
+pub mod metrics;
 pub mod passthrough;
 pub mod rate;
 pub mod responses;
@@ -175,9 +176,23 @@ impl GatewayServer {
             name,
             version,
         };
+        // W3C trace context: the request's `_meta.traceparent`, else the HTTP header.
+        let traceparent = context
+            .meta
+            .0
+            .get("traceparent")
+            .and_then(|v| v.as_str())
+            .or_else(|| {
+                context
+                    .extensions
+                    .get::<axum::http::request::Parts>()
+                    .and_then(|p| p.headers.get("traceparent"))
+                    .and_then(|v| v.to_str().ok())
+            });
         crate::context::RequestContext::new(client, limits, policy)
             .with_caller(caller)
             .with_session(self.session_scope(context, principal))
+            .with_traceparent(traceparent)
     }
 
     /// The session a request belongs to: its `Mcp-Session-Id` over HTTP, this connection over

@@ -26,6 +26,10 @@ pub struct ServeArgs {
     /// Serve streamable HTTP at this address (path /mcp) instead of stdio, e.g. 127.0.0.1:8080.
     #[arg(long, value_name = "ADDR")]
     pub http: Option<SocketAddr>,
+    /// stdio: serve Prometheus metrics at http://ADDR/metrics (loopback only, e.g.
+    /// 127.0.0.1:9464). `--http` serves /metrics on its own listener.
+    #[arg(long, value_name = "ADDR", conflicts_with = "http")]
+    pub metrics: Option<SocketAddr>,
     /// Allow --http on a non-loopback address. The config must also configure authentication
     /// (sandbox.auth): without it the server refuses to start.
     #[arg(long, requires = "http")]
@@ -172,6 +176,13 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
     let mut signals = SignalListener::install();
     let catalog = Arc::new(load_catalog(&config).await?);
     let mut sandbox = Sandbox::new(catalog, runner.clone(), QueueOptions::default());
+    // Traces when a collector is configured; metrics for `--http` and `--metrics`.
+    let metrics = args.http.is_some() || args.metrics.is_some();
+    if let Some(t) = crate::telemetry::Telemetry::new(&config.sandbox.telemetry, metrics)
+        .map_err(|e| UsageError(e.to_string()))?
+    {
+        sandbox = sandbox.with_telemetry(Arc::new(t));
+    }
     if let Some(store) = &store {
         sandbox = sandbox.with_session_state(crate::exec::state::SessionState::new(
             store.clone(),
@@ -255,6 +266,9 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
         session_idle: Duration::from_millis(args.session_idle_ms),
         tls: args.tls_cert.clone().zip(args.tls_key.clone()),
     };
+    if let Some(addr) = args.metrics {
+        super::metrics::serve(addr, sandbox.clone(), stop.clone()).await?;
+    }
     let transport = async {
         match args.http {
             None => serve_stdio(gateway, write_timeout, stop.clone()).await,
@@ -300,7 +314,16 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
             result
         }
     };
+    flush_telemetry(&sandbox).await;
     result.map(|_| 0)
+}
+
+/// Exports the spans still queued, for at most a few seconds (the collector may be down).
+async fn flush_telemetry(sandbox: &Sandbox) {
+    if let Some(t) = sandbox.telemetry().cloned() {
+        let flush = tokio::task::spawn_blocking(move || t.shutdown());
+        let _ = tokio::time::timeout(Duration::from_secs(6), flush).await;
+    }
 }
 
 /// How long a closing transport may take to send the last answers.

@@ -241,6 +241,7 @@ impl Inner {
         match started {
             Ok((conn, tools)) => {
                 tracing::info!(server = %self.name, "MCP server restarted");
+                super::count_restart(&self.name);
                 if let Ok(mut b) = self.backoff.lock() {
                     *b = super::backoff::Backoff::default();
                 }
@@ -471,6 +472,15 @@ impl ToolProvider for McpServer {
         let mut params = CallToolRequestParams::new(tool.to_string());
         if let Value::Object(map) = args {
             params = params.with_arguments(map);
+        }
+        // With telemetry on, the server joins the trace: the call's span is its parent.
+        if let Some(trace) = &ctx.request.trace {
+            let mut meta = rmcp::model::RequestMetaObject::new();
+            meta.0 .0.insert(
+                "traceparent".to_string(),
+                Value::String(trace.traceparent_of(&ctx.trace_id)),
+            );
+            params.meta = Some(meta);
         }
         Box::pin(async move {
             let server = inner.name.clone();

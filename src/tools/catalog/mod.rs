@@ -26,6 +26,24 @@ pub use mcp_start::{start_mcp_servers, start_some_mcp_servers};
 pub use sandbox_runner::protocol::valid_server_name;
 pub use scoped_server::ScopedServer;
 
+/// MCP server processes restarted after they died, by server (the metrics'
+/// `mcp_server_restarts_total`; names come from the config).
+static RESTARTS: std::sync::Mutex<BTreeMap<String, u64>> = std::sync::Mutex::new(BTreeMap::new());
+
+fn count_restart(server: &str) {
+    if let Ok(mut r) = RESTARTS.lock() {
+        *r.entry(server.to_string()).or_default() += 1;
+    }
+}
+
+/// Restarts so far, by server.
+pub fn server_restarts() -> Vec<(String, u64)> {
+    RESTARTS
+        .lock()
+        .map(|r| r.iter().map(|(k, v)| (k.clone(), *v)).collect())
+        .unwrap_or_default()
+}
+
 use crate::error::ExecError;
 use futures::future::BoxFuture;
 use sandbox_runner::protocol::{is_reserved_name, ToolRef, UnavailableServer};

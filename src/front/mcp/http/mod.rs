@@ -161,8 +161,14 @@ pub async fn serve_http(
         bodies: Arc::new(Semaphore::new(MAX_BUFFERED_BODY_BYTES)),
         auth: auth.clone(),
     });
+    // `/metrics` sits behind the same guard: with sandbox.auth on, a scrape needs a credential.
+    let metrics_sandbox = front.gateway.sandbox.clone();
     let router = axum::Router::new()
         .nest_service("/mcp", service)
+        .route(
+            "/metrics",
+            axum::routing::get(move || super::metrics::answer(metrics_sandbox.clone())),
+        )
         .layer(axum::middleware::from_fn_with_state(front.clone(), guard));
     // The protected-resource metadata is public (clients read it to learn how to authenticate).
     let router = match &auth {
