@@ -66,6 +66,26 @@ fn downstream_progress_and_logs_reach_the_client() {
 }
 
 #[test]
+fn progress_messages_reach_the_client_redacted_when_values_are_kept_from_the_model() {
+    let text = json!({
+        "mcpServers": {"fixture": {"command": bin("fixture-mcp-server"), "args": []}},
+        "sandbox": {"sensitive": {"detect": ["email"]}},
+    });
+    let r = client_of(
+        text,
+        "return await mcp.fixture.chatty({steps: 1, note: ' for ada@example.com'})",
+        "with_token",
+    );
+    assert_eq!(r["outcome"]["result"], "done", "{r}");
+    assert_eq!(
+        r["progress"],
+        json!([[1.0, null, "fixture: step 1 of 1 for ⟪email:1⟫ (1/1)"]]),
+        "{r}"
+    );
+    assert!(!r.to_string().contains("ada@example.com"), "{r}");
+}
+
+#[test]
 fn without_a_progress_token_only_the_logs_pass() {
     let r = client(
         "return await mcp.fixture.chatty({steps: 2})",

@@ -98,3 +98,48 @@ async fn without_telemetry_no_traceparent_is_sent_downstream() {
     let line: Value = serde_json::from_str(text.trim()).unwrap();
     assert!(line["_meta"].get("traceparent").is_none(), "{line}");
 }
+
+/// Over streamable HTTP, a client that cannot set `_meta` may send the W3C `traceparent` header
+/// on the POST instead: the execution's span joins that trace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_traceparent_header_on_the_http_request_parents_the_execution() {
+    use crate::serve_support::http::{exchange, execute_body, open_session, post_bytes};
+    let collector = Collector::start().await;
+    let served = crate::serve_support::http::start_http_with(
+        json!({"telemetry": {"endpoint": collector.endpoint}}),
+        &[],
+    )
+    .await;
+    let session = open_session(&served.addr).await;
+    let body = execute_body(
+        2,
+        json!({"code": "return await mcp.fixture.echo({message: 'hi'})"}),
+    );
+    let header = format!("00-{TRACE}-{PARENT}-01");
+    let request = post_bytes(
+        &served.addr,
+        Some(&session),
+        &body.to_string(),
+        &[("traceparent", &header)],
+    );
+    let answer = exchange(&served.addr, &request).await;
+    assert_eq!(answer.status, 200, "{answer:?}");
+    assert_eq!(
+        answer.reply(2)["result"]["structuredContent"]["result"],
+        json!("hi"),
+        "{answer:?}"
+    );
+
+    let spans = collector.wait_for(2, Duration::from_secs(15)).await;
+    let exec = spans
+        .iter()
+        .find(|s| s.span.name == "execute_code")
+        .expect("an execute_code span");
+    let call = spans
+        .iter()
+        .find(|s| s.span.name == "tools/call fixture:echo")
+        .expect("the call's span");
+    assert_eq!(hex(&exec.span.trace_id), TRACE);
+    assert_eq!(hex(&exec.span.parent_span_id), PARENT);
+    assert_eq!(call.span.parent_span_id, exec.span.span_id);
+}

@@ -1,8 +1,11 @@
 //! One execution's [`Feedback`]: its servers' log messages become log lines of the execution
 //! (tagged `[server]`, within the execution's log budget); progress goes to the front's
-//! receiver, if the front gave one (`serve`: progress of the `execute_code` request).
+//! receiver, if the front gave one (`serve`: progress of the `execute_code` request). With
+//! `sandbox.sensitive`, what goes to the front before the end is redacted; the collected log
+//! lines are redacted with the outcome.
 
 use crate::exec::outcome::LogLine;
+use crate::exec::placeholders::ExecPlaceholders;
 use crate::tools::passthrough::{Feedback, Forward};
 use futures::future::BoxFuture;
 use serde_json::Value;
@@ -17,6 +20,8 @@ pub struct ExecFeedback {
     deadline: tokio::time::Instant,
     /// `tenant/principal` (see [`Feedback::owner`]).
     owner: String,
+    /// With `sandbox.sensitive`: progress messages reach the client redacted, like the outcome.
+    placeholders: Option<Arc<ExecPlaceholders>>,
 }
 
 impl ExecFeedback {
@@ -31,12 +36,19 @@ impl ExecFeedback {
             upstream,
             deadline,
             owner: String::new(),
+            placeholders: None,
         }
     }
 
     /// The same, for an execution of `owner` (`tenant/principal`).
     pub fn owned_by(mut self, owner: String) -> Self {
         self.owner = owner;
+        self
+    }
+
+    /// The same, redacting what reaches the client before the end with `placeholders`.
+    pub fn redacting(mut self, placeholders: Option<Arc<ExecPlaceholders>>) -> Self {
+        self.placeholders = placeholders;
         self
     }
 
@@ -56,6 +68,10 @@ impl Feedback for ExecFeedback {
 
     fn progress(&self, server: &str, progress: f64, total: Option<f64>, message: Option<String>) {
         if let Some(up) = &self.upstream {
+            let message = match (&self.placeholders, message) {
+                (Some(p), Some(m)) => Some(p.redact_text(&m)),
+                (_, m) => m,
+            };
             up.progress(server, progress, total, message);
         }
     }
@@ -79,7 +95,11 @@ impl Feedback for ExecFeedback {
 
     fn log(&self, server: &str, level: &str, message: String) {
         if let Some(up) = &self.upstream {
-            up.log(server, level, message.clone());
+            let shown = match &self.placeholders {
+                Some(p) => p.redact_text(&message),
+                None => message.clone(),
+            };
+            up.log(server, level, shown);
         }
         let message = format!("[{server}] {message}");
         if let Ok(mut l) = self.lines.lock() {

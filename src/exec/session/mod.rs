@@ -166,7 +166,8 @@ pub async fn execute_pooled(
             req.progress.clone().map(|f| f.0),
             run.deadline,
         )
-        .owned_by(owner),
+        .owned_by(owner)
+        .redacting(run.placeholders.clone()),
     );
     let span = tracing::debug_span!(
         "execution",
