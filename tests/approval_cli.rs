@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 /// A config with the fixture server and `sandbox.ask`.
-fn config(dir: &Path, ask: &[&str]) -> String {
+pub(crate) fn config(dir: &Path, ask: &[&str]) -> String {
     let path = dir.join("config.json");
     let text = json!({
         "mcpServers": {"fixture": {"command": bin("fixture-mcp-server"), "args": []}},
@@ -20,7 +20,7 @@ fn config(dir: &Path, ask: &[&str]) -> String {
     path.to_string_lossy().into_owned()
 }
 
-fn script(dir: &Path, code: &str) -> String {
+pub(crate) fn script(dir: &Path, code: &str) -> String {
     let path = dir.join("script.js");
     std::fs::write(&path, code).expect("write script");
     path.to_string_lossy().into_owned()

@@ -1,0 +1,16 @@
+// Each failed call throws an Error with a stable `code`; the script can catch it.
+const attempts = {
+  typo: () => mcp.filesystem.read_txt_file({ path: "notes.txt" }),
+  wrongType: () => mcp.filesystem.read_text_file({ path: 42 }),
+  missingFile: () => mcp.filesystem.read_text_file({ path: "missing.txt" }),
+};
+const seen = {};
+for (const [name, attempt] of Object.entries(attempts)) {
+  try {
+    await attempt();
+  } catch (e) {
+    seen[name] = { code: e.code, message: e.message };
+    if (e.alternatives) seen[name].alternatives = e.alternatives;
+  }
+}
+return seen;
