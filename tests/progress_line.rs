@@ -119,7 +119,7 @@ fn the_line_is_erased_while_an_approval_question_is_on_the_terminal() {
     );
     assert_eq!(status, 0, "{tty:?}");
     let question = tty
-        .find("\nmcp-sandbox: The script wants to call fixture:echo")
+        .find("\r\nmcp-sandbox: The script wants to call fixture:echo")
         .unwrap_or_else(|| panic!("no question: {tty:?}"));
     let before = &tty[..question];
     assert!(

@@ -7,6 +7,7 @@ usage: python agent.py [MCP_SANDBOX]   (default: target/release/mcp-sandbox, fro
 
 import asyncio
 import json
+import os
 import sys
 
 from mcp import ClientSession, StdioServerParameters
@@ -21,8 +22,12 @@ return file.content.split("\\n").filter(Boolean);
 
 async def main() -> None:
     binary = sys.argv[1] if len(sys.argv) > 1 else "target/release/mcp-sandbox"
+    # The SDK passes a server only a few variables unless told: pass ours, so that `serve` uses
+    # the same state file ($XDG_DATA_HOME) as the commands before.
     server = StdioServerParameters(
-        command=binary, args=["serve", "--config", "docs/walkthrough/mcp.json"]
+        command=binary,
+        args=["serve", "--config", "docs/walkthrough/mcp.json"],
+        env=dict(os.environ),
     )
     async with stdio_client(server) as (read, write):
         async with ClientSession(read, write) as session:

@@ -4,13 +4,14 @@ const attempts = {
   wrongType: () => mcp.filesystem.read_text_file({ path: 42 }),
   missingFile: () => mcp.filesystem.read_text_file({ path: "missing.txt" }),
 };
-const seen = {};
+const codes = {};
 for (const [name, attempt] of Object.entries(attempts)) {
   try {
     await attempt();
   } catch (e) {
-    seen[name] = { code: e.code, message: e.message };
-    if (e.alternatives) seen[name].alternatives = e.alternatives;
+    codes[name] = e.code;
+    console.log(`${name}: ${e.message}`);
+    if (e.alternatives) console.log(`${name}: alternatives ${e.alternatives.join(", ")}`);
   }
 }
-return seen;
+return codes;
