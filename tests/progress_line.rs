@@ -4,9 +4,10 @@
 //! erased before the outcome is printed and while an approval question is on the terminal; and
 //! it is never written when stderr is a pipe or with `--quiet`.
 
-use crate::approval_cli::{config, script};
-use crate::common::{bin, repo_root};
+use crate::approval_cli::{config, on_terminal, script};
+use crate::common::bin;
 use serde_json::Value;
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 /// What indicatif writes to erase the line (carriage return, erase the whole line).
@@ -16,26 +17,8 @@ const ERASE: &str = "\r\x1b[2K";
 /// stderr; answers each approval prompt with `answers`. Returns the exit status and everything
 /// the terminal showed.
 fn run_on_terminal(args: &[&str], answers: &[&str]) -> (i32, String) {
-    let answers = serde_json::to_string(answers).expect("answers");
-    let report = Command::new("python3")
-        .arg(repo_root().join("tests/python/tty_answer.py"))
-        .args([answers.as_str(), "200", "--"])
-        .arg(bin("mcp-sandbox"))
-        .arg("run")
-        .args(args)
-        .env("MCP_SANDBOX_RUNNER", bin("sandbox-runner"))
-        .env("MCP_TTY_STDOUT", "tty")
-        .env("MCP_TTY_STDERR", "tty")
-        // indicatif draws nothing on a "dumb" terminal; CI may have no TERM at all.
-        .env("TERM", "xterm")
-        .output()
-        .expect("python3 tty_answer.py");
-    assert!(
-        report.status.success(),
-        "tty_answer.py failed: {}",
-        String::from_utf8_lossy(&report.stderr)
-    );
-    let report: Value = serde_json::from_slice(&report.stdout).expect("tty_answer report");
+    let tty = Path::new("tty");
+    let report = on_terminal(args, answers, 200, tty, tty);
     (
         report["status"].as_i64().unwrap_or(-1) as i32,
         report["tty"].as_str().unwrap_or("").to_string(),
