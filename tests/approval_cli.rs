@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 /// A config with the fixture server and `sandbox.ask`.
-fn config(dir: &Path, ask: &[&str]) -> String {
+pub(crate) fn config(dir: &Path, ask: &[&str]) -> String {
     let path = dir.join("config.json");
     let text = json!({
         "mcpServers": {"fixture": {"command": bin("fixture-mcp-server"), "args": []}},
@@ -20,7 +20,7 @@ fn config(dir: &Path, ask: &[&str]) -> String {
     path.to_string_lossy().into_owned()
 }
 
-fn script(dir: &Path, code: &str) -> String {
+pub(crate) fn script(dir: &Path, code: &str) -> String {
     let path = dir.join("script.js");
     std::fs::write(&path, code).expect("write script");
     path.to_string_lossy().into_owned()
@@ -54,9 +54,43 @@ fn run_without_terminal(args: &[&str]) -> (i32, Value) {
     (out.status.code().unwrap_or(-1), outcome)
 }
 
-/// `mcp-sandbox run --json ARGS` with a pseudo-terminal as its controlling terminal; `answers`
-/// are typed, one per prompt, `delay_ms` after the prompt appears. Returns the exit status, the
-/// outcome, what the terminal showed and how many prompts it saw.
+/// `mcp-sandbox run ARGS` under tests/python/tty_answer.py, with a pseudo-terminal as its
+/// controlling terminal; `answers` are typed, one per prompt, `delay_ms` after the prompt
+/// appears; `stdout`/`stderr` are files, or "tty" to leave them on the terminal. Returns the
+/// script's report: `status`, `tty` (what the terminal showed) and `prompts`.
+pub(crate) fn on_terminal(
+    args: &[&str],
+    answers: &[&str],
+    delay_ms: u64,
+    stdout: &Path,
+    stderr: &Path,
+) -> Value {
+    let answers = serde_json::to_string(answers).expect("answers");
+    let delay = delay_ms.to_string();
+    let report = Command::new("python3")
+        .arg(repo_root().join("tests/python/tty_answer.py"))
+        .args([answers.as_str(), delay.as_str(), "--"])
+        .arg(bin("mcp-sandbox"))
+        .arg("run")
+        .args(args)
+        .env("MCP_SANDBOX_RUNNER", bin("sandbox-runner"))
+        .env("MCP_TTY_STDOUT", stdout)
+        .env("MCP_TTY_STDERR", stderr)
+        // indicatif draws nothing on a "dumb" terminal; CI may have no TERM at all.
+        .env("TERM", "xterm")
+        .output()
+        .expect("python3 tty_answer.py");
+    assert!(
+        report.status.success(),
+        "tty_answer.py failed: {}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    serde_json::from_slice(&report.stdout).expect("tty_answer report")
+}
+
+/// `mcp-sandbox run --json ARGS` with a pseudo-terminal as its controlling terminal (see
+/// [`on_terminal`]). Returns the exit status, the outcome, what the terminal showed and how many
+/// prompts it saw.
 fn run_on_terminal(
     dir: &Path,
     args: &[&str],
@@ -64,26 +98,9 @@ fn run_on_terminal(
     delay_ms: u64,
 ) -> (i32, Value, String, u64) {
     let (out, err) = (dir.join("stdout"), dir.join("stderr"));
-    let answers = serde_json::to_string(answers).expect("answers");
-    let delay = delay_ms.to_string();
-    let mcp = bin("mcp-sandbox");
-    let mut cmd = Command::new("python3");
-    cmd.arg(repo_root().join("tests/python/tty_answer.py"))
-        .args([answers.as_str(), delay.as_str(), "--"])
-        .arg(&mcp)
-        .arg("run")
-        .args(args)
-        .arg("--json")
-        .env("MCP_SANDBOX_RUNNER", bin("sandbox-runner"))
-        .env("MCP_TTY_STDOUT", &out)
-        .env("MCP_TTY_STDERR", &err);
-    let report = cmd.output().expect("python3 tty_answer.py");
-    assert!(
-        report.status.success(),
-        "tty_answer.py failed: {}",
-        String::from_utf8_lossy(&report.stderr)
-    );
-    let report: Value = serde_json::from_slice(&report.stdout).expect("tty_answer report");
+    let mut args = args.to_vec();
+    args.push("--json");
+    let report = on_terminal(&args, answers, delay_ms, &out, &err);
     let stdout = std::fs::read(&out).expect("stdout file");
     let outcome = serde_json::from_slice(&stdout).unwrap_or_else(|e| {
         panic!(

@@ -2,7 +2,8 @@
 //! ends (`serve`'s `execute_code {yield_after_ms}` and `wait_execution`): the log lines not yet
 //! looked at, the calls done and the calls in flight. The session updates it as it goes; it
 //! keeps only the lines nobody has seen yet, within the execution's own log budget, so it never
-//! holds more than the outcome's `logs` would.
+//! holds more than the outcome's `logs` would. `run`'s progress line on a terminal reads the
+//! calls and what the execution waits on (the oldest open call's tool, pending approvals).
 
 use crate::exec::outcome::LogLine;
 use crate::exec::session::LOG_LINE_OVERHEAD;
@@ -16,6 +17,15 @@ pub struct Calls {
     pub done: u64,
     /// Calls started (or queued) and not ended yet.
     pub in_flight: u64,
+}
+
+/// What the execution waits on now (for a terminal's progress line).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Waiting {
+    /// The tool of the oldest call in flight (`server:tool`).
+    pub tool: Option<String>,
+    /// Calls waiting for an approval now, by tool, oldest first.
+    pub approvals: Vec<String>,
 }
 
 /// What is new since the last look.
@@ -40,6 +50,22 @@ pub struct LiveView {
     /// from the view, never from the outcome).
     max_bytes: u64,
     calls: watch::Sender<Calls>,
+    waiting: Mutex<Waiting>,
+}
+
+/// An approval being waited for, shown in [`LiveView::waiting`] until dropped.
+pub struct ApprovalWait {
+    live: std::sync::Arc<LiveView>,
+    tool: String,
+}
+
+impl Drop for ApprovalWait {
+    fn drop(&mut self) {
+        let mut w = self.live.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = w.approvals.iter().position(|t| *t == self.tool) {
+            w.approvals.remove(i);
+        }
+    }
 }
 
 impl LiveView {
@@ -48,6 +74,7 @@ impl LiveView {
             unseen: Mutex::new(Unseen::default()),
             max_bytes,
             calls: watch::Sender::new(Calls::default()),
+            waiting: Mutex::default(),
         }
     }
 
@@ -69,6 +96,37 @@ impl LiveView {
             *c = calls;
             changed
         });
+    }
+
+    /// The tool of the oldest call in flight now (`None`: no call open).
+    pub fn set_waiting_on(&self, tool: Option<&str>) {
+        let mut w = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        if w.tool.as_deref() != tool {
+            w.tool = tool.map(str::to_string);
+        }
+    }
+
+    /// A call of `tool` waits for an approval until the returned guard drops.
+    pub fn approval_wait(self: &std::sync::Arc<Self>, tool: &str) -> ApprovalWait {
+        let mut w = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        w.approvals.push(tool.to_string());
+        ApprovalWait {
+            live: self.clone(),
+            tool: tool.to_string(),
+        }
+    }
+
+    /// What the execution waits on now.
+    pub fn waiting(&self) -> Waiting {
+        self.waiting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The calls now (without taking the unseen log lines).
+    pub fn calls(&self) -> Calls {
+        *self.calls.borrow()
     }
 
     /// Takes what is new since the last look.
@@ -115,6 +173,22 @@ mod tests {
         v.log(&line("b"));
         assert_eq!(v.look().logs, vec![line("b")]);
         assert!(v.look().logs.is_empty());
+    }
+
+    #[test]
+    fn approval_waits_end_when_dropped() {
+        let v = std::sync::Arc::new(LiveView::new(1000));
+        v.set_waiting_on(Some("fs:write"));
+        let a = v.approval_wait("fs:write");
+        let b = v.approval_wait("fs:write");
+        assert_eq!(v.waiting().approvals, ["fs:write", "fs:write"]);
+        drop(a);
+        assert_eq!(v.waiting().approvals, ["fs:write"]);
+        drop(b);
+        assert!(v.waiting().approvals.is_empty());
+        assert_eq!(v.waiting().tool.as_deref(), Some("fs:write"));
+        v.set_waiting_on(None);
+        assert_eq!(v.waiting(), Waiting::default());
     }
 
     #[test]

@@ -7,7 +7,8 @@ ANSWERS_JSON is a list of lines to type, one per prompt ("Approve? ..."), each a
 Prints one JSON object: {"status": exit status, "tty": everything written to the terminal,
 "prompts": how many prompts were seen}. The command's stdout/stderr are not the terminal
 (they go to files given by MCP_TTY_STDOUT / MCP_TTY_STDERR) so that the script's stdin and
-output stay separate from the questions.
+output stay separate from the questions; either may be "tty" to leave it on the terminal (what a
+person at the terminal sees: the progress line on stderr, then the outcome).
 """
 import json
 import os
@@ -31,11 +32,10 @@ def main():
     if pid == 0:
         # The child: the pty is its controlling terminal; stdin/stdout/stderr are files.
         i = os.open(stdin_path, os.O_RDONLY)
-        o = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        e = os.open(err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.dup2(i, 0)
-        os.dup2(o, 1)
-        os.dup2(e, 2)
+        for path, target in ((out_path, 1), (err_path, 2)):
+            if path != "tty":
+                os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), target)
         os.execvp(cmd[0], cmd)
     seen = b""
     prompts = 0
@@ -60,6 +60,15 @@ def main():
         if done:
             status = os.waitstatus_to_exitcode(st)
             break
+    # What the command wrote just before it exited may still be unread.
+    while select.select([fd], [], [], 0.05)[0]:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
     if status is None:
         os.kill(pid, 9)
         os.waitpid(pid, 0)

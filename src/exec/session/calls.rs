@@ -206,6 +206,7 @@ impl Run {
         let id = q.id;
         let placeholders = self.placeholders.clone();
         let sensitive = self.request.policy.sensitive().cloned();
+        let live = self.live.clone();
         Box::pin(async move {
             // Write-ahead audit: the execution's record is committed before its first call
             // leaves the host; if it cannot be, no call is made.
@@ -224,6 +225,8 @@ impl Run {
                 }
             }
             if let Some(approval) = approval {
+                // Shown on `run`'s progress line while it waits.
+                let _shown = live.as_ref().map(|l| l.approval_wait(&qualified));
                 if let Err(e) = approval.await {
                     return (id, Err(e));
                 }

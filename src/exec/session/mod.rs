@@ -340,6 +340,8 @@ impl Run {
                 done: self.calls_done,
                 in_flight: self.inflight.len() as u64,
             });
+            let oldest = self.inflight.values().min_by_key(|c| c.started);
+            live.set_waiting_on(oldest.map(|c| c.tool.as_str()));
         }
     }
 

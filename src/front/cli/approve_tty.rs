@@ -5,6 +5,7 @@
 //! The terminal is read without blocking a thread (`O_NONBLOCK` + tokio's `AsyncFd`), so a
 //! question the execution no longer waits for (timeout, cancellation) is withdrawn at once.
 
+use super::progress::ProgressLine;
 use crate::context::policy::PreApproved;
 use crate::gate::approval::{Answer, ApprovalError, Approvals, Approver, By, Question};
 use crate::term::escape_lines;
@@ -26,10 +27,15 @@ const MAX_TRIES: usize = 5;
 const PROMPT: &str =
     "Approve? [y] once  [a] this tool for the rest of this execution  [n] deny (n <reason>): ";
 
-/// The approvals of `run`: the terminal when there is one, else only `--approve`.
-pub fn approvals(pre_approved: PreApproved, timeout: Duration) -> Approvals {
+/// The approvals of `run`: the terminal when there is one, else only `--approve`. `line`: the
+/// progress line, erased while a question is on the terminal.
+pub fn approvals(
+    pre_approved: PreApproved,
+    timeout: Duration,
+    line: Option<Arc<ProgressLine>>,
+) -> Approvals {
     match open_tty() {
-        Ok(_) => Approvals::new(Arc::new(TtyApprover), pre_approved, timeout),
+        Ok(_) => Approvals::new(Arc::new(TtyApprover { line }), pre_approved, timeout),
         Err(_) => Approvals::nobody(
             By::Flag,
             "there is no terminal to ask on; pre-approve it with --approve {call} (a server:tool glob)",
@@ -47,7 +53,30 @@ fn open_tty() -> std::io::Result<File> {
 }
 
 /// Asks on the controlling terminal.
-pub struct TtyApprover;
+pub struct TtyApprover {
+    /// `run`'s progress line, if it shows one.
+    line: Option<Arc<ProgressLine>>,
+}
+
+/// The progress line paused while it lives (a question is on the terminal).
+struct Paused(Option<Arc<ProgressLine>>);
+
+impl Paused {
+    fn new(line: Option<Arc<ProgressLine>>) -> Self {
+        if let Some(l) = &line {
+            l.pause();
+        }
+        Paused(line)
+    }
+}
+
+impl Drop for Paused {
+    fn drop(&mut self) {
+        if let Some(l) = &self.0 {
+            l.resume();
+        }
+    }
+}
 
 impl Approver for TtyApprover {
     fn by(&self) -> By {
@@ -55,7 +84,10 @@ impl Approver for TtyApprover {
     }
 
     fn ask(&self, question: Question) -> BoxFuture<'static, Result<Answer, ApprovalError>> {
+        let line = self.line.clone();
         Box::pin(async move {
+            // Erased before the question is written, drawn again once it is answered.
+            let _paused = Paused::new(line);
             let failed = |e: std::io::Error| ApprovalError::Failed(format!("the terminal: {e}"));
             let file = open_tty().map_err(failed)?;
             // SAFETY: `file` is an open descriptor owned by the `AsyncFd` until it drops; a

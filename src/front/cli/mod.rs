@@ -9,6 +9,7 @@ pub mod check;
 pub mod command;
 pub mod learning;
 pub mod policy;
+pub mod progress;
 pub mod run;
 pub mod run_output;
 pub mod team;

@@ -78,6 +78,9 @@ pub struct RunArgs {
     /// stripped to JavaScript before it runs.
     #[arg(long, value_enum, value_name = "LANG")]
     pub language: Option<LanguageArg>,
+    /// No live progress line on stderr (it is shown only when stderr is a terminal).
+    #[arg(long, short)]
+    pub quiet: bool,
     /// Print the tool-call traces (to stderr; inside the JSON with --json).
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub trace: Option<TraceFormat>,
@@ -190,9 +193,15 @@ pub async fn command(args: RunArgs) -> Result<i32, UsageError> {
     let require_layers = args.runner.required_layers()?;
     let runner = args.runner.command();
     let policy = args.policy.policy(&config)?;
+    // The live progress line, on a terminal only: what it shows comes from the execution's
+    // live view (the hook `serve`'s progress notifications use).
+    let live = super::progress::wanted(args.quiet)
+        .then(|| Arc::new(crate::exec::live::LiveView::new(limits.log_bytes)));
+    let line = live.clone().map(super::progress::ProgressLine::new);
     let approvals = Arc::new(super::approve_tty::approvals(
         args.policy.pre_approved()?,
         args.policy.approval_timeout()?,
+        line.clone(),
     ));
 
     let language = args
@@ -313,10 +322,19 @@ pub async fn command(args: RunArgs) -> Result<i32, UsageError> {
         require_layers,
         approvals: Some(approvals),
         reveal: args.reveal,
+        live,
         ..Default::default()
     };
     let grace = Duration::from_millis(args.shutdown_grace_ms);
+    let drawing = line.as_ref().map(|l| l.start());
     let (outcome, signal) = execute_until_signal(&sandbox, request, &mut signals, grace).await;
+    // Erased before anything else is printed.
+    if let Some(l) = &line {
+        l.finish();
+    }
+    if let Some(d) = drawing {
+        d.abort();
+    }
     // The outcome goes out first; the MCP servers (and their process trees) are shut down after.
     print_outcome(&outcome, args.json, args.trace, max_output);
     sandbox.shutdown(grace).await;

@@ -1,0 +1,2 @@
+const settings = JSON.parse("{ not json");
+return settings;

@@ -1,0 +1,3 @@
+// Keeps every chunk: the heap limit (--memory-mb) ends it.
+const kept = [];
+while (true) kept.push(new Array(100000).fill(kept.length));

@@ -1,0 +1,3 @@
+// Never ends on its own: the CPU budget (--cpu-ms) does.
+let n = 0;
+while (true) n++;

@@ -1,0 +1,51 @@
+//! docs/walkthrough.md is a test: every `console` block in it is run (the real CLI, the real
+//! runner, the reference MCP servers from npm, the official Python MCP SDK client) and its output
+//! compared with the text of the page, by `trycmd`. Durations, ids, timestamps and absolute paths
+//! are `[..]` on the page; everything else must match, so a change of any output fails here
+//! until the page says the new thing.
+//!
+//! The commands run from the repository root (the crate's directory), with the state file in a
+//! fresh `XDG_DATA_HOME` (the tool graph and capabilities start empty) and without a controlling
+//! terminal (an `ask` rule is denied at once, as in CI, instead of prompting the developer).
+
+use crate::common::{bin, repo_root};
+use std::time::Duration;
+
+/// Gives up the controlling terminal of this test process, so the commands it starts have none
+/// (`/dev/tty` fails to open for them). Without a terminal (CI) there is nothing to give up.
+fn without_controlling_terminal() {
+    let Ok(tty) = std::fs::File::open("/dev/tty") else {
+        return;
+    };
+    use std::os::fd::AsRawFd;
+    // SAFETY: TIOCNOTTY takes no argument; `tty` is an open descriptor for the call's duration.
+    // For a process that is not its session's leader it only detaches this process from the
+    // terminal (its children, forked after, inherit having none).
+    unsafe {
+        libc::ioctl(tty.as_raw_fd(), libc::TIOCNOTTY);
+    }
+}
+
+#[test]
+fn walkthrough_outputs_are_what_the_program_prints() {
+    without_controlling_terminal();
+    let python = repo_root().join(".venv/bin/python");
+    assert!(
+        python.exists(),
+        "run scripts/setup.sh first (it makes .venv with the MCP Python SDK)"
+    );
+    let state = tempfile::tempdir().expect("state dir");
+    let cases = trycmd::TestCases::new();
+    cases
+        .register_bin("mcp-sandbox", bin("mcp-sandbox"))
+        .register_bin(".venv/bin/python", python)
+        .env("XDG_DATA_HOME", state.path().to_string_lossy().into_owned())
+        .env(
+            "MCP_SANDBOX_RUNNER",
+            bin("sandbox-runner").to_string_lossy().into_owned(),
+        )
+        .env("MCP_SANDBOX_LOG", "warn")
+        .timeout(Duration::from_secs(30))
+        .case(repo_root().join("docs/walkthrough.md"));
+    cases.run();
+}
