@@ -18,6 +18,7 @@ mod capabilities;
 mod graph;
 pub mod location;
 mod owner_only;
+pub mod pg;
 pub mod session_state;
 pub mod tokens;
 mod write_now;
@@ -236,6 +237,15 @@ pub enum StoreError {
     },
     #[error("state store: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    /// A failure of the PostgreSQL backend (connecting, a query, the pool).
+    #[error("state store (PostgreSQL): {0}")]
+    Postgres(String),
+    /// A PostgreSQL transaction aborted as a deadlock or serialization failure (run again).
+    #[error("state store (PostgreSQL): a concurrent write conflicted; try again ({0})")]
+    Conflict(String),
+    /// An operation this backend does not offer yet.
+    #[error("{STORE_UNSUPPORTED}: {0} is not available with a PostgreSQL state store yet; use a SQLite state file (--state PATH) for it")]
+    Unsupported(&'static str),
     #[error("state store: stored data is corrupt: {0}")]
     Corrupt(String),
     #[error("state store: a background task failed: {0}")]
@@ -247,10 +257,25 @@ pub enum StoreError {
     QuotaExceeded(String),
 }
 
-/// The state store. Cheap to clone; every clone shares one connection.
+/// The stable code of an operation the PostgreSQL backend does not offer yet.
+pub const STORE_UNSUPPORTED: &str = "STORE_UNSUPPORTED";
+
+/// Where a [`Store`] keeps its data. One interface, two backends: every public method of
+/// `Store` checks [`Store::pg`] first and runs the PostgreSQL version when it is one; the
+/// SQLite code runs unchanged otherwise (one branch more, no allocation).
+#[derive(Clone)]
+enum Backend {
+    /// A SQLite file: one connection, shared by every clone.
+    Sqlite(Arc<Mutex<Connection>>),
+    /// A PostgreSQL database: a connection pool.
+    Postgres(pg::Pg),
+}
+
+/// The state store. Cheap to clone; every clone shares one connection (SQLite) or one pool
+/// (PostgreSQL).
 #[derive(Clone)]
 pub struct Store {
-    conn: Arc<Mutex<Connection>>,
+    backend: Backend,
     /// Commits made through this store (see `write_now`: they pace the WAL checkpoints).
     commits: Arc<std::sync::atomic::AtomicU64>,
     path: PathBuf,
@@ -275,8 +300,18 @@ pub fn default_path() -> Result<PathBuf, StoreError> {
 }
 
 impl Store {
-    /// Opens (creating if needed) the state file and brings its schema up to date.
+    /// Opens (creating if needed) the state file, or connects to the PostgreSQL database when
+    /// `path` is a `postgres://` URL, and brings its schema up to date.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        if let Some(url) = path.to_str().filter(|p| pg::url::is_postgres(p)) {
+            let pg = pg::Pg::open(url)?;
+            return Ok(Store {
+                path: PathBuf::from(pg.shown()),
+                backend: Backend::Postgres(pg),
+                commits: Arc::default(),
+                tenant: Arc::from(crate::context::principal::DEFAULT_TENANT),
+            });
+        }
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             owner_only::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
                 path: dir.to_path_buf(),
@@ -336,7 +371,7 @@ impl Store {
             })?;
         }
         Ok(Store {
-            conn: Arc::new(Mutex::new(conn)),
+            backend: Backend::Sqlite(Arc::new(Mutex::new(conn))),
             commits: Arc::default(),
             path: path.to_path_buf(),
             tenant: Arc::from(crate::context::principal::DEFAULT_TENANT),
@@ -357,19 +392,39 @@ impl Store {
         &self.tenant
     }
 
-    /// The file this store uses.
+    /// The file this store uses (for PostgreSQL: its URL, without a password).
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    /// Runs `f` with the connection (blocking; use [`Store::run`] from async code).
+    /// The PostgreSQL backend, when this store is one.
+    pub fn pg(&self) -> Option<&pg::Pg> {
+        match &self.backend {
+            Backend::Postgres(pg) => Some(pg),
+            Backend::Sqlite(_) => None,
+        }
+    }
+
+    /// The SQLite connection, when this store is a file.
+    fn sqlite(&self) -> Option<&Arc<Mutex<Connection>>> {
+        match &self.backend {
+            Backend::Sqlite(conn) => Some(conn),
+            Backend::Postgres(_) => None,
+        }
+    }
+
+    /// Runs `f` with the SQLite connection (blocking; use [`Store::run`] from async code).
+    /// On PostgreSQL: [`StoreError::Unsupported`] (each operation there has its own code).
     pub fn with<T>(
         &self,
         f: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
+        let Some(conn) = self.sqlite() else {
+            return Err(StoreError::Unsupported("this operation"));
+        };
         // A panic while holding the lock leaves the connection usable: SQLite rolls back any
         // open transaction when the `Transaction` guard is dropped.
-        let mut conn = match self.conn.lock() {
+        let mut conn = match conn.lock() {
             Ok(c) => c,
             Err(poisoned) => poisoned.into_inner(),
         };
@@ -402,8 +457,12 @@ impl Store {
             .map_err(|e| StoreError::Task(e.to_string()))?
     }
 
-    /// `PRAGMA integrity_check`: `Ok(())` when it answers `ok`.
+    /// `PRAGMA integrity_check`: `Ok(())` when it answers `ok` (on PostgreSQL: the database
+    /// answers a query).
     pub fn integrity_check(&self) -> Result<(), StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.schema_version().map(|_| ());
+        }
         self.with(|conn| {
             let answer: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
             if answer == "ok" {
@@ -416,6 +475,9 @@ impl Store {
 
     /// The schema version of the file.
     pub fn schema_version(&self) -> Result<i64, StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.schema_version();
+        }
         self.with(|conn| Ok(conn.pragma_query_value(None, "user_version", |r| r.get(0))?))
     }
 }
@@ -467,6 +529,9 @@ impl Store {
             }
             None => None,
         };
+        if let Some(pg) = self.pg() {
+            return pg.record_execution(&self.tenant, outcome.traces(), aborted, last.as_deref());
+        }
         self.write(|tx| {
             graph::record(tx, &self.tenant, outcome.traces(), aborted)?;
             if let Some(text) = &last {
