@@ -40,7 +40,11 @@ fn a_url_state_of_an_unsupported_scheme_exits_2_and_creates_nothing() {
     }
     for args in [
         &["run", "s.js", "--state", "postgres://user:hunter2@host/db"][..],
-        &["serve", "--state", "postgresql://user@host/db?password=hunter2"],
+        &[
+            "serve",
+            "--state",
+            "postgresql://user@host/db?password=hunter2",
+        ],
     ] {
         let out = cli(dir.path(), args);
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -51,7 +55,14 @@ fn a_url_state_of_an_unsupported_scheme_exits_2_and_creates_nothing() {
         );
         assert!(!stderr.contains("hunter2"), "{args:?}: {stderr}");
     }
-    for name in ["postgres:", "postgresql:", "mysql:", "redis:", "mysql+tls:", "sqlite:"] {
+    for name in [
+        "postgres:",
+        "postgresql:",
+        "mysql:",
+        "redis:",
+        "mysql+tls:",
+        "sqlite:",
+    ] {
         assert!(!dir.path().join(name).exists(), "{name} was created");
     }
     // A plain path (even with a colon) still works.

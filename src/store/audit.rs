@@ -310,7 +310,7 @@ pub(super) fn insert(tx: &rusqlite::Transaction<'_>, r: &AuditRecord) -> Result<
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     fn record(ts: f64) -> AuditRecord {
@@ -339,10 +339,7 @@ mod tests {
         }
     }
 
-    #[test]
-    fn retention_by_age_and_by_count() {
-        let dir = tempfile::tempdir().unwrap();
-        let s = Store::open(&dir.path().join("s.db")).unwrap();
+    pub(crate) fn retention_by_age_and_by_count(s: &Store) {
         for ts in 1..=10 {
             s.append_audit(&record(f64::from(ts))).unwrap();
         }
@@ -358,15 +355,10 @@ mod tests {
         let ts: Vec<f64> = all.iter().map(|r| r.ts).collect();
         assert_eq!(ts, [6.0, 7.0, 8.0, 9.0, 10.0]);
         assert!(all.iter().all(|r| r.calls.len() == 1));
-        let orphans: i64 = s
-            .with(|c| {
-                Ok(c.query_row(
-                    "SELECT COUNT(*) FROM audit_calls WHERE audit_id NOT IN (SELECT id FROM audit)",
-                    [],
-                    |r| r.get(0),
-                )?)
-            })
-            .unwrap();
+        let orphans = crate::store::suites::count(
+            s,
+            "SELECT COUNT(*) FROM audit_calls WHERE audit_id NOT IN (SELECT id FROM audit)",
+        );
         assert_eq!(orphans, 0);
     }
 }

@@ -585,14 +585,8 @@ pub(super) fn set_kv(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
-
-    fn store() -> (tempfile::TempDir, Store) {
-        let dir = tempfile::tempdir().unwrap();
-        let s = Store::open(&dir.path().join("s.db")).unwrap();
-        (dir, s)
-    }
 
     fn cap(name: &str, code: &str) -> NewCapability {
         NewCapability {
@@ -615,9 +609,7 @@ mod tests {
         }
     }
 
-    #[test]
-    fn new_code_makes_a_new_version_and_the_latest_wins() {
-        let (_d, s) = store();
+    pub(crate) fn new_code_makes_a_new_version_and_the_latest_wins(s: &Store) {
         let v1 = s.save_capability(&cap("math:sum", "return 1")).unwrap();
         let v2 = s.save_capability(&cap("math:sum", "return 2")).unwrap();
         assert_eq!((v1.version, v2.version), (1, 2));

@@ -396,7 +396,7 @@ fn label(s: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     fn call(tool: &str, id: usize, ok: bool, ms: f64, parent: Option<&str>) -> [TraceEvent; 2] {
@@ -423,10 +423,7 @@ mod tests {
         ]
     }
 
-    #[test]
-    fn mean_and_p95_over_successes_only() {
-        let dir = tempfile::tempdir().unwrap();
-        let s = Store::open(&dir.path().join("s.db")).unwrap();
+    pub(crate) fn mean_and_p95_over_successes_only(s: &Store) {
         let mut traces = Vec::new();
         for i in 1..=20 {
             traces.extend(call("a:x", i, true, i as f64, None));
@@ -446,18 +443,13 @@ mod tests {
         assert_eq!((t.calls, t.successes, t.failures), (22, 20, 2));
     }
 
-    #[test]
-    fn the_duration_window_is_bounded() {
-        let dir = tempfile::tempdir().unwrap();
-        let s = Store::open(&dir.path().join("s.db")).unwrap();
+    pub(crate) fn the_duration_window_is_bounded(s: &Store) {
         let mut traces = Vec::new();
         for i in 0..(P95_WINDOW as usize + 10) {
             traces.extend(call("b:y", i, true, 1.0, None));
         }
         s.record_traces(&traces, false).unwrap();
-        let rows: i64 = s
-            .with(|c| Ok(c.query_row("SELECT COUNT(*) FROM tool_durations", [], |r| r.get(0))?))
-            .unwrap();
+        let rows = crate::store::suites::count(s, "SELECT COUNT(*) FROM tool_durations");
         assert_eq!(rows, P95_WINDOW);
     }
 

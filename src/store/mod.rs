@@ -20,6 +20,8 @@ pub mod location;
 mod owner_only;
 pub mod pg;
 pub mod session_state;
+#[cfg(test)]
+mod suites;
 pub mod tokens;
 mod write_now;
 

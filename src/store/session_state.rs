@@ -346,18 +346,10 @@ fn renew(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn store() -> (tempfile::TempDir, Store) {
-        let dir = tempfile::tempdir().unwrap();
-        let s = Store::open(&dir.path().join("state.db")).unwrap();
-        (dir, s)
-    }
-
-    #[test]
-    fn values_are_kept_per_scope() {
-        let (_d, s) = store();
+    pub(crate) fn values_are_kept_per_scope(s: &Store) {
         let o = SessionOptions::default();
         let a = SessionScope::new("t1", "p1", "s1");
         s.store_state(&a, "k", "[1,2]", &[], &o, 1.0)
@@ -393,9 +385,7 @@ mod tests {
         assert!(!s.remove_state(&a, "k", &o, 6.0).unwrap());
     }
 
-    #[test]
-    fn quotas_name_their_bound() {
-        let (_d, s) = store();
+    pub(crate) fn quotas_name_their_bound(s: &Store) {
         let o = SessionOptions {
             max_value_bytes: 10,
             max_keys: 2,
@@ -425,9 +415,7 @@ mod tests {
             .unwrap();
     }
 
-    #[test]
-    fn an_idle_session_loses_its_values() {
-        let (_d, s) = store();
+    pub(crate) fn an_idle_session_loses_its_values(s: &Store) {
         let o = SessionOptions {
             ttl_ms: 1000,
             ..SessionOptions::default()

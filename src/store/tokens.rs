@@ -191,7 +191,7 @@ pub(super) fn decode_hex(s: &str) -> Option<Vec<u8>> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     fn record(name: &str, now: f64) -> TokenRecord {
@@ -205,10 +205,7 @@ mod tests {
         }
     }
 
-    #[test]
-    fn create_find_revoke() {
-        let dir = tempfile::tempdir().unwrap();
-        let s = Store::open(&dir.path().join("s.db")).unwrap();
+    pub(crate) fn create_find_revoke(s: &Store) {
         let hash = [7u8; 32];
         let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
         s.create_token(&record("ci", 1.0), &hex).unwrap();

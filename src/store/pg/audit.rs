@@ -37,7 +37,14 @@ async fn insert_calls(tx: &Transaction<'_>, id: i64, r: &AuditRecord) -> Result<
         tx.execute(
             &stmt,
             &[
-                &id, &seq, &c.kind, &c.tool, &c.args_sha256, &c.args, &c.error, &c.duration_ms,
+                &id,
+                &seq,
+                &c.kind,
+                &c.tool,
+                &c.args_sha256,
+                &c.args,
+                &c.error,
+                &c.duration_ms,
                 &c.approval,
             ],
         )
@@ -67,7 +74,11 @@ impl Pg {
                     &[&id, &r.outcome, &r.duration_ms, &labels],
                 )
                 .await?;
-            let id = if n == 0 { insert_head(tx, r).await? } else { id };
+            let id = if n == 0 {
+                insert_head(tx, r).await?
+            } else {
+                id
+            };
             insert_calls(tx, id, r).await
         })
     }
@@ -173,7 +184,9 @@ impl Pg {
                 .map(|r| r.get(0));
             let Some(cut) = cut else { return Ok(0) };
             // audit_calls go with their record (ON DELETE CASCADE).
-            Ok(tx.execute("DELETE FROM audit WHERE id <= $1", &[&cut]).await? as usize)
+            Ok(tx
+                .execute("DELETE FROM audit WHERE id <= $1", &[&cut])
+                .await? as usize)
         })
     }
 

@@ -3,11 +3,11 @@
 //! once take turns: each version number is given once (and `UNIQUE (tenant, name, version)`
 //! would refuse a second one anyway).
 
+use super::super::audit::AuditRecord;
 use super::super::capabilities::{
     collision, finish, over_total, remove_call, save_call, CapabilityQuota, CapabilityRecord,
     LastExecution, NewCapability, Prepared, RawRow, COLUMNS, LAST_EXECUTION_KEY,
 };
-use super::super::audit::AuditRecord;
 use super::super::StoreError;
 use super::{big, Pg, Transaction};
 use crate::trace::now_ms;
@@ -55,9 +55,11 @@ impl Pg {
         audit: Option<AuditRecord>,
     ) -> Result<CapabilityRecord, StoreError> {
         self.write(async |tx| {
-            let lock = format!("{tenant}\u{0}{}", new.name);
-            tx.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", &[&lock])
-                .await?;
+            tx.execute(
+                "SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))",
+                &[&tenant, &new.name],
+            )
+            .await?;
             let existing: Option<(String, String, i64)> = tx
                 .query_opt(
                     "SELECT name, code_sha256, version FROM capabilities WHERE id = $1",
@@ -232,7 +234,11 @@ impl Pg {
         name_or_id: &str,
         audit: Option<AuditRecord>,
     ) -> Result<usize, StoreError> {
-        let column = if name_or_id.contains(':') { "name" } else { "id" };
+        let column = if name_or_id.contains(':') {
+            "name"
+        } else {
+            "id"
+        };
         self.write(async |tx| {
             let n = tx
                 .execute(
@@ -262,13 +268,16 @@ impl Pg {
 
     pub fn last_execution(&self) -> Result<Option<LastExecution>, StoreError> {
         self.read(async |c| {
-            c.query_opt("SELECT value FROM kv WHERE key = $1", &[&LAST_EXECUTION_KEY])
-                .await?
-                .map(|r| {
-                    serde_json::from_str(r.get::<_, &str>(0))
-                        .map_err(|e| StoreError::Corrupt(format!("last execution: {e}")))
-                })
-                .transpose()
+            c.query_opt(
+                "SELECT value FROM kv WHERE key = $1",
+                &[&LAST_EXECUTION_KEY],
+            )
+            .await?
+            .map(|r| {
+                serde_json::from_str(r.get::<_, &str>(0))
+                    .map_err(|e| StoreError::Corrupt(format!("last execution: {e}")))
+            })
+            .transpose()
         })
     }
 }

@@ -3,13 +3,27 @@
 //! recording the same edge at once both count.
 
 use super::super::graph::{
-    neighbourhood, nearest_rank, sequences, stats_of, Edge, GraphSnapshot, P95_WINDOW,
+    nearest_rank, neighbourhood, sequences, stats_of, Edge, GraphSnapshot, P95_WINDOW,
 };
 use super::super::StoreError;
 use super::{Pg, Transaction};
 use crate::trace::{now_ms, TraceEvent};
+use std::collections::BTreeMap;
 
-/// Records one execution's traces in an open transaction.
+/// What one execution adds to one tool's row.
+#[derive(Default)]
+struct Delta {
+    calls: i64,
+    successes: i64,
+    failures: i64,
+    total_ms: f64,
+    /// Durations of its successful calls, in call order.
+    durations: Vec<f64>,
+}
+
+/// Records one execution's traces in an open transaction. The execution's increments are
+/// summed per row first, then applied in one order (tools, then edges, each sorted): two
+/// gateways recording the same rows at once wait for each other instead of deadlocking.
 pub(super) async fn record(
     tx: &Transaction<'_>,
     tenant: &str,
@@ -17,39 +31,20 @@ pub(super) async fn record(
     aborted: bool,
 ) -> Result<(), StoreError> {
     let now = now_ms();
+    let mut tools: BTreeMap<String, Delta> = BTreeMap::new();
+    let mut edges: BTreeMap<(String, String), i64> = BTreeMap::new();
     for seq in sequences(traces) {
         for call in &seq {
             if !call.success {
-                tx.execute(
-                    "INSERT INTO tool_stats (tool, calls, failures, last_seen, tenant)
-                        VALUES ($1, 1, 1, $2, $3)
-                     ON CONFLICT (tenant, tool) DO UPDATE SET calls = tool_stats.calls + 1,
-                        failures = tool_stats.failures + 1, last_seen = excluded.last_seen",
-                    &[&call.tool, &now, &tenant],
-                )
-                .await?;
+                let d = tools.entry(call.tool.clone()).or_default();
+                d.calls += 1;
+                d.failures += 1;
             } else if !aborted {
-                let successes: i64 = tx
-                    .query_one(
-                        "INSERT INTO tool_stats (tool, calls, successes, total_ms, last_seen, tenant)
-                            VALUES ($1, 1, 1, $2, $3, $4)
-                         ON CONFLICT (tenant, tool) DO UPDATE SET calls = tool_stats.calls + 1,
-                            successes = tool_stats.successes + 1,
-                            total_ms = tool_stats.total_ms + excluded.total_ms,
-                            last_seen = excluded.last_seen
-                         RETURNING successes",
-                        &[&call.tool, &call.duration_ms, &now, &tenant],
-                    )
-                    .await?
-                    .get(0);
-                let slot = (successes - 1).rem_euclid(P95_WINDOW);
-                tx.execute(
-                    "INSERT INTO tool_durations (tool, slot, duration_ms, tenant)
-                        VALUES ($1, $2, $3, $4)
-                     ON CONFLICT (tenant, tool, slot) DO UPDATE SET duration_ms = excluded.duration_ms",
-                    &[&call.tool, &slot, &call.duration_ms, &tenant],
-                )
-                .await?;
+                let d = tools.entry(call.tool.clone()).or_default();
+                d.calls += 1;
+                d.successes += 1;
+                d.total_ms += call.duration_ms;
+                d.durations.push(call.duration_ms);
             }
         }
         if aborted {
@@ -57,15 +52,49 @@ pub(super) async fn record(
         }
         let ok: Vec<_> = seq.iter().filter(|c| c.success).collect();
         for pair in ok.windows(2) {
+            *edges
+                .entry((pair[0].tool.clone(), pair[1].tool.clone()))
+                .or_default() += 1;
+        }
+    }
+    for (tool, d) in &tools {
+        let successes: i64 = tx
+            .query_one(
+                "INSERT INTO tool_stats (tool, calls, successes, failures, total_ms, last_seen, tenant)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7)
+                 ON CONFLICT (tenant, tool) DO UPDATE SET calls = tool_stats.calls + excluded.calls,
+                    successes = tool_stats.successes + excluded.successes,
+                    failures = tool_stats.failures + excluded.failures,
+                    total_ms = tool_stats.total_ms + excluded.total_ms,
+                    last_seen = excluded.last_seen
+                 RETURNING successes",
+                &[tool, &d.calls, &d.successes, &d.failures, &d.total_ms, &now, &tenant],
+            )
+            .await?
+            .get(0);
+        // The k successes of this execution are the last k: slots (successes - k) … (successes - 1).
+        let first = successes - d.durations.len() as i64;
+        let skip = d.durations.len().saturating_sub(P95_WINDOW as usize);
+        for (i, ms) in d.durations.iter().enumerate().skip(skip) {
+            let slot = (first + i as i64).rem_euclid(P95_WINDOW);
             tx.execute(
-                "INSERT INTO edges (source, target, count, last_seen, tenant)
-                    VALUES ($1, $2, 1, $3, $4)
-                 ON CONFLICT (tenant, source, target) DO UPDATE SET count = edges.count + 1,
-                    last_seen = excluded.last_seen",
-                &[&pair[0].tool, &pair[1].tool, &now, &tenant],
+                "INSERT INTO tool_durations (tool, slot, duration_ms, tenant)
+                    VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (tenant, tool, slot) DO UPDATE SET duration_ms = excluded.duration_ms",
+                &[tool, &slot, ms, &tenant],
             )
             .await?;
         }
+    }
+    for ((source, target), n) in &edges {
+        tx.execute(
+            "INSERT INTO edges (source, target, count, last_seen, tenant)
+                VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (tenant, source, target) DO UPDATE SET count = edges.count + excluded.count,
+                last_seen = excluded.last_seen",
+            &[source, target, n, &now, &tenant],
+        )
+        .await?;
     }
     Ok(())
 }
@@ -82,8 +111,12 @@ impl Pg {
         self.write(async |tx| {
             record(tx, tenant, traces, aborted).await?;
             if let Some(text) = last {
-                super::capabilities::set_kv(tx, super::super::capabilities::LAST_EXECUTION_KEY, text)
-                    .await?;
+                super::capabilities::set_kv(
+                    tx,
+                    super::super::capabilities::LAST_EXECUTION_KEY,
+                    text,
+                )
+                .await?;
             }
             Ok(())
         })
@@ -122,7 +155,14 @@ impl Pg {
                 if tool.is_some() && !names.contains(&name) {
                     continue;
                 }
-                tools.push(stats_of((name, r.get(1), r.get(2), r.get(3), r.get(4), r.get(5))));
+                tools.push(stats_of((
+                    name,
+                    r.get(1),
+                    r.get(2),
+                    r.get(3),
+                    r.get(4),
+                    r.get(5),
+                )));
             }
             for t in &mut tools {
                 let durations: Vec<f64> = c

@@ -132,6 +132,13 @@ impl Pg {
         self.read(async |c| schema::version(c).await)
     }
 
+    /// The first column of the one row `sql` answers, as a number (for tests).
+    #[cfg(test)]
+    pub(crate) fn count(&self, sql: &str) -> i64 {
+        self.read(async |c| Ok(c.query_one(sql, &[]).await?.get::<_, i64>(0)))
+            .expect("count query")
+    }
+
     /// Runs `fut` to completion on this thread, inside the pool's runtime.
     fn block<T>(&self, fut: impl std::future::Future<Output = T>) -> T {
         let _in = self.driver.0.as_ref().map(|rt| rt.enter());

@@ -157,8 +157,11 @@ async fn apply(client: &mut deadpool_postgres::Client) -> Result<(), StoreError>
         tx.batch_execute(sql).await?;
     }
     tx.execute("DELETE FROM schema_version", &[]).await?;
-    tx.execute("INSERT INTO schema_version (version) VALUES ($1)", &[&known])
-        .await?;
+    tx.execute(
+        "INSERT INTO schema_version (version) VALUES ($1)",
+        &[&known],
+    )
+    .await?;
     tx.commit().await?;
     Ok(())
 }

@@ -2,7 +2,9 @@
 //! session's row, which locks it until the transaction ends: two gateways writing one session
 //! at once take turns, so the quotas they check hold for both.
 
-use super::super::session_state::{labels_of, labels_text, SealedMap, StateEntry, StateQuotaError, Stored};
+use super::super::session_state::{
+    labels_of, labels_text, SealedMap, StateEntry, StateQuotaError, Stored,
+};
 use super::super::StoreError;
 use super::{big, Pg, Transaction};
 use crate::context::flow::LabelSource;
@@ -109,10 +111,13 @@ impl Pg {
     pub fn session_labels(&self, scope: &SessionScope) -> Result<Vec<LabelSource>, StoreError> {
         let scope_key = scope.key();
         self.read(async |c| {
-            Ok(c.query_opt("SELECT labels FROM state_sessions WHERE scope = $1", &[&scope_key])
-                .await?
-                .map(|r| labels_of(r.get(0)))
-                .unwrap_or_default())
+            Ok(c.query_opt(
+                "SELECT labels FROM state_sessions WHERE scope = $1",
+                &[&scope_key],
+            )
+            .await?
+            .map(|r| labels_of(r.get(0)))
+            .unwrap_or_default())
         })
     }
 
@@ -127,7 +132,10 @@ impl Pg {
         self.write(async |tx| {
             renew(tx, scope, &scope_key, options, now_ms).await?;
             let text: String = tx
-                .query_one("SELECT labels FROM state_sessions WHERE scope = $1", &[&scope_key])
+                .query_one(
+                    "SELECT labels FROM state_sessions WHERE scope = $1",
+                    &[&scope_key],
+                )
                 .await?
                 .get(0);
             let mut held = labels_of(&text);

@@ -31,8 +31,8 @@ pub fn check(value: &str) -> Result<(), String> {
 /// The connection settings of `value`, with the password from the environment.
 pub fn config(value: &str) -> Result<tokio_postgres::Config, StoreError> {
     check(value).map_err(StoreError::Postgres)?;
-    let mut config = tokio_postgres::Config::from_str(value)
-        .map_err(|e| StoreError::Postgres(e.to_string()))?;
+    let mut config =
+        tokio_postgres::Config::from_str(value).map_err(|e| StoreError::Postgres(e.to_string()))?;
     if let Some(password) = password()? {
         config.password(password);
     }
@@ -61,10 +61,10 @@ fn password() -> Result<Option<String>, StoreError> {
     Ok(Some(text.trim_end_matches(['\r', '\n']).to_string()))
 }
 
-/// The URL as shown in messages: `value` without any query (it is checked to hold no
-/// password; the query may hold other settings).
+/// The URL as shown in messages and by `Store::path`: `value` itself, which [`check`] made sure
+/// holds no password (its query may hold the socket directory, the port, `sslmode`…).
 pub fn shown(value: &str) -> String {
-    value.split('?').next().unwrap_or(value).to_string()
+    value.to_string()
 }
 
 #[cfg(test)]
