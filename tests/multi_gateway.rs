@@ -64,10 +64,14 @@ async fn two_gateways_share_the_graph_the_tokens_and_the_audit_log() {
             ..Default::default()
         })
         .unwrap();
-    assert_eq!(records.len() as i64, total, "one audit record per execution");
-    assert!(records.iter().all(|r| r.outcome == "OK"
-        && r.principal == "token:ci"
-        && r.calls.len() == 2));
+    assert_eq!(
+        records.len() as i64,
+        total,
+        "one audit record per execution"
+    );
+    assert!(records
+        .iter()
+        .all(|r| r.outcome == "OK" && r.principal == "token:ci" && r.calls.len() == 2));
     let mut ids: Vec<i64> = records.iter().map(|r| r.id).collect();
     ids.dedup();
     assert_eq!(ids.len() as i64, total);

@@ -44,7 +44,11 @@ pub async fn start_http_config(config_json: Value, args: &[&str]) -> HttpServed 
 
 /// Like [`start_http_config`], with `state` as `--state` (a PostgreSQL URL, say) instead of a
 /// file in the temporary directory.
-pub async fn start_http_state(config_json: Value, state: Option<&str>, args: &[&str]) -> HttpServed {
+pub async fn start_http_state(
+    config_json: Value,
+    state: Option<&str>,
+    args: &[&str],
+) -> HttpServed {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("mcp.json");
     std::fs::write(&config, config_json.to_string()).unwrap();
