@@ -43,7 +43,6 @@ async fn renew(
 }
 
 impl Pg {
-    #[allow(clippy::too_many_arguments)]
     pub fn store_state(
         &self,
         scope: &SessionScope,
