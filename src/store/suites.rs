@@ -89,7 +89,7 @@ fn two_call_traces(i: usize) -> Vec<crate::trace::TraceEvent> {
     let mut out = Vec::new();
     // Half the writers call a then b, the other half b then a: their upserts take the rows'
     // locks in opposite orders (the deadlock case on PostgreSQL, run again by the store).
-    let tools = if i % 2 == 0 {
+    let tools = if i.is_multiple_of(2) {
         ["g:a", "g:b"]
     } else {
         ["g:b", "g:a"]
@@ -211,7 +211,7 @@ fn concurrent_audit_appends_keep_one_record_each(s: &Store) {
                         labels: Vec::new(),
                     };
                     // Half written ahead then completed, half appended whole.
-                    if i % 2 == 0 {
+                    if i.is_multiple_of(2) {
                         let id = store.begin_audit(&r).unwrap();
                         r.outcome = "OK".into();
                         r.calls = vec![AuditCall {
