@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Keeps tests/integration.rs listing every behaviour file in tests/ (one test binary for all of
 them: one compile and one link instead of one per file). Also rewrites a file's own
-`mod common;`/`mod serve_support;` (the habit of one-binary-per-file tests) into `use crate::…;`.
+`mod common;`/`mod pg_support;`/`mod serve_support;` (the habit of one-binary-per-file tests) into `use crate::…;`.
 Run it after adding a test file: scripts/consolidate-tests.py
 With --check (CI) it changes nothing and fails if a file would change: with `autotests = false`
 a test file that is not listed would never be compiled."""
@@ -19,12 +19,12 @@ def put(p, text):
 
 
 tests = pathlib.Path(__file__).resolve().parent.parent / "tests"
-shared = ["common", "serve_support"]
+shared = ["common", "pg_support", "serve_support"]
 files = sorted(p.stem for p in tests.glob("*.rs") if p.name != "integration.rs")
 for stem in files:
     p = tests / f"{stem}.rs"
     s = p.read_text()
-    put(p, re.sub(r"^mod (common|serve_support);$", r"use crate::\1;", s, flags=re.M))
+    put(p, re.sub(r"^mod (common|pg_support|serve_support);$", r"use crate::\1;", s, flags=re.M))
 lines = [
     "//! Every integration test of the host, one file per behaviour, compiled into one test binary",
     "//! (one compile and one link instead of one per file). Run one behaviour with",

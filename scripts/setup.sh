@@ -4,7 +4,9 @@
 #   - a Python venv at .venv with tests/python/requirements.txt (the official MCP Python SDK),
 #   - one release build of the workspace: the binaries (mcp-sandbox, sandbox-runner, the fixtures),
 #     the test binaries and the benchmark, with one feature set so nothing is compiled twice.
-# Needs only the Rust toolchain, node/npm and python3. Nothing is downloaded at test time.
+#   - PostgreSQL's server binaries (Debian's postgresql package) when initdb is missing.
+# Needs only the Rust toolchain, node/npm and python3 (and apt-get as root for PostgreSQL).
+# Nothing is downloaded at test time.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -20,6 +22,21 @@ need cargo "install the Rust toolchain: https://rustup.rs"
 need node "install Node.js >= 20"
 need npm "install npm (comes with Node.js)"
 need python3 "install Python >= 3.10"
+
+# --- PostgreSQL (the tests of the PostgreSQL state store start servers of their own) ---
+# Only when no initdb is found: Debian's `postgresql` package, through apt-get (needs root).
+if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1; then
+    say "postgresql present"
+elif command -v apt-get >/dev/null 2>&1 && [[ "$(id -u)" == 0 ]]; then
+    say "apt-get install postgresql"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >/dev/null
+    # The package starts a cluster of its own; the tests do not use it.
+    command -v service >/dev/null 2>&1 && service postgresql stop >/dev/null 2>&1 || true
+else
+    say "missing PostgreSQL (initdb): install Debian's postgresql package (apt-get install postgresql)" >&2
+    exit 1
+fi
 
 # --- npm: reference MCP servers + TypeScript, exactly as locked ---
 npm_stamp="$(stamp_of package.json package-lock.json)"

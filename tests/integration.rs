@@ -4,6 +4,7 @@
 //! Kept in sync by scripts/consolidate-tests.py.
 
 mod common;
+mod pg_support;
 mod serve_support;
 
 mod abandoned_results;
@@ -36,6 +37,7 @@ mod load;
 mod lone_surrogates;
 mod mcp_faults;
 mod mcp_roundtrip;
+mod multi_gateway;
 mod nested_limits;
 mod nesting_depth;
 mod no_leaks;

@@ -383,7 +383,11 @@ impl Config {
 
     /// The `sandbox.state` path, resolved against the config file's directory.
     pub fn state_path(&self) -> Option<PathBuf> {
-        self.sandbox.state.as_ref().map(|p| self.base_dir.join(p))
+        // A PostgreSQL URL is not a path: it is used as written.
+        self.sandbox.state.as_ref().map(|p| match p.to_str() {
+            Some(url) if crate::store::pg::url::is_postgres(url) => p.clone(),
+            _ => self.base_dir.join(p),
+        })
     }
 
     /// The working directory of a server.

@@ -96,7 +96,7 @@ fn insert_head(tx: &rusqlite::Transaction<'_>, r: &AuditRecord) -> Result<i64, S
 }
 
 /// The labels as the `labels` column keeps them: a JSON array, or NULL for none.
-fn labels_column(labels: &[String]) -> Option<String> {
+pub(super) fn labels_column(labels: &[String]) -> Option<String> {
     (!labels.is_empty()).then(|| serde_json::to_string(labels).unwrap_or_default())
 }
 
@@ -104,17 +104,26 @@ impl Store {
     /// The write-ahead record of an execution (`r` without its calls, outcome [`RUNNING`]),
     /// committed before its first tool call; returns its id for [`Store::complete_audit`].
     pub fn begin_audit(&self, r: &AuditRecord) -> Result<i64, StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.begin_audit(r);
+        }
         self.write(|tx| insert_head(tx, r))
     }
 
     /// Completes the write-ahead record `id` with the outcome, duration and calls of `r`, in
     /// one transaction.
     pub fn complete_audit(&self, id: i64, r: &AuditRecord) -> Result<(), StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.complete_audit(id, r);
+        }
         self.write(|tx| complete(tx, id, r))
     }
 
     /// Appends one record (and its calls) in one transaction; returns its id.
     pub fn append_audit(&self, r: &AuditRecord) -> Result<i64, StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.append_audit(r);
+        }
         self.write(|tx| insert(tx, r))
     }
 
@@ -174,6 +183,9 @@ fn insert_calls(
 impl Store {
     /// The records matching `filter`, oldest first (the newest `limit` of them).
     pub fn query_audit(&self, filter: &AuditFilter) -> Result<Vec<AuditRecord>, StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.query_audit(filter);
+        }
         self.with(|conn| {
             let mut sql = String::from(
                 "SELECT id, ts, principal, tenant, client, front, code, code_sha256, outcome, duration_ms, code_bytes, labels
@@ -255,6 +267,9 @@ impl Store {
 
     /// Keeps the newest `keep` records, deleting older ones; returns how many were deleted.
     pub fn prune_audit_to(&self, keep: u64) -> Result<usize, StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.prune_audit_to(keep);
+        }
         let keep = i64::try_from(keep).unwrap_or(i64::MAX);
         self.write(|tx| {
             let cut: Option<i64> = tx
@@ -272,6 +287,9 @@ impl Store {
 
     /// Deletes records older than `before_ms`; returns how many.
     pub fn prune_audit(&self, before_ms: f64) -> Result<usize, StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.prune_audit(before_ms);
+        }
         self.write(|tx| {
             tx.execute(
                 "DELETE FROM audit_calls WHERE audit_id IN (SELECT id FROM audit WHERE ts < ?1)",
@@ -292,7 +310,7 @@ pub(super) fn insert(tx: &rusqlite::Transaction<'_>, r: &AuditRecord) -> Result<
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     fn record(ts: f64) -> AuditRecord {
@@ -321,10 +339,7 @@ mod tests {
         }
     }
 
-    #[test]
-    fn retention_by_age_and_by_count() {
-        let dir = tempfile::tempdir().unwrap();
-        let s = Store::open(&dir.path().join("s.db")).unwrap();
+    pub(crate) fn retention_by_age_and_by_count(s: &Store) {
         for ts in 1..=10 {
             s.append_audit(&record(f64::from(ts))).unwrap();
         }
@@ -340,15 +355,10 @@ mod tests {
         let ts: Vec<f64> = all.iter().map(|r| r.ts).collect();
         assert_eq!(ts, [6.0, 7.0, 8.0, 9.0, 10.0]);
         assert!(all.iter().all(|r| r.calls.len() == 1));
-        let orphans: i64 = s
-            .with(|c| {
-                Ok(c.query_row(
-                    "SELECT COUNT(*) FROM audit_calls WHERE audit_id NOT IN (SELECT id FROM audit)",
-                    [],
-                    |r| r.get(0),
-                )?)
-            })
-            .unwrap();
+        let orphans = crate::store::suites::count(
+            s,
+            "SELECT COUNT(*) FROM audit_calls WHERE audit_id NOT IN (SELECT id FROM audit)",
+        );
         assert_eq!(orphans, 0);
     }
 }

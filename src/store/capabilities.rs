@@ -9,6 +9,7 @@
 //! the code of the latest version again only updates its description and schema; saving the code
 //! of an older version makes that version the latest again (same id, new version number).
 
+pub(super) use super::capability_parts::{collision, over_total, remove_call, save_call, Prepared};
 use super::{Store, StoreError};
 use crate::trace::now_ms;
 use rusqlite::{params, OptionalExtension, Row};
@@ -64,7 +65,7 @@ pub struct NewCapability {
 }
 
 impl NewCapability {
-    fn author(&self) -> &str {
+    pub(super) fn author(&self) -> &str {
         if self.author.is_empty() {
             "local"
         } else {
@@ -87,7 +88,7 @@ pub struct LastExecution {
 
 pub(super) const LAST_EXECUTION_KEY: &str = "last_execution";
 
-fn sha256_hex(code: &str) -> String {
+pub(super) fn sha256_hex(code: &str) -> String {
     Sha256::digest(code.as_bytes())
         .iter()
         .map(|b| format!("{b:02x}"))
@@ -122,9 +123,9 @@ pub fn capability_id_in(tenant: &str, name: &str, code: &str) -> Result<String, 
     ))
 }
 
-const COLUMNS: &str = "id, name, version, code, code_sha256, description, input_schema, created_at, author, author_policies";
+pub(super) const COLUMNS: &str = "id, name, version, code, code_sha256, description, input_schema, created_at, author, author_policies";
 
-type RawRow = (CapabilityRecord, Option<String>, Option<String>);
+pub(super) type RawRow = (CapabilityRecord, Option<String>, Option<String>);
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<RawRow> {
     Ok((
@@ -145,7 +146,7 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<RawRow> {
     ))
 }
 
-fn finish(row: RawRow) -> Result<CapabilityRecord, StoreError> {
+pub(super) fn finish(row: RawRow) -> Result<CapabilityRecord, StoreError> {
     let (mut rec, schema, policies) = row;
     if let Some(text) = policies {
         rec.author_policies = serde_json::from_str(&text).map_err(|e| {
@@ -224,19 +225,18 @@ impl Store {
         quota: &CapabilityQuota,
         audit: Option<super::audit::AuditRecord>,
     ) -> Result<CapabilityRecord, StoreError> {
-        quota.check_code(&new.code)?;
-        let author = new.author().to_string();
-        let author_policies = serde_json::to_string(&new.author_policies)
-            .map_err(|e| StoreError::Capability(e.to_string()))?;
+        let prepared = Prepared::of(new, quota, &self.tenant)?;
+        if let Some(pg) = self.pg() {
+            return pg.save_capability(&self.tenant, new, quota, &prepared, audit);
+        }
+        let Prepared {
+            author,
+            author_policies,
+            id,
+            sha,
+            schema,
+        } = prepared;
         let tenant = self.tenant.clone();
-        let id = capability_id_in(&tenant, &new.name, &new.code)?;
-        let sha = sha256_hex(&new.code);
-        let schema = match &new.input_schema {
-            Some(s) => {
-                Some(serde_json::to_string(s).map_err(|e| StoreError::Capability(e.to_string()))?)
-            }
-            None => None,
-        };
         self.write(|tx| {
             let existing: Option<(String, String, i64)> = tx
                 .query_row(
@@ -253,9 +253,7 @@ impl Store {
             let next = latest.unwrap_or(0) + 1;
             match existing {
                 Some((name, old_sha, _)) if name != new.name || old_sha != sha => {
-                    return Err(StoreError::Capability(format!(
-                        "capability id {id} is already used by different code (a 4-hex hash prefix collision); change the code slightly (a comment will do) and save again"
-                    )));
+                    return Err(collision(&id));
                 }
                 Some((_, _, version)) if Some(version) == latest => {
                     tx.execute(
@@ -308,10 +306,7 @@ impl Store {
             )?;
             if total as u64 > quota.max_total_bytes {
                 // Returning an error rolls the transaction back: nothing was saved or deleted.
-                return Err(StoreError::QuotaExceeded(format!(
-                    "saving this would make the stored capabilities {total} bytes; the quota is {} bytes (capability store quota; `serve --capability-store-bytes` sets it). Remove capabilities you no longer need (`mcp-sandbox capability remove NAME`)",
-                    quota.max_total_bytes
-                )));
+                return Err(over_total(total, quota));
             }
             let row = tx.query_row(
                 &format!("SELECT {COLUMNS} FROM capabilities WHERE id = ?1"),
@@ -320,17 +315,7 @@ impl Store {
             )?;
             let rec = finish(row)?;
             if let Some(mut record) = audit {
-                record.calls = vec![super::audit::AuditCall {
-                    kind: "capability_save".into(),
-                    tool: rec.name.clone(),
-                    args_sha256: Some(rec.code_sha256.clone()),
-                    args: Some(
-                        serde_json::json!({"id": rec.id, "version": rec.version}).to_string(),
-                    ),
-                    error: None,
-                    duration_ms: None,
-                    approval: None,
-                }];
+                record.calls = vec![save_call(&rec)];
                 super::audit::insert(tx, &record)?;
             }
             Ok(rec)
@@ -344,6 +329,9 @@ impl Store {
         name: &str,
         version: i64,
     ) -> Result<Option<Option<String>>, StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.previous_author(&self.tenant, name, version);
+        }
         self.with(|conn| {
             Ok(conn
                 .query_row(
@@ -358,6 +346,9 @@ impl Store {
 
     /// The latest version of `name` (`namespace:action`), if any.
     pub fn resolve_capability(&self, name: &str) -> Result<Option<CapabilityRecord>, StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.resolve_capability(&self.tenant, name);
+        }
         self.with(|conn| {
             conn.query_row(
                 &format!(
@@ -380,6 +371,9 @@ impl Store {
         if name_or_id.contains(':') {
             return self.resolve_capability(name_or_id);
         }
+        if let Some(pg) = self.pg() {
+            return pg.capability_by_id(&self.tenant, name_or_id);
+        }
         self.with(|conn| {
             conn.query_row(
                 &format!("SELECT {COLUMNS} FROM capabilities WHERE tenant = ?2 AND id = ?1"),
@@ -394,6 +388,9 @@ impl Store {
 
     /// The latest version of every capability, by name.
     pub fn list_capabilities(&self) -> Result<Vec<CapabilityRecord>, StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.list_capabilities(&self.tenant);
+        }
         self.with(|conn| {
             let mut stmt = conn.prepare(&format!(
                 "SELECT {COLUMNS} FROM capabilities c WHERE tenant = ?1 AND version =
@@ -411,6 +408,9 @@ impl Store {
 
     /// Every version of `name`, newest first.
     pub fn capability_versions(&self, name: &str) -> Result<Vec<CapabilityRecord>, StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.capability_versions(&self.tenant, name);
+        }
         self.with(|conn| {
             let mut stmt = conn.prepare(&format!(
                 "SELECT {COLUMNS} FROM capabilities WHERE tenant = ?2 AND name = ?1 ORDER BY version DESC"
@@ -436,6 +436,9 @@ impl Store {
         name_or_id: &str,
         audit: Option<super::audit::AuditRecord>,
     ) -> Result<usize, StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.remove_capability(&self.tenant, name_or_id, audit);
+        }
         self.write(|tx| {
             let n = if name_or_id.contains(':') {
                 tx.execute(
@@ -449,15 +452,7 @@ impl Store {
                 )?
             };
             if let (Some(mut record), true) = (audit, n > 0) {
-                record.calls = vec![super::audit::AuditCall {
-                    kind: "capability_remove".into(),
-                    tool: name_or_id.to_string(),
-                    args_sha256: None,
-                    args: Some(serde_json::json!({"removed_versions": n}).to_string()),
-                    error: None,
-                    duration_ms: None,
-                    approval: None,
-                }];
+                record.calls = vec![remove_call(name_or_id, n)];
                 super::audit::insert(tx, &record)?;
             }
             Ok(n)
@@ -467,12 +462,18 @@ impl Store {
     /// Remembers the CLI's last execution.
     pub fn set_last_execution(&self, last: &LastExecution) -> Result<(), StoreError> {
         let text = serde_json::to_string(last).map_err(|e| StoreError::Task(e.to_string()))?;
+        if let Some(pg) = self.pg() {
+            return pg.set_last_execution(&text);
+        }
         self.write(|tx| set_kv(tx, LAST_EXECUTION_KEY, &text))
     }
 
     /// Deletes the remembered last execution (its code): with `--audit-code hash` no copy of
     /// any code may stay in the store, not even one written before the option was set.
     pub fn forget_last_execution(&self) -> Result<(), StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.forget_last_execution();
+        }
         self.write(|tx| {
             tx.execute("DELETE FROM kv WHERE key = ?1", params![LAST_EXECUTION_KEY])?;
             Ok(())
@@ -480,6 +481,9 @@ impl Store {
     }
 
     pub fn last_execution(&self) -> Result<Option<LastExecution>, StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.last_execution();
+        }
         self.with(|conn| {
             let text: Option<String> = conn
                 .query_row(
@@ -511,14 +515,8 @@ pub(super) fn set_kv(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
-
-    fn store() -> (tempfile::TempDir, Store) {
-        let dir = tempfile::tempdir().unwrap();
-        let s = Store::open(&dir.path().join("s.db")).unwrap();
-        (dir, s)
-    }
 
     fn cap(name: &str, code: &str) -> NewCapability {
         NewCapability {
@@ -541,9 +539,7 @@ mod tests {
         }
     }
 
-    #[test]
-    fn new_code_makes_a_new_version_and_the_latest_wins() {
-        let (_d, s) = store();
+    pub(crate) fn new_code_makes_a_new_version_and_the_latest_wins(s: &Store) {
         let v1 = s.save_capability(&cap("math:sum", "return 1")).unwrap();
         let v2 = s.save_capability(&cap("math:sum", "return 2")).unwrap();
         assert_eq!((v1.version, v2.version), (1, 2));

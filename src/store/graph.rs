@@ -78,14 +78,14 @@ pub struct GraphSnapshot {
 
 /// One finished call, as learning sees it.
 #[derive(Debug, Clone, PartialEq)]
-struct Finished {
-    tool: String,
-    success: bool,
-    duration_ms: f64,
+pub(super) struct Finished {
+    pub(super) tool: String,
+    pub(super) success: bool,
+    pub(super) duration_ms: f64,
 }
 
 /// Sequences of finished calls by scope, each in start order.
-fn sequences(traces: &[TraceEvent]) -> Vec<Vec<Finished>> {
+pub(super) fn sequences(traces: &[TraceEvent]) -> Vec<Vec<Finished>> {
     let mut ends: HashMap<&str, &TraceEvent> = HashMap::new();
     for e in traces {
         if matches!(e.kind, TraceKind::ToolEnd | TraceKind::CapabilityEnd) {
@@ -188,11 +188,17 @@ pub(super) fn record(
 impl Store {
     /// Records one execution's traces (see the module documentation for exactly what).
     pub fn record_traces(&self, traces: &[TraceEvent], aborted: bool) -> Result<(), StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.record_execution(&self.tenant, traces, aborted, None);
+        }
         self.write(|tx| record(tx, &self.tenant, traces, aborted))
     }
 
     /// Stats of every tool (or of `tool` and its neighbours) and the edges (touching `tool`).
     pub fn graph(&self, tool: Option<&str>) -> Result<GraphSnapshot, StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.graph(&self.tenant, tool);
+        }
         self.with(|conn| {
             let mut edges = Vec::new();
             {
@@ -213,17 +219,7 @@ impl Store {
                     edges.push(e?);
                 }
             }
-            let mut names: Vec<String> = Vec::new();
-            if let Some(t) = tool {
-                names.push(t.to_string());
-                for e in &edges {
-                    for n in [&e.source, &e.target] {
-                        if !names.contains(n) {
-                            names.push(n.clone());
-                        }
-                    }
-                }
-            }
+            let names = neighbourhood(tool, &edges);
             let mut tools = Vec::new();
             {
                 let mut stmt = conn.prepare(
@@ -241,28 +237,11 @@ impl Store {
                     ))
                 })?;
                 for row in rows {
-                    let (name, calls, successes, failures, total_ms, last_seen) = row?;
-                    if tool.is_some() && !names.contains(&name) {
+                    let row = row?;
+                    if tool.is_some() && !names.contains(&row.0) {
                         continue;
                     }
-                    tools.push(ToolStats {
-                        success_rate: if calls > 0 {
-                            successes as f64 / calls as f64
-                        } else {
-                            0.0
-                        },
-                        mean_ms: if successes > 0 {
-                            total_ms / successes as f64
-                        } else {
-                            0.0
-                        },
-                        p95_ms: 0.0,
-                        tool: name,
-                        calls,
-                        successes,
-                        failures,
-                        last_seen,
-                    });
+                    tools.push(stats_of(row));
                 }
             }
             let mut stmt = conn.prepare(
@@ -328,8 +307,50 @@ impl Store {
     }
 }
 
+/// `tool` and the tools its edges touch (empty for no tool: every tool).
+pub(super) fn neighbourhood(tool: Option<&str>, edges: &[Edge]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    if let Some(t) = tool {
+        names.push(t.to_string());
+        for e in edges {
+            for n in [&e.source, &e.target] {
+                if !names.contains(n) {
+                    names.push(n.clone());
+                }
+            }
+        }
+    }
+    names
+}
+
+/// One row of `tool_stats` (tool, calls, successes, failures, total_ms, last_seen) as
+/// [`ToolStats`], its p95 not filled in yet.
+pub(super) type StatsRow = (String, i64, i64, i64, f64, f64);
+
+pub(super) fn stats_of(row: StatsRow) -> ToolStats {
+    let (tool, calls, successes, failures, total_ms, last_seen) = row;
+    ToolStats {
+        success_rate: if calls > 0 {
+            successes as f64 / calls as f64
+        } else {
+            0.0
+        },
+        mean_ms: if successes > 0 {
+            total_ms / successes as f64
+        } else {
+            0.0
+        },
+        p95_ms: 0.0,
+        tool,
+        calls,
+        successes,
+        failures,
+        last_seen,
+    }
+}
+
 /// Nearest-rank percentile of sorted values (0 for none).
-fn nearest_rank(sorted: &[f64], p: f64) -> f64 {
+pub(super) fn nearest_rank(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }
@@ -375,7 +396,7 @@ fn label(s: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     fn call(tool: &str, id: usize, ok: bool, ms: f64, parent: Option<&str>) -> [TraceEvent; 2] {
@@ -402,10 +423,7 @@ mod tests {
         ]
     }
 
-    #[test]
-    fn mean_and_p95_over_successes_only() {
-        let dir = tempfile::tempdir().unwrap();
-        let s = Store::open(&dir.path().join("s.db")).unwrap();
+    pub(crate) fn mean_and_p95_over_successes_only(s: &Store) {
         let mut traces = Vec::new();
         for i in 1..=20 {
             traces.extend(call("a:x", i, true, i as f64, None));
@@ -425,18 +443,13 @@ mod tests {
         assert_eq!((t.calls, t.successes, t.failures), (22, 20, 2));
     }
 
-    #[test]
-    fn the_duration_window_is_bounded() {
-        let dir = tempfile::tempdir().unwrap();
-        let s = Store::open(&dir.path().join("s.db")).unwrap();
+    pub(crate) fn the_duration_window_is_bounded(s: &Store) {
         let mut traces = Vec::new();
         for i in 0..(P95_WINDOW as usize + 10) {
             traces.extend(call("b:y", i, true, 1.0, None));
         }
         s.record_traces(&traces, false).unwrap();
-        let rows: i64 = s
-            .with(|c| Ok(c.query_row("SELECT COUNT(*) FROM tool_durations", [], |r| r.get(0))?))
-            .unwrap();
+        let rows = crate::store::suites::count(s, "SELECT COUNT(*) FROM tool_durations");
         assert_eq!(rows, P95_WINDOW);
     }
 

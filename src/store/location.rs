@@ -1,15 +1,20 @@
 //! Where the state lives: the `--state` value and the config's `sandbox.state`, checked the same
-//! way. Today only a file path (SQLite); a URL of a database server is refused by name until a
-//! backend for it exists.
+//! way: a file path (SQLite) or a `postgres://` URL (PostgreSQL, see `store::pg`); any other
+//! URL is refused by name. A PostgreSQL URL never holds its password (see `store::pg::url`).
 
 use std::path::PathBuf;
 
 /// What this build can store state in.
-pub const SUPPORTED_STATE: &str = "a file path (SQLite), e.g. --state ./state.db";
+pub const SUPPORTED_STATE: &str =
+    "a file path (SQLite), e.g. --state ./state.db, or a PostgreSQL URL, e.g. --state postgres://sandbox@db.internal/sandbox";
 
 /// A state location: a file path. A value that looks like a URL (`scheme://…`) names a store
 /// this build does not have, and is refused rather than taken as a directory named `scheme:`.
 pub fn state_location(value: &str) -> Result<PathBuf, String> {
+    if super::pg::url::is_postgres(value) {
+        super::pg::url::check(value)?;
+        return Ok(PathBuf::from(value));
+    }
     if let Some((scheme, _)) = value.split_once("://") {
         let url_like = !scheme.is_empty()
             && scheme.starts_with(|c: char| c.is_ascii_alphabetic())

@@ -15,10 +15,15 @@
 pub mod audit;
 pub mod audit_options;
 mod capabilities;
+mod capability_parts;
 mod graph;
 pub mod location;
+mod migrations;
 mod owner_only;
+pub mod pg;
 pub mod session_state;
+#[cfg(test)]
+mod suites;
 pub mod tokens;
 mod write_now;
 
@@ -27,6 +32,7 @@ pub use capabilities::{
 };
 pub use graph::{is_aborted, mermaid, Edge, GraphSnapshot, NextTool, ToolStats, P95_WINDOW};
 
+use migrations::MIGRATIONS;
 use rusqlite::{Connection, TransactionBehavior};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -34,177 +40,6 @@ use std::time::Duration;
 
 /// How long a write waits for another host's transaction before giving up.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Schema migrations, applied in order; `PRAGMA user_version` is the number applied so far.
-/// Append only: never edit a migration that has shipped.
-const MIGRATIONS: &[&str] = &[
-    // 1: tool graph, capabilities, key/value state.
-    "CREATE TABLE tool_stats (
-        tool TEXT PRIMARY KEY,
-        calls INTEGER NOT NULL DEFAULT 0,
-        successes INTEGER NOT NULL DEFAULT 0,
-        failures INTEGER NOT NULL DEFAULT 0,
-        total_ms REAL NOT NULL DEFAULT 0,
-        last_seen REAL NOT NULL DEFAULT 0
-     );
-     CREATE TABLE tool_durations (
-        tool TEXT NOT NULL,
-        slot INTEGER NOT NULL,
-        duration_ms REAL NOT NULL,
-        PRIMARY KEY (tool, slot)
-     ) WITHOUT ROWID;
-     CREATE TABLE edges (
-        source TEXT NOT NULL,
-        target TEXT NOT NULL,
-        count INTEGER NOT NULL DEFAULT 0,
-        last_seen REAL NOT NULL DEFAULT 0,
-        PRIMARY KEY (source, target)
-     ) WITHOUT ROWID;
-     CREATE INDEX edges_by_target ON edges (target);
-     CREATE TABLE capabilities (
-        id TEXT PRIMARY KEY,
-        name TEXT NOT NULL,
-        version INTEGER NOT NULL,
-        code TEXT NOT NULL,
-        code_sha256 TEXT NOT NULL,
-        description TEXT,
-        input_schema TEXT,
-        created_at REAL NOT NULL,
-        UNIQUE (name, version)
-     );
-     CREATE TABLE kv (
-        key TEXT PRIMARY KEY,
-        value TEXT NOT NULL
-     );",
-    // 2: API tokens of `serve --http` (hashes only) and the audit log (see `tokens`, `audit`).
-    "CREATE TABLE api_tokens (
-        name TEXT PRIMARY KEY,
-        sha256 TEXT NOT NULL UNIQUE,
-        policy TEXT,
-        tenant TEXT NOT NULL,
-        created_at REAL NOT NULL,
-        expires_at REAL,
-        revoked_at REAL
-     );
-     CREATE TABLE audit (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        ts REAL NOT NULL,
-        principal TEXT NOT NULL,
-        tenant TEXT NOT NULL,
-        client TEXT,
-        front TEXT NOT NULL,
-        code TEXT,
-        code_sha256 TEXT NOT NULL,
-        outcome TEXT NOT NULL,
-        duration_ms REAL NOT NULL
-     );
-     CREATE INDEX audit_by_ts ON audit (ts);
-     CREATE INDEX audit_by_principal ON audit (principal);
-     CREATE TABLE audit_calls (
-        audit_id INTEGER NOT NULL REFERENCES audit (id) ON DELETE CASCADE,
-        seq INTEGER NOT NULL,
-        kind TEXT NOT NULL,
-        tool TEXT NOT NULL,
-        args_sha256 TEXT,
-        args TEXT,
-        error TEXT,
-        duration_ms REAL,
-        PRIMARY KEY (audit_id, seq)
-     ) WITHOUT ROWID;
-     CREATE INDEX audit_calls_by_tool ON audit_calls (tool);
-     CREATE INDEX audit_calls_by_error ON audit_calls (error);",
-    // 3: capabilities per tenant: the same name may exist once per tenant.
-    "CREATE TABLE capabilities_by_tenant (
-        id TEXT PRIMARY KEY,
-        tenant TEXT NOT NULL,
-        name TEXT NOT NULL,
-        version INTEGER NOT NULL,
-        code TEXT NOT NULL,
-        code_sha256 TEXT NOT NULL,
-        description TEXT,
-        input_schema TEXT,
-        created_at REAL NOT NULL,
-        UNIQUE (tenant, name, version)
-     );
-     INSERT INTO capabilities_by_tenant
-        SELECT id, 'default', name, version, code, code_sha256, description, input_schema, created_at
-        FROM capabilities;
-     DROP TABLE capabilities;
-     ALTER TABLE capabilities_by_tenant RENAME TO capabilities;
-     CREATE TABLE tool_stats_by_tenant (
-        tenant TEXT NOT NULL,
-        tool TEXT NOT NULL,
-        calls INTEGER NOT NULL DEFAULT 0,
-        successes INTEGER NOT NULL DEFAULT 0,
-        failures INTEGER NOT NULL DEFAULT 0,
-        total_ms REAL NOT NULL DEFAULT 0,
-        last_seen REAL NOT NULL DEFAULT 0,
-        PRIMARY KEY (tenant, tool)
-     ) WITHOUT ROWID;
-     INSERT INTO tool_stats_by_tenant
-        SELECT 'default', tool, calls, successes, failures, total_ms, last_seen FROM tool_stats;
-     DROP TABLE tool_stats;
-     ALTER TABLE tool_stats_by_tenant RENAME TO tool_stats;
-     CREATE TABLE tool_durations_by_tenant (
-        tenant TEXT NOT NULL,
-        tool TEXT NOT NULL,
-        slot INTEGER NOT NULL,
-        duration_ms REAL NOT NULL,
-        PRIMARY KEY (tenant, tool, slot)
-     ) WITHOUT ROWID;
-     INSERT INTO tool_durations_by_tenant
-        SELECT 'default', tool, slot, duration_ms FROM tool_durations;
-     DROP TABLE tool_durations;
-     ALTER TABLE tool_durations_by_tenant RENAME TO tool_durations;
-     CREATE TABLE edges_by_tenant (
-        tenant TEXT NOT NULL,
-        source TEXT NOT NULL,
-        target TEXT NOT NULL,
-        count INTEGER NOT NULL DEFAULT 0,
-        last_seen REAL NOT NULL DEFAULT 0,
-        PRIMARY KEY (tenant, source, target)
-     ) WITHOUT ROWID;
-     INSERT INTO edges_by_tenant SELECT 'default', source, target, count, last_seen FROM edges;
-     DROP TABLE edges;
-     ALTER TABLE edges_by_tenant RENAME TO edges;
-     CREATE INDEX edges_by_target ON edges (tenant, target);",
-    // 4: the approval decision of each audited call (policy `ask`).
-    "ALTER TABLE audit_calls ADD COLUMN approval TEXT;",
-    // 5: the code's size in each audit record (a refused or hash-only record keeps no code).
-    "ALTER TABLE audit ADD COLUMN code_bytes INTEGER;",
-    // 6: who saved each capability version (its author principal) and the policies it had
-    // then (a JSON array of names); NULL for versions saved before authors were recorded.
-    "ALTER TABLE capabilities ADD COLUMN author TEXT;
-     ALTER TABLE capabilities ADD COLUMN author_policies TEXT;",
-    // 7: session state (`store`/`load` in scripts): values by session scope and key, and when
-    // each session was last used (its idle TTL runs from there).
-    "CREATE TABLE state_sessions (
-        scope TEXT PRIMARY KEY,
-        tenant TEXT NOT NULL,
-        used_at REAL NOT NULL
-     );
-     CREATE INDEX state_sessions_by_use ON state_sessions (used_at);
-     CREATE TABLE state_values (
-        scope TEXT NOT NULL,
-        key TEXT NOT NULL,
-        value TEXT NOT NULL,
-        bytes INTEGER NOT NULL,
-        stored_at REAL NOT NULL,
-        PRIMARY KEY (scope, key)
-     ) WITHOUT ROWID;",
-    // 8: data-flow labels (JSON arrays of `context::flow::LabelSource`): what a session's
-    // executions read, what each kept value was stored after, and what each audited execution
-    // read.
-    "ALTER TABLE state_sessions ADD COLUMN labels TEXT NOT NULL DEFAULT '[]';
-     ALTER TABLE state_values ADD COLUMN labels TEXT NOT NULL DEFAULT '[]';
-     ALTER TABLE audit ADD COLUMN labels TEXT;",
-    // 9: each session's placeholder map (context::sensitive), sealed under the operator's key
-    // (exec/placeholders.rs); `placeholders_next` is the next number, kept in the clear so a
-    // map that no longer opens is replaced by one that never reuses its numbers.
-    "ALTER TABLE state_sessions ADD COLUMN placeholders_nonce BLOB;
-     ALTER TABLE state_sessions ADD COLUMN placeholders BLOB;
-     ALTER TABLE state_sessions ADD COLUMN placeholders_next INTEGER NOT NULL DEFAULT 1;",
-];
 
 /// A failure of the state store.
 #[derive(Debug, thiserror::Error)]
@@ -236,6 +71,15 @@ pub enum StoreError {
     },
     #[error("state store: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    /// A failure of the PostgreSQL backend (connecting, a query, the pool).
+    #[error("state store (PostgreSQL): {0}")]
+    Postgres(String),
+    /// A PostgreSQL transaction aborted as a deadlock or serialization failure (run again).
+    #[error("state store (PostgreSQL): a concurrent write conflicted; try again ({0})")]
+    Conflict(String),
+    /// An operation this backend does not offer yet.
+    #[error("{STORE_UNSUPPORTED}: {0} is not available with a PostgreSQL state store yet; use a SQLite state file (--state PATH) for it")]
+    Unsupported(&'static str),
     #[error("state store: stored data is corrupt: {0}")]
     Corrupt(String),
     #[error("state store: a background task failed: {0}")]
@@ -247,10 +91,25 @@ pub enum StoreError {
     QuotaExceeded(String),
 }
 
-/// The state store. Cheap to clone; every clone shares one connection.
+/// The stable code of an operation the PostgreSQL backend does not offer yet.
+pub const STORE_UNSUPPORTED: &str = "STORE_UNSUPPORTED";
+
+/// Where a [`Store`] keeps its data. One interface, two backends: every public method of
+/// `Store` checks [`Store::pg`] first and runs the PostgreSQL version when it is one; the
+/// SQLite code runs unchanged otherwise (one branch more, no allocation).
+#[derive(Clone)]
+enum Backend {
+    /// A SQLite file: one connection, shared by every clone.
+    Sqlite(Arc<Mutex<Connection>>),
+    /// A PostgreSQL database: a connection pool.
+    Postgres(pg::Pg),
+}
+
+/// The state store. Cheap to clone; every clone shares one connection (SQLite) or one pool
+/// (PostgreSQL).
 #[derive(Clone)]
 pub struct Store {
-    conn: Arc<Mutex<Connection>>,
+    backend: Backend,
     /// Commits made through this store (see `write_now`: they pace the WAL checkpoints).
     commits: Arc<std::sync::atomic::AtomicU64>,
     path: PathBuf,
@@ -275,8 +134,18 @@ pub fn default_path() -> Result<PathBuf, StoreError> {
 }
 
 impl Store {
-    /// Opens (creating if needed) the state file and brings its schema up to date.
+    /// Opens (creating if needed) the state file, or connects to the PostgreSQL database when
+    /// `path` is a `postgres://` URL, and brings its schema up to date.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        if let Some(url) = path.to_str().filter(|p| pg::url::is_postgres(p)) {
+            let pg = pg::Pg::open(url)?;
+            return Ok(Store {
+                path: PathBuf::from(pg.shown()),
+                backend: Backend::Postgres(pg),
+                commits: Arc::default(),
+                tenant: Arc::from(crate::context::principal::DEFAULT_TENANT),
+            });
+        }
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             owner_only::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
                 path: dir.to_path_buf(),
@@ -336,7 +205,7 @@ impl Store {
             })?;
         }
         Ok(Store {
-            conn: Arc::new(Mutex::new(conn)),
+            backend: Backend::Sqlite(Arc::new(Mutex::new(conn))),
             commits: Arc::default(),
             path: path.to_path_buf(),
             tenant: Arc::from(crate::context::principal::DEFAULT_TENANT),
@@ -357,19 +226,39 @@ impl Store {
         &self.tenant
     }
 
-    /// The file this store uses.
+    /// The file this store uses (for PostgreSQL: its URL, without a password).
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    /// Runs `f` with the connection (blocking; use [`Store::run`] from async code).
+    /// The PostgreSQL backend, when this store is one.
+    pub fn pg(&self) -> Option<&pg::Pg> {
+        match &self.backend {
+            Backend::Postgres(pg) => Some(pg),
+            Backend::Sqlite(_) => None,
+        }
+    }
+
+    /// The SQLite connection, when this store is a file.
+    fn sqlite(&self) -> Option<&Arc<Mutex<Connection>>> {
+        match &self.backend {
+            Backend::Sqlite(conn) => Some(conn),
+            Backend::Postgres(_) => None,
+        }
+    }
+
+    /// Runs `f` with the SQLite connection (blocking; use [`Store::run`] from async code).
+    /// On PostgreSQL: [`StoreError::Unsupported`] (each operation there has its own code).
     pub fn with<T>(
         &self,
         f: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
+        let Some(conn) = self.sqlite() else {
+            return Err(StoreError::Unsupported("this operation"));
+        };
         // A panic while holding the lock leaves the connection usable: SQLite rolls back any
         // open transaction when the `Transaction` guard is dropped.
-        let mut conn = match self.conn.lock() {
+        let mut conn = match conn.lock() {
             Ok(c) => c,
             Err(poisoned) => poisoned.into_inner(),
         };
@@ -402,8 +291,12 @@ impl Store {
             .map_err(|e| StoreError::Task(e.to_string()))?
     }
 
-    /// `PRAGMA integrity_check`: `Ok(())` when it answers `ok`.
+    /// `PRAGMA integrity_check`: `Ok(())` when it answers `ok` (on PostgreSQL: the database
+    /// answers a query).
     pub fn integrity_check(&self) -> Result<(), StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.schema_version().map(|_| ());
+        }
         self.with(|conn| {
             let answer: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
             if answer == "ok" {
@@ -416,6 +309,9 @@ impl Store {
 
     /// The schema version of the file.
     pub fn schema_version(&self) -> Result<i64, StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.schema_version();
+        }
         self.with(|conn| Ok(conn.pragma_query_value(None, "user_version", |r| r.get(0))?))
     }
 }
@@ -467,6 +363,9 @@ impl Store {
             }
             None => None,
         };
+        if let Some(pg) = self.pg() {
+            return pg.record_execution(&self.tenant, outcome.traces(), aborted, last.as_deref());
+        }
         self.write(|tx| {
             graph::record(tx, &self.tenant, outcome.traces(), aborted)?;
             if let Some(text) = &last {

@@ -29,11 +29,11 @@ pub struct StateEntry {
 }
 
 /// Labels as the store keeps them (JSON text); unreadable text reads as none.
-fn labels_text(labels: &[LabelSource]) -> String {
+pub(super) fn labels_text(labels: &[LabelSource]) -> String {
     serde_json::to_string(labels).unwrap_or_else(|_| "[]".into())
 }
 
-fn labels_of(text: &str) -> Vec<LabelSource> {
+pub(super) fn labels_of(text: &str) -> Vec<LabelSource> {
     serde_json::from_str(text).unwrap_or_default()
 }
 
@@ -79,6 +79,9 @@ impl Store {
                 max: options.max_value_bytes,
             }));
         }
+        if let Some(pg) = self.pg() {
+            return pg.store_state(scope, key, value, &labels, options, now_ms);
+        }
         let scope_key = scope.key();
         self.write(|tx| {
             renew(tx, scope, &scope_key, options, now_ms)?;
@@ -118,6 +121,9 @@ impl Store {
         options: &SessionOptions,
         now_ms: f64,
     ) -> Result<Option<(String, Vec<LabelSource>)>, StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.load_state(scope, key, options, now_ms);
+        }
         let scope_key = scope.key();
         self.write(|tx| {
             renew(tx, scope, &scope_key, options, now_ms)?;
@@ -133,6 +139,9 @@ impl Store {
 
     /// The labels `scope`'s earlier executions read (empty for a new or expired session).
     pub fn session_labels(&self, scope: &SessionScope) -> Result<Vec<LabelSource>, StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.session_labels(scope);
+        }
         let scope_key = scope.key();
         let text: Option<String> = self.with(|c| {
             Ok(
@@ -153,6 +162,9 @@ impl Store {
         options: &SessionOptions,
         now_ms: f64,
     ) -> Result<(), StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.add_session_labels(scope, labels, options, now_ms);
+        }
         let scope_key = scope.key();
         self.write(|tx| {
             renew(tx, scope, &scope_key, options, now_ms)?;
@@ -183,6 +195,9 @@ impl Store {
         options: &SessionOptions,
         now_ms: f64,
     ) -> Result<bool, StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.remove_state(scope, key, options, now_ms);
+        }
         let scope_key = scope.key();
         self.write(|tx| {
             renew(tx, scope, &scope_key, options, now_ms)?;
@@ -201,6 +216,9 @@ impl Store {
         options: &SessionOptions,
         now_ms: f64,
     ) -> Result<Vec<StateEntry>, StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.list_state(scope, options, now_ms);
+        }
         let scope_key = scope.key();
         self.write(|tx| {
             renew(tx, scope, &scope_key, options, now_ms)?;
@@ -228,6 +246,9 @@ impl Store {
         options: &SessionOptions,
         now_ms: f64,
     ) -> Result<SealedMap, StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.load_placeholders(scope, options, now_ms);
+        }
         let scope_key = scope.key();
         self.write(|tx| {
             renew(tx, scope, &scope_key, options, now_ms)?;
@@ -255,6 +276,9 @@ impl Store {
         options: &SessionOptions,
         now_ms: f64,
     ) -> Result<(), StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.save_placeholders(scope, map, options, now_ms);
+        }
         let scope_key = scope.key();
         let (nonce, sealed) = map.sealed.clone().unzip();
         self.write(|tx| {
@@ -270,6 +294,9 @@ impl Store {
     /// Deletes every session unused for longer than `options`' TTL, with its values. Returns
     /// how many sessions were deleted.
     pub fn sweep_state(&self, options: &SessionOptions, now_ms: f64) -> Result<u64, StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.sweep_state(options, now_ms);
+        }
         let cutoff = now_ms - options.ttl_ms as f64;
         self.write(|tx| {
             tx.execute(
@@ -319,18 +346,10 @@ fn renew(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn store() -> (tempfile::TempDir, Store) {
-        let dir = tempfile::tempdir().unwrap();
-        let s = Store::open(&dir.path().join("state.db")).unwrap();
-        (dir, s)
-    }
-
-    #[test]
-    fn values_are_kept_per_scope() {
-        let (_d, s) = store();
+    pub(crate) fn values_are_kept_per_scope(s: &Store) {
         let o = SessionOptions::default();
         let a = SessionScope::new("t1", "p1", "s1");
         s.store_state(&a, "k", "[1,2]", &[], &o, 1.0)
@@ -366,9 +385,7 @@ mod tests {
         assert!(!s.remove_state(&a, "k", &o, 6.0).unwrap());
     }
 
-    #[test]
-    fn quotas_name_their_bound() {
-        let (_d, s) = store();
+    pub(crate) fn quotas_name_their_bound(s: &Store) {
         let o = SessionOptions {
             max_value_bytes: 10,
             max_keys: 2,
@@ -398,9 +415,7 @@ mod tests {
             .unwrap();
     }
 
-    #[test]
-    fn an_idle_session_loses_its_values() {
-        let (_d, s) = store();
+    pub(crate) fn an_idle_session_loses_its_values(s: &Store) {
         let o = SessionOptions {
             ttl_ms: 1000,
             ..SessionOptions::default()

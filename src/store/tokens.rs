@@ -45,6 +45,22 @@ pub fn valid_token_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
+/// The refusal of a token name that is not allowed.
+pub(super) fn name_refusal(name: &str) -> Option<StoreError> {
+    (!valid_token_name(name)).then(|| {
+        StoreError::Capability(format!(
+            "token name {name:?} is not allowed: use 1 to {MAX_TOKEN_NAME} letters, digits, '-', '_' or '.'"
+        ))
+    })
+}
+
+/// The refusal of a token name held by a usable token.
+pub(super) fn exists(name: &str) -> StoreError {
+    StoreError::Capability(format!(
+        "a token named '{name}' exists; revoke it first (mcp-sandbox token revoke {name}) or choose another name"
+    ))
+}
+
 fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<TokenRecord> {
     Ok(TokenRecord {
         name: r.get(0)?,
@@ -62,11 +78,11 @@ impl Store {
     /// Stores a new token's hash. A name in use by a token that is neither revoked nor expired
     /// is refused; a revoked or expired one is replaced.
     pub fn create_token(&self, record: &TokenRecord, sha256_hex: &str) -> Result<(), StoreError> {
-        if !valid_token_name(&record.name) {
-            return Err(StoreError::Capability(format!(
-                "token name {:?} is not allowed: use 1 to {MAX_TOKEN_NAME} letters, digits, '-', '_' or '.'",
-                record.name
-            )));
+        if let Some(refusal) = name_refusal(&record.name) {
+            return Err(refusal);
+        }
+        if let Some(pg) = self.pg() {
+            return pg.create_token(record, sha256_hex);
         }
         self.write(|tx| {
             let existing = tx
@@ -78,10 +94,7 @@ impl Store {
                 .optional()?;
             if let Some(old) = existing {
                 if old.unusable(record.created_at).is_none() {
-                    return Err(StoreError::Capability(format!(
-                        "a token named '{}' exists; revoke it first (mcp-sandbox token revoke {}) or choose another name",
-                        record.name, record.name
-                    )));
+                    return Err(exists(&record.name));
                 }
                 tx.execute("DELETE FROM api_tokens WHERE name = ?1", params![record.name])?;
             }
@@ -103,6 +116,9 @@ impl Store {
 
     /// Every token, by name (revoked and expired ones included).
     pub fn list_tokens(&self) -> Result<Vec<TokenRecord>, StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.list_tokens();
+        }
         self.with(|conn| {
             let mut stmt =
                 conn.prepare(&format!("SELECT {COLUMNS} FROM api_tokens ORDER BY name"))?;
@@ -113,6 +129,9 @@ impl Store {
 
     /// Marks a token revoked at `now_ms`; false when no usable token has that name.
     pub fn revoke_token(&self, name: &str, now_ms: f64) -> Result<bool, StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.revoke_token(name, now_ms);
+        }
         self.write(|tx| {
             let n = tx.execute(
                 "UPDATE api_tokens SET revoked_at = ?2 WHERE name = ?1 AND revoked_at IS NULL",
@@ -124,6 +143,9 @@ impl Store {
 
     /// The hex SHA-256 of every token neither revoked nor expired at `now_ms`.
     pub fn usable_token_hashes(&self, now_ms: f64) -> Result<Vec<String>, StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.usable_token_hashes(now_ms);
+        }
         self.with(|conn| {
             let mut stmt = conn.prepare(
                 "SELECT sha256 FROM api_tokens
@@ -137,6 +159,9 @@ impl Store {
     /// The token whose hash is `sha256` (32 bytes), compared with every stored hash in constant
     /// time; revoked and expired tokens are returned too (the caller says why they fail).
     pub fn find_token(&self, sha256: &[u8]) -> Result<Option<TokenRecord>, StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.find_token(sha256);
+        }
         self.with(|conn| {
             let mut stmt = conn.prepare(&format!("SELECT {COLUMNS}, sha256 FROM api_tokens"))?;
             let mut rows = stmt.query([])?;
@@ -155,7 +180,7 @@ impl Store {
     }
 }
 
-fn decode_hex(s: &str) -> Option<Vec<u8>> {
+pub(super) fn decode_hex(s: &str) -> Option<Vec<u8>> {
     if !s.len().is_multiple_of(2) {
         return None;
     }
@@ -166,7 +191,7 @@ fn decode_hex(s: &str) -> Option<Vec<u8>> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     fn record(name: &str, now: f64) -> TokenRecord {
@@ -180,10 +205,7 @@ mod tests {
         }
     }
 
-    #[test]
-    fn create_find_revoke() {
-        let dir = tempfile::tempdir().unwrap();
-        let s = Store::open(&dir.path().join("s.db")).unwrap();
+    pub(crate) fn create_find_revoke(s: &Store) {
         let hash = [7u8; 32];
         let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
         s.create_token(&record("ci", 1.0), &hex).unwrap();

@@ -32,7 +32,8 @@ impl Store {
         &self,
         f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, StoreError>,
     ) -> Option<Result<T, StoreError>> {
-        let mut conn = self.conn.try_lock().ok()?;
+        // PostgreSQL: no inline fast path (the caller queues the write as before).
+        let mut conn = self.sqlite()?.try_lock().ok()?;
         conn.busy_timeout(Duration::ZERO).ok()?;
         let result = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
             Err(rusqlite::Error::SqliteFailure(e, _))
@@ -130,7 +131,7 @@ mod tests {
         assert!(put(&store, true, 2).is_none(), "must not wait for the lock");
         // The connection in use by this process: not now either.
         {
-            let _busy = store.conn.lock().unwrap();
+            let _busy = store.sqlite().unwrap().lock().unwrap();
             assert!(put(&store, true, 3).is_none());
         }
         held.rollback().unwrap();

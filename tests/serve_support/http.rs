@@ -39,10 +39,22 @@ pub async fn start_http_with(sandbox: Value, args: &[&str]) -> HttpServed {
 
 /// Like [`start_http`], with `config` as the whole config file.
 pub async fn start_http_config(config_json: Value, args: &[&str]) -> HttpServed {
+    start_http_state(config_json, None, args).await
+}
+
+/// Like [`start_http_config`], with `state` as `--state` (a PostgreSQL URL, say) instead of a
+/// file in the temporary directory.
+pub async fn start_http_state(
+    config_json: Value,
+    state: Option<&str>,
+    args: &[&str],
+) -> HttpServed {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("mcp.json");
     std::fs::write(&config, config_json.to_string()).unwrap();
-    let state = dir.path().join("state.db");
+    let state = state
+        .map(PathBuf::from)
+        .unwrap_or_else(|| dir.path().join("state.db"));
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-sandbox"))
         .args(["serve", "--http", "127.0.0.1:0", "--config"])
         .arg(&config)

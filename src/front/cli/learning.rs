@@ -28,8 +28,8 @@ const MAX_FILE_BYTES: u64 = 1024 * 1024;
 #[derive(Debug, Args, Clone, Default)]
 pub struct StateArgs {
     /// The state file (default: the config's sandbox.state, else
-    /// $XDG_DATA_HOME/mcp-sandbox/state.db). A file path: URLs of database servers
-    /// (`postgres://…`) are not supported by this build.
+    /// $XDG_DATA_HOME/mcp-sandbox/state.db), or a PostgreSQL database
+    /// (`postgres://user@host/db`, its password in PGPASSWORD or PGPASSWORD_FILE, never in the URL).
     #[arg(long, value_name = "PATH", value_parser = state_location)]
     pub state: Option<PathBuf>,
 }

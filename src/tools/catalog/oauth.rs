@@ -31,6 +31,12 @@ pub fn use_state_file(path: PathBuf) {
 
 fn state_file() -> Result<PathBuf, String> {
     if let Some(p) = STATE_FILE.get() {
+        if p.to_str().is_some_and(crate::store::pg::url::is_postgres) {
+            return Err(crate::store::StoreError::Unsupported(
+                "keeping OAuth tokens of remote servers",
+            )
+            .to_string());
+        }
         return Ok(p.clone());
     }
     crate::store::default_path().map_err(|e| e.to_string())

@@ -1,0 +1,200 @@
+//! The audit log on PostgreSQL (see `store::audit`): the same write-ahead record and
+//! completion, one transaction each; ids come from an identity column, so gateways appending
+//! at once never share one.
+
+use super::super::audit::{labels_column, AuditCall, AuditFilter, AuditRecord};
+use super::super::StoreError;
+use super::{big, Pg, Transaction};
+
+async fn insert_head(tx: &Transaction<'_>, r: &AuditRecord) -> Result<i64, StoreError> {
+    let code_bytes = r.code_bytes.map(big);
+    let labels = labels_column(&r.labels);
+    Ok(tx
+        .query_one(
+            "INSERT INTO audit (ts, principal, tenant, client, front, code, code_sha256, code_bytes, outcome, duration_ms, labels)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
+            &[
+                &r.ts, &r.principal, &r.tenant, &r.client, &r.front, &r.code, &r.code_sha256,
+                &code_bytes, &r.outcome, &r.duration_ms, &labels,
+            ],
+        )
+        .await?
+        .get(0))
+}
+
+async fn insert_calls(tx: &Transaction<'_>, id: i64, r: &AuditRecord) -> Result<(), StoreError> {
+    if r.calls.is_empty() {
+        return Ok(());
+    }
+    let stmt = tx
+        .prepare_cached(
+            "INSERT INTO audit_calls (audit_id, seq, kind, tool, args_sha256, args, error, duration_ms, approval)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        )
+        .await?;
+    for (seq, c) in r.calls.iter().enumerate() {
+        let seq = seq as i64;
+        tx.execute(
+            &stmt,
+            &[
+                &id,
+                &seq,
+                &c.kind,
+                &c.tool,
+                &c.args_sha256,
+                &c.args,
+                &c.error,
+                &c.duration_ms,
+                &c.approval,
+            ],
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// One audit record and its calls, in an open transaction.
+pub(super) async fn insert(tx: &Transaction<'_>, r: &AuditRecord) -> Result<i64, StoreError> {
+    let id = insert_head(tx, r).await?;
+    insert_calls(tx, id, r).await?;
+    Ok(id)
+}
+
+impl Pg {
+    pub fn begin_audit(&self, r: &AuditRecord) -> Result<i64, StoreError> {
+        self.write(async |tx| insert_head(tx, r).await)
+    }
+
+    pub fn complete_audit(&self, id: i64, r: &AuditRecord) -> Result<(), StoreError> {
+        self.write(async |tx| {
+            let labels = labels_column(&r.labels);
+            let n = tx
+                .execute(
+                    "UPDATE audit SET outcome = $2, duration_ms = $3, labels = $4 WHERE id = $1",
+                    &[&id, &r.outcome, &r.duration_ms, &labels],
+                )
+                .await?;
+            let id = if n == 0 {
+                insert_head(tx, r).await?
+            } else {
+                id
+            };
+            insert_calls(tx, id, r).await
+        })
+    }
+
+    pub fn append_audit(&self, r: &AuditRecord) -> Result<i64, StoreError> {
+        self.write(async |tx| insert(tx, r).await)
+    }
+
+    pub fn query_audit(&self, filter: &AuditFilter) -> Result<Vec<AuditRecord>, StoreError> {
+        self.read(async |c| {
+            let mut sql = String::from(
+                "SELECT id, ts, principal, tenant, client, front, code, code_sha256, outcome, duration_ms, code_bytes, labels
+                 FROM audit a WHERE true",
+            );
+            let mut args: Vec<Box<dyn tokio_postgres::types::ToSql + Sync + Send>> = Vec::new();
+            if let Some(since) = filter.since_ms {
+                args.push(Box::new(since));
+                sql.push_str(&format!(" AND a.ts >= ${}", args.len()));
+            }
+            if let Some(p) = &filter.principal {
+                args.push(Box::new(p.clone()));
+                sql.push_str(&format!(" AND a.principal = ${}", args.len()));
+            }
+            if let Some(t) = &filter.tenant {
+                args.push(Box::new(t.clone()));
+                sql.push_str(&format!(" AND a.tenant = ${}", args.len()));
+            }
+            if let Some(tool) = &filter.tool {
+                args.push(Box::new(tool.clone()));
+                sql.push_str(&format!(
+                    " AND EXISTS (SELECT 1 FROM audit_calls c WHERE c.audit_id = a.id AND c.tool = ${})",
+                    args.len()
+                ));
+            }
+            if let Some(code) = &filter.error {
+                args.push(Box::new(code.clone()));
+                let n = args.len();
+                sql.push_str(&format!(
+                    " AND (a.outcome = ${n} OR EXISTS (SELECT 1 FROM audit_calls c WHERE c.audit_id = a.id AND c.error = ${n}))"
+                ));
+            }
+            args.push(Box::new(filter.limit.max(1) as i64));
+            sql.push_str(&format!(" ORDER BY a.id DESC LIMIT ${}", args.len()));
+            let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
+                args.iter().map(|a| a.as_ref() as _).collect();
+            let mut records: Vec<AuditRecord> = c
+                .query(&sql, &params)
+                .await?
+                .iter()
+                .map(|r| AuditRecord {
+                    id: r.get(0),
+                    ts: r.get(1),
+                    principal: r.get(2),
+                    tenant: r.get(3),
+                    client: r.get(4),
+                    front: r.get(5),
+                    code: r.get(6),
+                    code_sha256: r.get(7),
+                    outcome: r.get(8),
+                    duration_ms: r.get(9),
+                    code_bytes: r.get::<_, Option<i64>>(10).map(|n| n.max(0) as u64),
+                    labels: r
+                        .get::<_, Option<String>>(11)
+                        .and_then(|t| serde_json::from_str(&t).ok())
+                        .unwrap_or_default(),
+                    calls: Vec::new(),
+                })
+                .collect();
+            records.reverse();
+            for rec in &mut records {
+                rec.calls = c
+                    .query(
+                        "SELECT kind, tool, args_sha256, args, error, duration_ms, approval FROM audit_calls
+                         WHERE audit_id = $1 ORDER BY seq",
+                        &[&rec.id],
+                    )
+                    .await?
+                    .iter()
+                    .map(|r| AuditCall {
+                        kind: r.get(0),
+                        tool: r.get(1),
+                        args_sha256: r.get(2),
+                        args: r.get(3),
+                        error: r.get(4),
+                        duration_ms: r.get(5),
+                        approval: r.get(6),
+                    })
+                    .collect();
+            }
+            Ok(records)
+        })
+    }
+
+    pub fn prune_audit_to(&self, keep: u64) -> Result<usize, StoreError> {
+        let keep = big(keep);
+        self.write(async |tx| {
+            let cut: Option<i64> = tx
+                .query_opt(
+                    "SELECT id FROM audit ORDER BY id DESC LIMIT 1 OFFSET $1",
+                    &[&keep],
+                )
+                .await?
+                .map(|r| r.get(0));
+            let Some(cut) = cut else { return Ok(0) };
+            // audit_calls go with their record (ON DELETE CASCADE).
+            Ok(tx
+                .execute("DELETE FROM audit WHERE id <= $1", &[&cut])
+                .await? as usize)
+        })
+    }
+
+    pub fn prune_audit(&self, before_ms: f64) -> Result<usize, StoreError> {
+        self.write(async |tx| {
+            Ok(tx
+                .execute("DELETE FROM audit WHERE ts < $1", &[&before_ms])
+                .await? as usize)
+        })
+    }
+}

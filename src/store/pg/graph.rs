@@ -1,0 +1,183 @@
+//! The tool graph on PostgreSQL (what is recorded: see `store::graph`). Counters are upserts
+//! that add to the stored value, which PostgreSQL applies atomically per row: two gateways
+//! recording the same edge at once both count.
+
+use super::super::graph::{
+    nearest_rank, neighbourhood, sequences, stats_of, Edge, GraphSnapshot, P95_WINDOW,
+};
+use super::super::StoreError;
+use super::{Pg, Transaction};
+use crate::trace::{now_ms, TraceEvent};
+use std::collections::BTreeMap;
+
+/// What one execution adds to one tool's row.
+#[derive(Default)]
+struct Delta {
+    calls: i64,
+    successes: i64,
+    failures: i64,
+    total_ms: f64,
+    /// Durations of its successful calls, in call order.
+    durations: Vec<f64>,
+}
+
+/// Records one execution's traces in an open transaction. The execution's increments are
+/// summed per row first, then applied in one order (tools, then edges, each sorted): two
+/// gateways recording the same rows at once wait for each other instead of deadlocking.
+pub(super) async fn record(
+    tx: &Transaction<'_>,
+    tenant: &str,
+    traces: &[TraceEvent],
+    aborted: bool,
+) -> Result<(), StoreError> {
+    let now = now_ms();
+    let mut tools: BTreeMap<String, Delta> = BTreeMap::new();
+    let mut edges: BTreeMap<(String, String), i64> = BTreeMap::new();
+    for seq in sequences(traces) {
+        for call in &seq {
+            if !call.success {
+                let d = tools.entry(call.tool.clone()).or_default();
+                d.calls += 1;
+                d.failures += 1;
+            } else if !aborted {
+                let d = tools.entry(call.tool.clone()).or_default();
+                d.calls += 1;
+                d.successes += 1;
+                d.total_ms += call.duration_ms;
+                d.durations.push(call.duration_ms);
+            }
+        }
+        if aborted {
+            continue;
+        }
+        let ok: Vec<_> = seq.iter().filter(|c| c.success).collect();
+        for pair in ok.windows(2) {
+            *edges
+                .entry((pair[0].tool.clone(), pair[1].tool.clone()))
+                .or_default() += 1;
+        }
+    }
+    for (tool, d) in &tools {
+        let successes: i64 = tx
+            .query_one(
+                "INSERT INTO tool_stats (tool, calls, successes, failures, total_ms, last_seen, tenant)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7)
+                 ON CONFLICT (tenant, tool) DO UPDATE SET calls = tool_stats.calls + excluded.calls,
+                    successes = tool_stats.successes + excluded.successes,
+                    failures = tool_stats.failures + excluded.failures,
+                    total_ms = tool_stats.total_ms + excluded.total_ms,
+                    last_seen = excluded.last_seen
+                 RETURNING successes",
+                &[tool, &d.calls, &d.successes, &d.failures, &d.total_ms, &now, &tenant],
+            )
+            .await?
+            .get(0);
+        // The k successes of this execution are the last k: slots (successes - k) … (successes - 1).
+        let first = successes - d.durations.len() as i64;
+        let skip = d.durations.len().saturating_sub(P95_WINDOW as usize);
+        for (i, ms) in d.durations.iter().enumerate().skip(skip) {
+            let slot = (first + i as i64).rem_euclid(P95_WINDOW);
+            tx.execute(
+                "INSERT INTO tool_durations (tool, slot, duration_ms, tenant)
+                    VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (tenant, tool, slot) DO UPDATE SET duration_ms = excluded.duration_ms",
+                &[tool, &slot, ms, &tenant],
+            )
+            .await?;
+        }
+    }
+    for ((source, target), n) in &edges {
+        tx.execute(
+            "INSERT INTO edges (source, target, count, last_seen, tenant)
+                VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (tenant, source, target) DO UPDATE SET count = edges.count + excluded.count,
+                last_seen = excluded.last_seen",
+            &[source, target, n, &now, &tenant],
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+impl Pg {
+    /// Records one execution's traces and, when given, the last execution (JSON).
+    pub fn record_execution(
+        &self,
+        tenant: &str,
+        traces: &[TraceEvent],
+        aborted: bool,
+        last: Option<&str>,
+    ) -> Result<(), StoreError> {
+        self.write(async |tx| {
+            record(tx, tenant, traces, aborted).await?;
+            if let Some(text) = last {
+                super::capabilities::set_kv(
+                    tx,
+                    super::super::capabilities::LAST_EXECUTION_KEY,
+                    text,
+                )
+                .await?;
+            }
+            Ok(())
+        })
+    }
+
+    /// The tool graph of `tenant` (see `Store::graph`).
+    pub fn graph(&self, tenant: &str, tool: Option<&str>) -> Result<GraphSnapshot, StoreError> {
+        self.read(async |c| {
+            let edges: Vec<Edge> = c
+                .query(
+                    "SELECT source, target, count, last_seen FROM edges
+                     WHERE tenant = $2 AND ($1::TEXT IS NULL OR source = $1 OR target = $1)
+                     ORDER BY count DESC, source COLLATE \"C\", target COLLATE \"C\"",
+                    &[&tool, &tenant],
+                )
+                .await?
+                .iter()
+                .map(|r| Edge {
+                    source: r.get(0),
+                    target: r.get(1),
+                    count: r.get(2),
+                    last_seen: r.get(3),
+                })
+                .collect();
+            let names = neighbourhood(tool, &edges);
+            let mut tools = Vec::new();
+            for r in c
+                .query(
+                    "SELECT tool, calls, successes, failures, total_ms, last_seen FROM tool_stats
+                     WHERE tenant = $1 ORDER BY tool COLLATE \"C\"",
+                    &[&tenant],
+                )
+                .await?
+            {
+                let name: String = r.get(0);
+                if tool.is_some() && !names.contains(&name) {
+                    continue;
+                }
+                tools.push(stats_of((
+                    name,
+                    r.get(1),
+                    r.get(2),
+                    r.get(3),
+                    r.get(4),
+                    r.get(5),
+                )));
+            }
+            for t in &mut tools {
+                let durations: Vec<f64> = c
+                    .query(
+                        "SELECT duration_ms FROM tool_durations WHERE tenant = $2 AND tool = $1
+                         ORDER BY duration_ms",
+                        &[&t.tool, &tenant],
+                    )
+                    .await?
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect();
+                t.p95_ms = nearest_rank(&durations, 0.95);
+            }
+            Ok(GraphSnapshot { tools, edges })
+        })
+    }
+}

@@ -1,0 +1,189 @@
+//! The PostgreSQL backend of the state store (`--state postgres://…`): several gateways share
+//! one database.
+//!
+//! The store's interface is synchronous (callers run it on blocking threads through
+//! [`Store::run`](super::Store::run), like SQLite). This backend keeps its own small tokio
+//! runtime, which drives the connections of a `deadpool-postgres` pool; a call enters that
+//! runtime and blocks the calling thread on the query's future, so it works from any thread,
+//! inside another runtime or not.
+//!
+//! Every write is one transaction. One that fails with a serialization failure or a deadlock
+//! (two gateways updating the same rows in another order) is run again, up to
+//! [`WRITE_ATTEMPTS`] times: counters are `INSERT … ON CONFLICT DO UPDATE SET n = n + 1`, which
+//! PostgreSQL applies atomically per row, so no increment is lost.
+
+mod audit;
+mod capabilities;
+mod graph;
+mod schema;
+mod session_state;
+mod tokens;
+pub mod url;
+
+use super::StoreError;
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use std::ops::AsyncFn;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use deadpool_postgres::Transaction;
+
+/// Connections per gateway.
+pub const POOL_SIZE: usize = 16;
+/// How long a query waits for a free connection, or a new connection for the server.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How many times a write transaction runs when PostgreSQL aborts it as a deadlock or a
+/// serialization failure.
+pub const WRITE_ATTEMPTS: u32 = 5;
+
+/// The tokio runtime that drives the pool's connections (shut down in the background when the
+/// last store handle goes, so dropping a store inside another runtime never panics).
+struct Driver(Option<tokio::runtime::Runtime>);
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// A PostgreSQL state store: a pool and the runtime that drives it. Cheap to clone.
+#[derive(Clone)]
+pub struct Pg {
+    pool: Pool,
+    driver: Arc<Driver>,
+    /// The URL without its password (for messages).
+    shown: Arc<str>,
+}
+
+impl std::fmt::Debug for Pg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pg").field("url", &self.shown).finish()
+    }
+}
+
+fn pg_err(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Postgres(e.to_string())
+}
+
+impl From<tokio_postgres::Error> for StoreError {
+    fn from(e: tokio_postgres::Error) -> Self {
+        // The server's own message (`db error` alone says nothing).
+        use tokio_postgres::error::SqlState;
+        match e.as_db_error() {
+            Some(db)
+                if *db.code() == SqlState::T_R_SERIALIZATION_FAILURE
+                    || *db.code() == SqlState::T_R_DEADLOCK_DETECTED =>
+            {
+                StoreError::Conflict(db.message().to_string())
+            }
+            Some(db) => StoreError::Postgres(format!("{} ({})", db.message(), db.code().code())),
+            None => pg_err(e),
+        }
+    }
+}
+
+impl Pg {
+    /// Connects to `url` (its password from the environment, see [`url`]) and brings the
+    /// schema up to date under an advisory lock.
+    pub fn open(url: &str) -> Result<Pg, StoreError> {
+        let config = url::config(url)?;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("store-pg")
+            .enable_all()
+            .build()
+            .map_err(|e| StoreError::Task(e.to_string()))?;
+        let manager = Manager::from_config(
+            config,
+            tokio_postgres::NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = {
+            let _in = rt.enter();
+            Pool::builder(manager)
+                .max_size(POOL_SIZE)
+                .runtime(deadpool_postgres::Runtime::Tokio1)
+                .wait_timeout(Some(CONNECT_TIMEOUT))
+                .create_timeout(Some(CONNECT_TIMEOUT))
+                .recycle_timeout(Some(CONNECT_TIMEOUT))
+                .build()
+                .map_err(pg_err)?
+        };
+        let pg = Pg {
+            pool,
+            driver: Arc::new(Driver(Some(rt))),
+            shown: Arc::from(url::shown(url)),
+        };
+        pg.block(schema::migrate(&pg.pool))?;
+        Ok(pg)
+    }
+
+    /// The URL, without a password.
+    pub fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    /// The schema version of the database.
+    pub fn schema_version(&self) -> Result<i64, StoreError> {
+        self.read(async |c| schema::version(c).await)
+    }
+
+    /// The first column of the one row `sql` answers, as a number (for tests).
+    #[cfg(test)]
+    pub(crate) fn count(&self, sql: &str) -> i64 {
+        self.read(async |c| Ok(c.query_one(sql, &[]).await?.get::<_, i64>(0)))
+            .expect("count query")
+    }
+
+    /// Runs `fut` to completion on this thread, inside the pool's runtime.
+    fn block<T>(&self, fut: impl std::future::Future<Output = T>) -> T {
+        let _in = self.driver.0.as_ref().map(|rt| rt.enter());
+        futures::executor::block_on(fut)
+    }
+
+    /// Runs `f` with a pooled connection (reads).
+    pub(crate) fn read<T>(
+        &self,
+        f: impl AsyncFn(&deadpool_postgres::Client) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.block(async {
+            let client = self.pool.get().await.map_err(pg_err)?;
+            f(&client).await
+        })
+    }
+
+    /// Runs `f` in one transaction, again when PostgreSQL aborts it as a deadlock or a
+    /// serialization failure (so `f` must only touch the database).
+    pub(crate) fn write<T>(
+        &self,
+        f: impl AsyncFn(&Transaction<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.block(async {
+            let mut client = self.pool.get().await.map_err(pg_err)?;
+            let mut attempt = 1;
+            loop {
+                let tx = client.transaction().await?;
+                let done = match f(&tx).await {
+                    Ok(v) => tx.commit().await.map(|_| v).map_err(StoreError::from),
+                    Err(e) => Err(e),
+                };
+                match done {
+                    Err(StoreError::Conflict(e)) if attempt < WRITE_ATTEMPTS => {
+                        tracing::debug!("state store: transaction run again: {e}");
+                        attempt += 1;
+                    }
+                    other => return other,
+                }
+            }
+        })
+    }
+}
+
+/// A `u64` count or size as PostgreSQL's `BIGINT`.
+pub(crate) fn big(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}

@@ -1,0 +1,250 @@
+//! The store-level test suites, run on both backends: each suite is a function of a `&Store`
+//! (in the module it tests); [`suites!`] makes one test per suite on a fresh SQLite file, and one
+//! test that starts a PostgreSQL server of its own (`tests/pg_support`) and runs every suite on a
+//! fresh database of it (one server per run, not per suite: a server takes about a second).
+
+#[path = "../../tests/pg_support/mod.rs"]
+mod pg_support;
+
+use super::Store;
+
+/// The number `sql` (a `SELECT COUNT(*)…`, the same text on both backends) answers.
+pub(crate) fn count(s: &Store, sql: &str) -> i64 {
+    match s.pg() {
+        Some(pg) => pg.count(sql),
+        None => s.with(|c| Ok(c.query_row(sql, [], |r| r.get(0))?)).unwrap(),
+    }
+}
+
+/// A second handle on the same data, as another gateway (another process) would have: its own
+/// connection (SQLite) or its own pool (PostgreSQL).
+fn reopen(s: &Store) -> Store {
+    Store::open(s.path()).unwrap()
+}
+
+macro_rules! suites {
+    ($($name:ident => $suite:path),* $(,)?) => {
+        mod on_sqlite {
+            $(
+                #[test]
+                fn $name() {
+                    let dir = tempfile::tempdir().unwrap();
+                    let s = crate::store::Store::open(&dir.path().join("s.db")).unwrap();
+                    $suite(&s);
+                }
+            )*
+        }
+
+        #[test]
+        fn every_suite_on_postgres() {
+            let server = pg_support::PgServer::start();
+            $(
+                let url = server.database();
+                let s = Store::open(std::path::Path::new(&url))
+                    .unwrap_or_else(|e| panic!("{}: {e}", stringify!($name)));
+                $suite(&s);
+            )*
+        }
+    };
+}
+
+suites! {
+    graph_mean_and_p95 => crate::store::graph::tests::mean_and_p95_over_successes_only,
+    graph_duration_window => crate::store::graph::tests::the_duration_window_is_bounded,
+    graph_concurrent_writers => crate::store::suites::concurrent_graph_writers_lose_no_increment,
+    capabilities_versions => crate::store::capabilities::tests::new_code_makes_a_new_version_and_the_latest_wins,
+    capabilities_concurrent_saves => crate::store::suites::concurrent_saves_give_each_version_once,
+    tokens => crate::store::tokens::tests::create_find_revoke,
+    audit_retention => crate::store::audit::tests::retention_by_age_and_by_count,
+    audit_concurrent_appends => crate::store::suites::concurrent_audit_appends_keep_one_record_each,
+    session_values => crate::store::session_state::tests::values_are_kept_per_scope,
+    session_quotas => crate::store::session_state::tests::quotas_name_their_bound,
+    session_idle => crate::store::session_state::tests::an_idle_session_loses_its_values,
+}
+
+/// Writers (threads)…
+const WRITERS: usize = 4;
+/// …each recording this many executions.
+const ROUNDS: usize = 50;
+
+fn two_call_traces(i: usize) -> Vec<crate::trace::TraceEvent> {
+    use crate::trace::{TraceEvent, TraceKind};
+    let ev = |kind, tool: &str, id: String, success, duration_ms| TraceEvent {
+        kind,
+        tool: tool.into(),
+        trace_id: id,
+        parent_trace_id: None,
+        ts: 0.0,
+        success,
+        duration_ms,
+        error: None,
+        by: None,
+        rule: None,
+        transport: None,
+        key: None,
+        bytes: None,
+        label: None,
+        decision: None,
+    };
+    let mut out = Vec::new();
+    // Half the writers call a then b, the other half b then a: their upserts take the rows'
+    // locks in opposite orders (the deadlock case on PostgreSQL, run again by the store).
+    let tools = if i.is_multiple_of(2) {
+        ["g:a", "g:b"]
+    } else {
+        ["g:b", "g:a"]
+    };
+    for (n, tool) in tools.iter().enumerate() {
+        out.push(ev(
+            TraceKind::ToolStart,
+            tool,
+            format!("{i}-{n}"),
+            None,
+            None,
+        ));
+        out.push(ev(
+            TraceKind::ToolEnd,
+            tool,
+            format!("{i}-{n}"),
+            Some(true),
+            Some(1.0),
+        ));
+    }
+    out
+}
+
+/// Graph counters and edges: no increment lost when several writers record the same tools
+/// and edges at once.
+fn concurrent_graph_writers_lose_no_increment(s: &Store) {
+    std::thread::scope(|scope| {
+        for w in 0..WRITERS {
+            let store = reopen(s);
+            scope.spawn(move || {
+                for _ in 0..ROUNDS {
+                    store.record_traces(&two_call_traces(w), false).unwrap();
+                }
+            });
+        }
+    });
+    let g = s.graph(None).unwrap();
+    let calls: Vec<(String, i64, i64)> = g
+        .tools
+        .iter()
+        .map(|t| (t.tool.clone(), t.calls, t.successes))
+        .collect();
+    let n = (WRITERS * ROUNDS) as i64;
+    assert_eq!(
+        calls,
+        vec![("g:a".into(), n, n), ("g:b".into(), n, n)],
+        "every call counted"
+    );
+    let edges: Vec<(String, String, i64)> = g
+        .edges
+        .iter()
+        .map(|e| (e.source.clone(), e.target.clone(), e.count))
+        .collect();
+    assert_eq!(
+        edges,
+        vec![
+            ("g:a".into(), "g:b".into(), n / 2),
+            ("g:b".into(), "g:a".into(), n / 2)
+        ]
+    );
+}
+
+/// Capability versions: writers saving different code under one name at once get distinct,
+/// gapless version numbers.
+fn concurrent_saves_give_each_version_once(s: &Store) {
+    let quota = super::CapabilityQuota {
+        max_versions: 1000,
+        ..Default::default()
+    };
+    let versions = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for w in 0..WRITERS {
+            let store = reopen(s);
+            let (versions, quota) = (&versions, &quota);
+            scope.spawn(move || {
+                for i in 0..10 {
+                    let new = super::NewCapability {
+                        name: "race:save".into(),
+                        code: format!("return {w} * 1000 + {i}"),
+                        ..Default::default()
+                    };
+                    let rec = store.save_capability_within(&new, quota).unwrap();
+                    versions.lock().unwrap().push(rec.version);
+                }
+            });
+        }
+    });
+    let mut versions = versions.into_inner().unwrap();
+    versions.sort_unstable();
+    let expected: Vec<i64> = (1..=(WRITERS as i64 * 10)).collect();
+    assert_eq!(versions, expected);
+    assert_eq!(
+        s.capability_versions("race:save").unwrap().len(),
+        expected.len()
+    );
+}
+
+/// The audit log: one record per append, each with its own id, whatever the concurrency.
+fn concurrent_audit_appends_keep_one_record_each(s: &Store) {
+    use super::audit::{AuditCall, AuditFilter, AuditRecord};
+    std::thread::scope(|scope| {
+        for w in 0..WRITERS {
+            let store = reopen(s);
+            scope.spawn(move || {
+                for i in 0..ROUNDS {
+                    let mut r = AuditRecord {
+                        id: 0,
+                        ts: i as f64,
+                        principal: format!("w{w}"),
+                        tenant: "default".into(),
+                        client: None,
+                        front: "test".into(),
+                        code: None,
+                        code_sha256: "00".into(),
+                        code_bytes: None,
+                        outcome: super::audit::RUNNING.into(),
+                        duration_ms: 0.0,
+                        calls: Vec::new(),
+                        labels: Vec::new(),
+                    };
+                    // Half written ahead then completed, half appended whole.
+                    if i.is_multiple_of(2) {
+                        let id = store.begin_audit(&r).unwrap();
+                        r.outcome = "OK".into();
+                        r.calls = vec![AuditCall {
+                            kind: "tool".into(),
+                            tool: "s:t".into(),
+                            args_sha256: None,
+                            args: None,
+                            error: None,
+                            duration_ms: Some(1.0),
+                            approval: None,
+                        }];
+                        store.complete_audit(id, &r).unwrap();
+                    } else {
+                        r.outcome = "OK".into();
+                        store.append_audit(&r).unwrap();
+                    }
+                }
+            });
+        }
+    });
+    let all = s
+        .query_audit(&AuditFilter {
+            limit: 100_000,
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(all.len(), WRITERS * ROUNDS);
+    assert!(all.iter().all(|r| r.outcome == "OK"));
+    let mut ids: Vec<i64> = all.iter().map(|r| r.id).collect();
+    ids.dedup();
+    assert_eq!(ids.len(), WRITERS * ROUNDS, "ids are unique");
+    assert_eq!(
+        count(s, "SELECT COUNT(*) FROM audit_calls"),
+        (WRITERS * ROUNDS / 2) as i64
+    );
+}

@@ -1,0 +1,210 @@
+//! A PostgreSQL server of a test's own: `initdb` on a temporary directory, listening only on a
+//! Unix socket in that directory (no TCP port to collide with another test or the lead's), with
+//! `fsync` off, stopped (`pg_ctl stop -m immediate`) and deleted when dropped.
+//!
+//! Shared by the unit tests of `src/store` (through `#[path]`) and the integration tests, so it
+//! uses nothing but std and `tempfile`. Start one per test binary or test function, not per test
+//! case: each suite gets its own database from [`PgServer::database`].
+//!
+//! PostgreSQL refuses to run as root: as root, the server runs as the `postgres` system user
+//! (created by Debian's `postgresql` package) through `runuser`.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// The user the tests connect as (the cluster's superuser, trusted on the socket).
+pub const USER: &str = "sandbox";
+/// The port number in the socket's name (nothing listens on TCP).
+pub const PORT: u16 = 5432;
+
+pub struct PgServer {
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+    as_user: Option<&'static str>,
+    next_db: AtomicU32,
+}
+
+/// The directory of `initdb` and `pg_ctl`: `$PG_BIN`, else the newest under
+/// `/usr/lib/postgresql/*/bin` (Debian), else the `PATH`.
+fn bin_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("PG_BIN") {
+        return PathBuf::from(dir);
+    }
+    let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join("bin"))
+        .filter(|p| p.join("initdb").exists())
+        .collect();
+    found.sort_by_key(|p| {
+        p.parent()
+            .and_then(|v| v.file_name())
+            .and_then(|v| v.to_str())
+            .and_then(|v| v.parse::<u32>().ok())
+            .unwrap_or(0)
+    });
+    found.pop().unwrap_or_default()
+}
+
+fn is_root() -> bool {
+    std::fs::metadata("/proc/self")
+        .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
+        .unwrap_or(false)
+}
+
+impl PgServer {
+    /// Starts a fresh server; panics with the server's log when it cannot.
+    pub fn start() -> PgServer {
+        let dir = tempfile::Builder::new()
+            .prefix("pg-test-")
+            .tempdir()
+            .expect("temporary directory");
+        let as_user = is_root().then_some("postgres");
+        if let Some(user) = as_user {
+            let ok = Command::new("chown")
+                .args(["-R", &format!("{user}:"), &dir.path().to_string_lossy()])
+                .status()
+                .map(|s| s.success())
+                .unwrap_or(false);
+            assert!(ok, "cannot chown the test database directory to {user}");
+        }
+        let server = PgServer {
+            bin: bin_dir(),
+            dir,
+            as_user,
+            next_db: AtomicU32::new(0),
+        };
+        let data = server.data();
+        server.run(
+            "initdb",
+            &[
+                "-D",
+                &data,
+                "-U",
+                USER,
+                "--auth=trust",
+                "--no-sync",
+                "--locale=C",
+                "-E",
+                "UTF8",
+            ],
+        );
+        server.pg_ctl_start();
+        server
+    }
+
+    fn data(&self) -> String {
+        self.dir.path().join("data").to_string_lossy().into_owned()
+    }
+
+    /// The directory of the server's Unix socket.
+    pub fn socket_dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn command(&self, program: &str) -> Command {
+        let exe = self.bin.join(program);
+        match self.as_user {
+            Some(user) => {
+                let mut c = Command::new("runuser");
+                c.args(["-u", user, "--"]).arg(exe);
+                c
+            }
+            None => Command::new(exe),
+        }
+    }
+
+    fn run(&self, program: &str, args: &[&str]) {
+        let out = self
+            .command(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {program} (is postgresql installed?): {e}"));
+        if !out.status.success() {
+            let log =
+                std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default();
+            panic!(
+                "{program} failed: {}\n{}\n{log}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+
+    /// The URL of database `name` (no password: the socket is trusted).
+    pub fn url(&self, name: &str) -> String {
+        format!(
+            "postgres://{USER}@localhost/{name}?host={}&port={PORT}",
+            self.socket_dir().display()
+        )
+    }
+
+    /// A new empty database, and its URL.
+    pub fn database(&self) -> String {
+        let name = format!("t{}", self.next_db.fetch_add(1, Ordering::Relaxed));
+        let psql = self.bin.join("psql");
+        let out = Command::new(psql)
+            .args(["-v", "ON_ERROR_STOP=1", "-q", "-d"])
+            .arg(self.url("postgres"))
+            .args(["-c", &format!("CREATE DATABASE {name}")])
+            .stdin(Stdio::null())
+            .output()
+            .expect("psql");
+        assert!(
+            out.status.success(),
+            "CREATE DATABASE {name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        self.url(&name)
+    }
+
+    /// Stops the server (fast: the data is thrown away).
+    pub fn stop(&self) {
+        let _ = self
+            .command("pg_ctl")
+            .args(["-D", &self.data(), "-m", "immediate", "-w", "stop"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+
+    /// Starts the server again after [`PgServer::stop`] (same data, same socket).
+    pub fn restart(&self) {
+        self.pg_ctl_start();
+    }
+
+    fn pg_ctl_start(&self) {
+        let options = format!(
+            "-c listen_addresses='' -c unix_socket_directories='{}' -p {PORT} -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200",
+            self.socket_dir().display()
+        );
+        let log = self.dir.path().join("server.log");
+        self.run(
+            "pg_ctl",
+            &[
+                "-D",
+                &self.data(),
+                "-l",
+                &log.to_string_lossy(),
+                "-o",
+                &options,
+                "-w",
+                "-t",
+                "60",
+                "start",
+            ],
+        );
+    }
+}
+
+impl Drop for PgServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
