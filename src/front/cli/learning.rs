@@ -30,8 +30,37 @@ pub struct StateArgs {
     /// The state file (default: the config's sandbox.state, else
     /// $XDG_DATA_HOME/mcp-sandbox/state.db), or a PostgreSQL database
     /// (`postgres://user@host/db`, its password in PGPASSWORD or PGPASSWORD_FILE, never in the URL).
-    #[arg(long, value_name = "PATH", value_parser = state_location)]
+    #[arg(long, value_name = "PATH", value_parser = StateParser)]
     pub state: Option<PathBuf>,
+}
+
+/// `--state`'s parser. Unlike a plain function parser, its error does not repeat the value: a
+/// refused PostgreSQL URL may hold a password, which must not be echoed to the terminal or a log.
+#[derive(Clone)]
+struct StateParser;
+
+impl clap::builder::TypedValueParser for StateParser {
+    type Value = PathBuf;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<PathBuf, clap::Error> {
+        let refuse = |message: String| {
+            clap::Error::raw(
+                clap::error::ErrorKind::ValueValidation,
+                format!("invalid value for '--state <PATH>': {message}\n"),
+            )
+            .with_cmd(cmd)
+        };
+        match value.to_str() {
+            Some(text) => state_location(text).map_err(refuse),
+            // Not UTF-8: a file path (a URL is always UTF-8).
+            None => Ok(PathBuf::from(value)),
+        }
+    }
 }
 
 #[derive(Debug, Args)]
