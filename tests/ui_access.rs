@@ -32,7 +32,10 @@ fn ids(a: &Answer) -> Vec<i64> {
 }
 
 fn error_code(a: &Answer) -> String {
-    json_of(a)["error"]["code"].as_str().unwrap_or("").to_string()
+    json_of(a)["error"]["code"]
+        .as_str()
+        .unwrap_or("")
+        .to_string()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -47,7 +50,14 @@ async fn a_principal_sees_only_its_tenants_executions_and_an_operator_sees_all()
     let ops = create_token(&h.state, "ops", &["--policy", "ops"]);
     for (token, id) in [(&red, 10), (&blue, 20)] {
         let s = open_session_as(&h.addr, token).await;
-        let a = execute_as(&h.addr, token, &s, id, "await mcp.fixture.echo({message: 'hi'}); return 1").await;
+        let a = execute_as(
+            &h.addr,
+            token,
+            &s,
+            id,
+            "await mcp.fixture.echo({message: 'hi'}); return 1",
+        )
+        .await;
         assert_eq!(a.status, 200, "{a:?}");
     }
     let records = audit(&h.state, &[]);
@@ -67,15 +77,31 @@ async fn a_principal_sees_only_its_tenants_executions_and_an_operator_sees_all()
     assert_eq!(a.status, 200, "{a:?}");
     assert_eq!(ids(&a), vec![red_id], "{a:?}");
     // Blue's execution, by id, to red: the same answer as a missing one.
-    let a = get(&h.addr, &host, &format!("/ui/api/executions/{blue_id}"), Some(&red)).await;
-    assert_eq!((a.status, error_code(&a).as_str()), (404, "UI_NOT_FOUND"), "{a:?}");
+    let a = get(
+        &h.addr,
+        &host,
+        &format!("/ui/api/executions/{blue_id}"),
+        Some(&red),
+    )
+    .await;
+    assert_eq!(
+        (a.status, error_code(&a).as_str()),
+        (404, "UI_NOT_FOUND"),
+        "{a:?}"
+    );
     let missing = get(&h.addr, &host, "/ui/api/executions/999999", Some(&red)).await;
     assert_eq!(
         (missing.status, json_of(&missing)["error"]["code"].clone()),
         (404, json!("UI_NOT_FOUND"))
     );
     // To blue it is there, with its calls and trace events.
-    let a = get(&h.addr, &host, &format!("/ui/api/executions/{blue_id}"), Some(&blue)).await;
+    let a = get(
+        &h.addr,
+        &host,
+        &format!("/ui/api/executions/{blue_id}"),
+        Some(&blue),
+    )
+    .await;
     assert_eq!(a.status, 200, "{a:?}");
     let rec = json_of(&a);
     assert_eq!(rec["tenant"], json!("blue"));
@@ -94,7 +120,11 @@ async fn a_principal_sees_only_its_tenants_executions_and_an_operator_sees_all()
         "/ui/api/capabilities?tenant=blue",
     ] {
         let a = get(&h.addr, &host, path, Some(&red)).await;
-        assert_eq!((a.status, error_code(&a).as_str()), (403, "UI_FORBIDDEN"), "{path}: {a:?}");
+        assert_eq!(
+            (a.status, error_code(&a).as_str()),
+            (403, "UI_FORBIDDEN"),
+            "{path}: {a:?}"
+        );
     }
     // Red's own graph: the one tool red called.
     let a = get(&h.addr, &host, "/ui/api/graph", Some(&red)).await;
@@ -110,7 +140,13 @@ async fn a_principal_sees_only_its_tenants_executions_and_an_operator_sees_all()
     assert_eq!(a.status, 200, "{a:?}");
     let all = ids(&a);
     assert!(all.contains(&red_id) && all.contains(&blue_id), "{a:?}");
-    let a = get(&h.addr, &host, &format!("/ui/api/executions/{blue_id}"), Some(&ops)).await;
+    let a = get(
+        &h.addr,
+        &host,
+        &format!("/ui/api/executions/{blue_id}"),
+        Some(&ops),
+    )
+    .await;
     assert_eq!(a.status, 200, "{a:?}");
     let me = json_of(&get(&h.addr, &host, "/ui/api/me", Some(&ops)).await);
     assert_eq!(me["operator"], json!(true), "{me}");
@@ -140,7 +176,12 @@ async fn a_principal_sees_only_its_tenants_executions_and_an_operator_sees_all()
 async fn without_authentication_only_loopback_hosts_are_answered() {
     let h = start_http(&[]).await;
     let s = open_session(&h.addr).await;
-    let a = post(&h.addr, Some(&s), &execute_body(2, json!({"code": "return 7"}))).await;
+    let a = post(
+        &h.addr,
+        Some(&s),
+        &execute_body(2, json!({"code": "return 7"})),
+    )
+    .await;
     assert_eq!(a.status, 200, "{a:?}");
     let port = h.addr.rsplit_once(':').unwrap().1.to_string();
     for host in ["evil.example", &format!("evil.example:{port}"), "10.1.2.3"] {
@@ -186,9 +227,8 @@ async fn without_authentication_only_loopback_hosts_are_answered() {
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(
-        ui.stderr.take().unwrap(),
-    ));
+    let mut lines =
+        tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(ui.stderr.take().unwrap()));
     let line = tokio::time::timeout(std::time::Duration::from_secs(20), lines.next_line())
         .await
         .expect("ui printed nothing within 20 s")
@@ -201,8 +241,15 @@ async fn without_authentication_only_loopback_hosts_are_answered() {
         .to_string();
     let a = get(&addr, &addr, "/ui/api/executions", None).await;
     assert_eq!(a.status, 200, "{a:?}");
-    assert_eq!(json_of(&a)["executions"][0]["outcome"], json!("OK"), "{a:?}");
+    assert_eq!(
+        json_of(&a)["executions"][0]["outcome"],
+        json!("OK"),
+        "{a:?}"
+    );
     let a = get(&addr, "evil.example", "/ui/api/executions", None).await;
-    assert_eq!((a.status, error_code(&a).as_str()), (403, "UI_HOST_REFUSED"));
+    assert_eq!(
+        (a.status, error_code(&a).as_str()),
+        (403, "UI_HOST_REFUSED")
+    );
     ui.kill().await.unwrap();
 }

@@ -17,6 +17,10 @@ use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(10);
 
+/// The execution of the README's waterfall: a capability (its two calls beneath it), a sleep, a
+/// failed call.
+const NESTED: &str = "const n = await mcp.demo.twice({}); await mcp.fixture.sleep({ms: 40}); try { await mcp.fixture.fail({message: 'no'}) } catch (e) {} return n";
+
 /// Runs `code` with execute_code in session `s`; panics unless the script succeeded.
 async fn run(addr: &str, s: &str, id: i64, code: &str) {
     let a = post(addr, Some(s), &execute_body(id, json!({ "code": code }))).await;
@@ -85,8 +89,12 @@ async fn the_web_view_shows_executions_waterfalls_and_the_graph_live() {
             "code": "await mcp.fixture.echo({message: 'x'}); await mcp.fixture.echo({message: 'y'}); return 2"}}}),
     )
     .await;
-    assert_eq!(saved.reply(5)["result"]["isError"], json!(false), "{saved:?}");
-    run(&h.addr, &s, 6, "return await mcp.demo.twice({})").await;
+    assert_eq!(
+        saved.reply(5)["result"]["isError"],
+        json!(false),
+        "{saved:?}"
+    );
+    run(&h.addr, &s, 6, NESTED).await;
     let records = audit(&h.state, &[]);
     // Oldest first: the four executions and the capability save.
     assert_eq!(records.len(), 5, "{records:?}");
@@ -112,39 +120,66 @@ async fn the_web_view_shows_executions_waterfalls_and_the_graph_live() {
         // The waterfall of the slow one: sleep, then echo after it, with their durations.
         let r = open_execution(&mut b, slow, 2);
         let calls = records[1]["calls"].as_array().unwrap();
-        assert_eq!((r[0][0].clone(), r[1][0].clone()), (json!("fixture:sleep"), json!("fixture:echo")));
+        assert_eq!(
+            (r[0][0].clone(), r[1][0].clone()),
+            (json!("fixture:sleep"), json!("fixture:echo"))
+        );
         for (row, call) in r.iter().zip(calls) {
             let d = row[2].as_f64().unwrap();
             assert_eq!(d, call["duration_ms"].as_f64().unwrap(), "{row} vs {call}");
             assert_eq!(row[5], json!(shown(d)), "{row}");
             assert_eq!(row[1], json!(0));
         }
-        let (sleep_d, sleep_at, echo_at) = (r[0][2].as_f64().unwrap(), r[0][3].as_f64().unwrap(), r[1][3].as_f64().unwrap());
+        let (sleep_d, sleep_at, echo_at) = (
+            r[0][2].as_f64().unwrap(),
+            r[0][3].as_f64().unwrap(),
+            r[1][3].as_f64().unwrap(),
+        );
         assert!((300.0..3000.0).contains(&sleep_d), "{r:?}");
-        assert!(echo_at >= sleep_at + sleep_d - 1.0, "the echo starts after the sleep ends: {r:?}");
+        assert!(
+            echo_at >= sleep_at + sleep_d - 1.0,
+            "the echo starts after the sleep ends: {r:?}"
+        );
 
         // The failed call is marked, with its code; the script's log is shown.
         let r = open_execution(&mut b, failing, 1);
-        let code = records[2]["calls"][0]["error"].as_str().unwrap().to_string();
-        assert_eq!((r[0][0].clone(), r[0][4].clone()), (json!("fixture:fail"), json!(true)), "{r:?}");
+        let code = records[2]["calls"][0]["error"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert_eq!(
+            (r[0][0].clone(), r[0][4].clone()),
+            (json!("fixture:fail"), json!(true)),
+            "{r:?}"
+        );
         assert_eq!(r[0][6], json!(code), "{r:?}");
         let logs = b.eval("document.getElementById('exec-logs').textContent");
         assert_eq!(logs, json!(format!("[log] caught {code}")));
 
         // The capability's two calls are indented under it.
-        let r = open_execution(&mut b, nested, 3);
-        let shape: Vec<Value> = r.iter().map(|x| json!([x[0], x[1]])).collect();
+        let r = open_execution(&mut b, nested, 5);
+        let shape: Vec<Value> = r.iter().map(|x| json!([x[0], x[1], x[4]])).collect();
         assert_eq!(
             shape,
-            vec![json!(["demo:twice", 0]), json!(["fixture:echo", 1]), json!(["fixture:echo", 1])]
+            vec![
+                json!(["demo:twice", 0, false]),
+                json!(["fixture:echo", 1, false]),
+                json!(["fixture:echo", 1, false]),
+                json!(["fixture:sleep", 0, false]),
+                json!(["fixture:fail", 0, true])
+            ]
         );
         let code = b.eval("document.getElementById('exec-code').textContent");
-        assert_eq!(code, json!("return await mcp.demo.twice({})"));
+        assert_eq!(code, json!(NESTED));
         save_screenshot("ui-waterfall.png", &b.screenshot());
 
         // Live: a new execution appears in the open list without a reload.
         b.eval("location.hash = '#/'; window.__kept = 42");
-        b.wait_for("the list again", "document.querySelectorAll('#executions tr.exec-row').length === 5", WAIT);
+        b.wait_for(
+            "the list again",
+            "document.querySelectorAll('#executions tr.exec-row').length === 5",
+            WAIT,
+        );
     });
     run(&h.addr, &s, 7, "return await mcp.fixture.add({a: 1, b: 2})").await;
     let newest = audit(&h.state, &[]).last().unwrap()["id"].as_i64().unwrap();
@@ -158,7 +193,11 @@ async fn the_web_view_shows_executions_waterfalls_and_the_graph_live() {
 
         // The graph: a node per tool with its calls, an edge per learned sequence with its count.
         b.eval("location.hash = '#/graph'");
-        b.wait_for("the graph", "document.querySelectorAll('#graph g.node').length === 5", WAIT);
+        b.wait_for(
+            "the graph",
+            "document.querySelectorAll('#graph g.node').length === 5",
+            WAIT,
+        );
         let mut nodes = b
             .eval("[...document.querySelectorAll('#graph g.node')].map(n => [n.dataset.tool, +n.dataset.calls, n.dataset.successRate])")
             .as_array()
@@ -171,8 +210,8 @@ async fn the_web_view_shows_executions_waterfalls_and_the_graph_live() {
                 ["demo:twice", 1, "1.000"],
                 ["fixture:add", 1, "1.000"],
                 ["fixture:echo", 5, "1.000"],
-                ["fixture:fail", 1, "0.000"],
-                ["fixture:sleep", 1, "1.000"]
+                ["fixture:fail", 2, "0.000"],
+                ["fixture:sleep", 2, "1.000"]
             ])
         );
         let mut edges = b
@@ -183,22 +222,38 @@ async fn the_web_view_shows_executions_waterfalls_and_the_graph_live() {
         edges.sort_by_key(|e| e.to_string());
         assert_eq!(
             json!(edges),
-            json!([["fixture:echo", "fixture:echo", 2], ["fixture:sleep", "fixture:echo", 1]])
+            json!([
+                ["demo:twice", "fixture:sleep", 1],
+                ["fixture:echo", "fixture:echo", 2],
+                ["fixture:sleep", "fixture:echo", 1]
+            ])
         );
         save_screenshot("ui-graph.png", &b.screenshot());
 
         // The capability with its code and schema.
         b.eval("location.hash = '#/capabilities'");
         let cap = b.wait_for("the capability", "document.querySelector('.cap[data-name=\"demo:twice\"]') && document.querySelector('.cap[data-name=\"demo:twice\"]').textContent", WAIT);
-        assert!(cap.as_str().unwrap().contains("await mcp.fixture.echo({message: 'x'})"), "{cap}");
+        assert!(
+            cap.as_str()
+                .unwrap()
+                .contains("await mcp.fixture.echo({message: 'x'})"),
+            "{cap}"
+        );
 
         // Nothing was requested from another origin.
-        assert!(b.requests.iter().any(|u| u.ends_with("/ui/api/executions?")), "{:?}", b.requests);
+        assert!(
+            b.requests.iter().any(|u| u.contains("/ui/api/executions")),
+            "{:?}",
+            b.requests
+        );
         let foreign: Vec<&String> = b
             .requests
             .iter()
             .filter(|u| !u.starts_with(&format!("{origin}/")))
             .collect();
-        assert!(foreign.is_empty(), "requests to another origin: {foreign:?}");
+        assert!(
+            foreign.is_empty(),
+            "requests to another origin: {foreign:?}"
+        );
     });
 }

@@ -164,9 +164,8 @@ impl Browser {
         let started = Instant::now();
         loop {
             let v = self.eval(expr);
-            let truthy = !matches!(&v, Value::Null | Value::Bool(false))
-                && v != json!(0)
-                && v != json!("");
+            let truthy =
+                !matches!(&v, Value::Null | Value::Bool(false)) && v != json!(0) && v != json!("");
             if truthy {
                 return v;
             }

@@ -65,7 +65,11 @@ fn row(r: &AuditRecord) -> Value {
 
 /// Execution `id` whole (code, calls, trace events, logs), or `None` when it does not exist
 /// or belongs to another tenant than `tenant` (when given): the two look the same.
-pub fn execution(store: &Store, id: i64, tenant: Option<&str>) -> Result<Option<Value>, StoreError> {
+pub fn execution(
+    store: &Store,
+    id: i64,
+    tenant: Option<&str>,
+) -> Result<Option<Value>, StoreError> {
     let Some(r) = store.audit_record(id)? else {
         return Ok(None);
     };
@@ -75,8 +79,9 @@ pub fn execution(store: &Store, id: i64, tenant: Option<&str>) -> Result<Option<
     let mut v = serde_json::to_value(&r).unwrap_or(Value::Null);
     if let Some(o) = v.as_object_mut() {
         // A record written before the detail existed (schema 10) has none: an empty one.
-        o.entry("detail")
-            .or_insert_with(|| json!({"traces": [], "logs": [], "traces_dropped": 0, "logs_dropped": 0}));
+        o.entry("detail").or_insert_with(
+            || json!({"traces": [], "logs": [], "traces_dropped": 0, "logs_dropped": 0}),
+        );
     }
     Ok(Some(v))
 }

@@ -96,8 +96,14 @@ impl Viewer {
 pub fn router(store: Store, access: UiAccess) -> (Router, Router) {
     let ui = Ui { store, access };
     let page = Router::new()
-        .route("/ui", get(|| async { asset("text/html; charset=utf-8", INDEX_HTML) }))
-        .route("/ui/", get(|| async { asset("text/html; charset=utf-8", INDEX_HTML) }))
+        .route(
+            "/ui",
+            get(|| async { asset("text/html; charset=utf-8", INDEX_HTML) }),
+        )
+        .route(
+            "/ui/",
+            get(|| async { asset("text/html; charset=utf-8", INDEX_HTML) }),
+        )
         .route(
             "/ui/assets/app.js",
             get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }),
@@ -176,7 +182,10 @@ async fn headers(State(ui): State<Ui>, req: Request, next: Next) -> Response {
         "content-security-policy",
         HeaderValue::from_static(CONTENT_SECURITY_POLICY),
     );
-    h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    h.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
     h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
     h.insert("cache-control", HeaderValue::from_static("no-store"));
     h.insert("x-frame-options", HeaderValue::from_static("DENY"));
@@ -247,9 +256,17 @@ async fn me(State(ui): State<Ui>, req: Request) -> Response {
         Ok(v) => v,
         Err(r) => return r,
     };
-    let (name, tenant, operator) = (v.principal.name.clone(), v.principal.tenant.clone(), v.operator);
+    let (name, tenant, operator) = (
+        v.principal.name.clone(),
+        v.principal.tenant.clone(),
+        v.operator,
+    );
     query(&ui, move |s| {
-        let tenants = if operator { api::tenants(s)? } else { vec![tenant.clone()] };
+        let tenants = if operator {
+            api::tenants(s)?
+        } else {
+            vec![tenant.clone()]
+        };
         Ok(json!({"principal": name, "tenant": tenant, "operator": operator, "tenants": tenants}))
     })
     .await
@@ -346,10 +363,23 @@ mod tests {
 
     #[test]
     fn loopback_hosts() {
-        for h in ["localhost", "localhost:8080", "127.0.0.1:1", "[::1]:80", "[::1]", "LOCALHOST"] {
+        for h in [
+            "localhost",
+            "localhost:8080",
+            "127.0.0.1:1",
+            "[::1]:80",
+            "[::1]",
+            "LOCALHOST",
+        ] {
             assert!(loopback_host(h), "{h}");
         }
-        for h in ["", "evil.example", "evil.example:80", "10.0.0.1:80", "localhost.evil.example"] {
+        for h in [
+            "",
+            "evil.example",
+            "evil.example:80",
+            "10.0.0.1:80",
+            "localhost.evil.example",
+        ] {
             assert!(!loopback_host(h), "{h}");
         }
     }

@@ -241,7 +241,7 @@ async function graphView(main) {
   const radius = (t) => 10 + 22 * Math.sqrt(t.calls / maxCalls);
   const rOf = new Map(g.tools.map((t) => [t.tool, radius(t)]));
   const root = svg("svg", { class: "graph", id: "graph", viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": "tool graph" },
-    svg("defs", {}, svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" },
+    svg("defs", {}, svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 10, markerHeight: 10, markerUnits: "userSpaceOnUse", orient: "auto-start-reverse" },
       svg("path", { d: "M0,0 L10,5 L0,10 z", fill: "#8a99a8" }))));
   const maxCount = Math.max(1, ...g.edges.map((e) => e.count));
   for (const e of g.edges) {
@@ -251,9 +251,15 @@ async function graphView(main) {
     const attrs = { class: "edge", "data-source": e.source, "data-target": e.target, "data-count": e.count, "stroke-width": width, fill: "none" };
     let lx, ly;
     if (e.source === e.target) {
-      const r = rOf.get(e.source), ox = s.x + Math.cos(s.a) * r, oy = s.y + Math.sin(s.a) * r;
-      root.append(svg("path", { ...attrs, d: `M${ox},${oy} c${30 * Math.cos(s.a - 0.6)},${30 * Math.sin(s.a - 0.6)} ${30 * Math.cos(s.a + 0.6)},${30 * Math.sin(s.a + 0.6)} 0,0`, "marker-end": "url(#arrow)" }));
-      lx = s.x + Math.cos(s.a) * (r + 34); ly = s.y + Math.sin(s.a) * (r + 34);
+      // A loop on the node's side that faces the centre (its label is on the outer side).
+      const r = rOf.get(e.source), b = n === 1 ? -Math.PI / 2 : s.a + Math.PI;
+      const p1 = [s.x + Math.cos(b - 0.5) * r, s.y + Math.sin(b - 0.5) * r];
+      const p2 = [s.x + Math.cos(b + 0.5) * r, s.y + Math.sin(b + 0.5) * r];
+      const far = r + 50;
+      const c1 = [s.x + Math.cos(b - 0.6) * far, s.y + Math.sin(b - 0.6) * far];
+      const c2 = [s.x + Math.cos(b + 0.6) * far, s.y + Math.sin(b + 0.6) * far];
+      root.append(svg("path", { ...attrs, d: `M${p1[0].toFixed(1)},${p1[1].toFixed(1)} C${c1[0].toFixed(1)},${c1[1].toFixed(1)} ${c2[0].toFixed(1)},${c2[1].toFixed(1)} ${p2[0].toFixed(1)},${p2[1].toFixed(1)}`, "marker-end": "url(#arrow)" }));
+      lx = s.x + Math.cos(b) * (r + 46); ly = s.y + Math.sin(b) * (r + 46);
     } else {
       const dx = t.x - s.x, dy = t.y - s.y, len = Math.hypot(dx, dy) || 1;
       const rs = rOf.get(e.source), rt = rOf.get(e.target) + 3;
@@ -272,7 +278,7 @@ async function graphView(main) {
       svg("title", {}, `${t.tool}: ${t.calls} calls, ${t.failures} failed, mean ${ms(t.mean_ms)}, p95 ${ms(t.p95_ms)}`),
       svg("circle", { cx: p.x.toFixed(1), cy: p.y.toFixed(1), r: r.toFixed(1), fill, stroke: "#34495e" }),
       svg("text", { x: lx.toFixed(1), y: ly.toFixed(1), "text-anchor": n === 1 ? "middle" : out, "dominant-baseline": "middle" },
-        svg("tspan", {}, t.tool), svg("tspan", { x: lx.toFixed(1), dy: "1.2em", class: "count" }, `${t.calls} calls · ${Math.round(100 * rate)}% ok`))));
+        svg("tspan", {}, t.tool), svg("tspan", { x: lx.toFixed(1), dy: "1.2em", class: "count" }, `${t.calls} call${t.calls === 1 ? "" : "s"} · ${Math.round(100 * rate)}% ok`))));
   }
   main.replaceChildren(el("h2", {}, "Tool graph" + (g.tenant ? " of tenant " + g.tenant : "")),
     el("p", { class: "muted" }, "A node is a tool (its size: calls; its colour: success rate, green = all succeeded); an arrow A → B counts how often B was the next successful call after A in one script."),
