@@ -67,7 +67,7 @@ impl Store {
     /// async workers (inline when there is no runtime: the CLI's own threads).
     pub(super) fn note_commit(&self) {
         let n = self.commits.fetch_add(1, Ordering::Relaxed) + 1;
-        if n % CHECKPOINT_EVERY != 0 {
+        if !n.is_multiple_of(CHECKPOINT_EVERY) {
             return;
         }
         let store = self.clone();

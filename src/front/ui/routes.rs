@@ -78,21 +78,21 @@ struct Viewer {
 impl Viewer {
     /// The tenant a request is about: `asked` when the viewer may see it (an operator any, a
     /// principal its own), else `403 UI_FORBIDDEN`. Without `asked`: the viewer's own.
-    fn tenant(&self, asked: Option<&str>) -> Result<String, Response> {
+    fn tenant(&self, asked: Option<&str>) -> Result<String, Box<Response>> {
         match asked {
             None => Ok(self.principal.tenant.clone()),
             Some(t) if self.operator || t == self.principal.tenant => Ok(t.to_string()),
-            Some(_) => Err(refuse(
+            Some(_) => Err(Box::new(refuse(
                 StatusCode::FORBIDDEN,
                 "UI_FORBIDDEN",
                 "this principal sees only its own tenant; leave out `tenant` (an operator's policy has \"operator\": true)",
-            )),
+            ))),
         }
     }
 }
 
 /// The web view's routes, to be merged into a router: the page and its assets (public), and the
-/// API under `api_layer` (the gateway's authentication guard, or nothing).
+/// API, for the caller to put behind the gateway's authentication guard (or nothing, `ui`).
 pub fn router(store: Store, access: UiAccess) -> (Router, Router) {
     let ui = Ui { store, access };
     let page = Router::new()
@@ -192,7 +192,7 @@ async fn headers(State(ui): State<Ui>, req: Request, next: Next) -> Response {
     r
 }
 
-fn viewer(ui: &Ui, req: &Request) -> Result<Viewer, Response> {
+fn viewer(ui: &Ui, req: &Request) -> Result<Viewer, Box<Response>> {
     match &ui.access {
         UiAccess::Local => Ok(Viewer {
             principal: Arc::new(Principal::local()),
@@ -200,11 +200,11 @@ fn viewer(ui: &Ui, req: &Request) -> Result<Viewer, Response> {
         }),
         UiAccess::Gateway { policies, .. } => {
             let Some(principal) = req.extensions().get::<Arc<Principal>>().cloned() else {
-                return Err(refuse(
+                return Err(Box::new(refuse(
                     StatusCode::UNAUTHORIZED,
                     "UI_UNAUTHENTICATED",
                     "this request carries no authenticated principal; send Authorization: Bearer TOKEN",
-                ));
+                )));
             };
             let operator = crate::config::gateway::is_operator(&principal, policies);
             Ok(Viewer {
@@ -254,7 +254,7 @@ fn answer(r: Result<Value, crate::store::StoreError>) -> Response {
 async fn me(State(ui): State<Ui>, req: Request) -> Response {
     let v = match viewer(&ui, &req) {
         Ok(v) => v,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let (name, tenant, operator) = (
         v.principal.name.clone(),
@@ -275,7 +275,7 @@ async fn me(State(ui): State<Ui>, req: Request) -> Response {
 async fn executions(State(ui): State<Ui>, req: Request) -> Response {
     let v = match viewer(&ui, &req) {
         Ok(v) => v,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let p = params(&req);
     let limit = match p.get("limit").map(|l| l.parse::<usize>()) {
@@ -294,7 +294,7 @@ async fn executions(State(ui): State<Ui>, req: Request) -> Response {
         (true, None) => None,
         (_, asked) => match v.tenant(asked.map(String::as_str)) {
             Ok(t) => Some(t),
-            Err(r) => return r,
+            Err(r) => return *r,
         },
     };
     let q = api::ListQuery {
@@ -310,7 +310,7 @@ async fn executions(State(ui): State<Ui>, req: Request) -> Response {
 async fn execution(State(ui): State<Ui>, Path(id): Path<String>, req: Request) -> Response {
     let v = match viewer(&ui, &req) {
         Ok(v) => v,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let Ok(id) = id.parse::<i64>() else {
         return refuse(
@@ -338,22 +338,22 @@ async fn execution(State(ui): State<Ui>, Path(id): Path<String>, req: Request) -
 async fn graph(State(ui): State<Ui>, req: Request) -> Response {
     let v = match viewer(&ui, &req) {
         Ok(v) => v,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     match v.tenant(params(&req).get("tenant").map(String::as_str)) {
         Ok(t) => query(&ui, move |s| api::graph(s, &t)).await,
-        Err(r) => r,
+        Err(r) => *r,
     }
 }
 
 async fn capabilities(State(ui): State<Ui>, req: Request) -> Response {
     let v = match viewer(&ui, &req) {
         Ok(v) => v,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     match v.tenant(params(&req).get("tenant").map(String::as_str)) {
         Ok(t) => query(&ui, move |s| api::capabilities(s, &t)).await,
-        Err(r) => r,
+        Err(r) => *r,
     }
 }
 
