@@ -2,10 +2,11 @@
 # Installs everything the tests need, from a fresh clone, and is safe to run again:
 #   - the pinned reference MCP servers and TypeScript (npm ci, from package-lock.json),
 #   - a Python venv at .venv with tests/python/requirements.txt (the official MCP Python SDK),
+#   - Chromium (Debian's `chromium`, with apt-get, only when it is missing) for tests/ui_web.rs,
 #   - one release build of the workspace: the binaries (mcp-sandbox, sandbox-runner, the fixtures),
 #     the test binaries and the benchmark, with one feature set so nothing is compiled twice.
 #   - PostgreSQL's server binaries (Debian's postgresql package) when initdb is missing.
-# Needs only the Rust toolchain, node/npm and python3 (and apt-get as root for PostgreSQL).
+# Needs only the Rust toolchain, node/npm and python3 (and apt-get as root for PostgreSQL and Chromium when missing).
 # Nothing is downloaded at test time.
 set -euo pipefail
 
@@ -63,6 +64,20 @@ else
     say "pip install -r tests/python/requirements.txt"
     .venv/bin/python -m pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt
     echo "$py_stamp" > .venv/.setup-stamp
+fi
+
+# --- Chromium for the web view's browser test (tests/ui_web.rs); apt-get only when missing ---
+if command -v chromium >/dev/null 2>&1; then
+    say "chromium present"
+elif command -v apt-get >/dev/null 2>&1; then
+    say "apt-get install chromium"
+    sudo_=""
+    [[ $(id -u) -eq 0 ]] || sudo_="sudo"
+    $sudo_ apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq chromium >/dev/null
+else
+    say "missing 'chromium' (the browser test needs it; install Debian's chromium package)" >&2
+    exit 1
 fi
 
 # --- Rust (tests spawn the binaries from target/release) ---

@@ -33,6 +33,7 @@ fn main() {
             Command::Token(args) => cli::team::token(args),
             Command::Audit(args) => cli::team::audit(args),
             Command::Policy(args) => cli::policy::command(args),
+            Command::Ui(args) => cli::ui::command(args).await,
         }
     });
     match status {

@@ -108,6 +108,8 @@ mod terminal_escaping;
 mod tool_result_limit;
 mod tools_cli;
 mod typescript_positions;
+mod ui_access;
+mod ui_web;
 mod uid_layer;
 mod unknown_tools;
 mod walkthrough;

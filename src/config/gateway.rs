@@ -92,6 +92,11 @@ pub struct PrincipalPolicy {
     /// principals may only when one of their policies says `true` and none says `false`.
     #[serde(default)]
     pub save_capabilities: Option<bool>,
+    /// Whether the principal is an operator of the web view (`/ui`): it sees every tenant's
+    /// executions, graph and capabilities, not only its own tenant's. Token and JWT principals
+    /// are operators only when one of their policies says `true` and none says `false`.
+    #[serde(default)]
+    pub operator: Option<bool>,
     /// Data-flow labels added to the config's (see `context::flow`).
     #[serde(default)]
     pub labels: BTreeMap<String, Vec<String>>,
@@ -169,6 +174,25 @@ pub fn may_save_capabilities(
             principal.policies.join(", ")
         }
     ))
+}
+
+/// Whether `principal` is an operator of the web view: `local` (the `ui` subcommand) and
+/// `anonymous` (HTTP without authentication, loopback only) are; a token or JWT principal only
+/// when one of its policies has `"operator": true` and none `false`.
+pub fn is_operator(
+    principal: &crate::context::principal::Principal,
+    all: &BTreeMap<String, PrincipalPolicy>,
+) -> bool {
+    let mine: Vec<&PrincipalPolicy> = principal
+        .policies
+        .iter()
+        .filter_map(|n| all.get(n))
+        .collect();
+    if mine.iter().any(|p| p.operator == Some(false)) {
+        return false;
+    }
+    let team = principal.name.starts_with("token:") || principal.name.starts_with("jwt:");
+    !team || mine.iter().any(|p| p.operator == Some(true))
 }
 
 /// Checks the gateway keys of a parsed `sandbox` section.

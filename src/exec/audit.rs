@@ -6,7 +6,10 @@
 use crate::context::principal::Caller;
 use crate::error::{ErrorCode, ExecError};
 use crate::exec::outcome::Outcome;
-use crate::store::audit::{AuditCall, AuditRecord, RUNNING};
+use crate::store::audit::{
+    AuditCall, AuditDetail, AuditRecord, DetailLog, MAX_DETAIL_LOGS, MAX_DETAIL_LOG_BYTES,
+    MAX_DETAIL_TRACES, RUNNING,
+};
 use crate::store::{Store, StoreError};
 use crate::trace::{TraceEvent, TraceKind};
 use std::collections::HashMap;
@@ -95,6 +98,7 @@ impl Auditor {
             duration_ms: 0.0,
             calls: Vec::new(),
             labels: Vec::new(),
+            detail: None,
         }
     }
 
@@ -159,6 +163,7 @@ impl Auditor {
                 .map_or_else(|| "OK".to_string(), |e| e.code.to_string()),
             duration_ms: outcome.metrics.duration_ms,
             calls,
+            detail: Some(detail_of(outcome, self.options.code)),
             labels: outcome
                 .traces
                 .iter()
@@ -240,6 +245,55 @@ pub fn bounded(s: &str, mode: AuditCode) -> String {
     match mode {
         AuditCode::Full => crate::term::clip(s, MAX_STORED_STRING),
         AuditCode::Hash => format!("sha256:{} [{} bytes]", sha256_hex(s.as_bytes()), s.len()),
+    }
+}
+
+/// What the record keeps for the web view: the first trace events and log lines, bounded. With
+/// `--audit-code hash` no text the script produced is kept (logs, error messages, state keys).
+fn detail_of(outcome: &Outcome, mode: AuditCode) -> AuditDetail {
+    let full = mode == AuditCode::Full;
+    let traces = outcome
+        .traces
+        .iter()
+        .take(MAX_DETAIL_TRACES)
+        .map(|e| {
+            let mut e = e.clone();
+            e.tool = bounded(&e.tool, mode);
+            if !full {
+                e.key = None;
+                if let Some(err) = e.error.as_mut() {
+                    err.message.clear();
+                }
+            }
+            e
+        })
+        .collect();
+    let logs: Vec<DetailLog> = if full {
+        outcome
+            .logs
+            .iter()
+            .take(MAX_DETAIL_LOGS)
+            .map(|l| DetailLog {
+                level: crate::term::clip(&l.level, 16),
+                message: crate::term::clip(&l.message, MAX_DETAIL_LOG_BYTES),
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    AuditDetail {
+        traces_dropped: outcome.traces.len().saturating_sub(MAX_DETAIL_TRACES) as u64,
+        logs_dropped: (outcome.logs.len() - logs.len()) as u64,
+        traces,
+        logs,
+        error: outcome.error.as_ref().map(|e| crate::trace::TraceError {
+            code: e.code,
+            message: if full {
+                crate::term::clip(&e.message, MAX_DETAIL_LOG_BYTES)
+            } else {
+                String::new()
+            },
+        }),
     }
 }
 

@@ -68,6 +68,7 @@ pub fn write_record(keep: AuditCode, caller: &Caller, code: &str) -> AuditRecord
         outcome: "OK".into(),
         duration_ms: 0.0,
         calls: Vec::new(),
+        detail: None,
         labels: Vec::new(),
     }
 }

@@ -34,7 +34,43 @@ pub struct AuditRecord {
     /// The data-flow labels the execution read (`context::flow`), in the order they joined.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub labels: Vec<String>,
+    /// The execution's trace events, logs and error (the web view's waterfall): written with
+    /// the outcome, read only by [`Store::audit_record`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<AuditDetail>,
 }
+
+/// What the record keeps of an execution beside its calls, as the client saw it (redacted with
+/// the session's placeholders, unless the operator opted in to real values), bounded by
+/// [`MAX_DETAIL_TRACES`] and [`MAX_DETAIL_LOGS`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AuditDetail {
+    pub traces: Vec<crate::trace::TraceEvent>,
+    /// Trace events past [`MAX_DETAIL_TRACES`], not kept.
+    #[serde(default)]
+    pub traces_dropped: u64,
+    /// Empty with `--audit-code hash` (logs hold what the code printed).
+    pub logs: Vec<DetailLog>,
+    #[serde(default)]
+    pub logs_dropped: u64,
+    /// The outcome's error (`code`, `message`; the message only with `--audit-code full`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<crate::trace::TraceError>,
+}
+
+/// One log line of an [`AuditDetail`] (its message clipped to [`MAX_DETAIL_LOG_BYTES`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DetailLog {
+    pub level: String,
+    pub message: String,
+}
+
+/// Most trace events an [`AuditDetail`] keeps (the first ones).
+pub const MAX_DETAIL_TRACES: usize = 2000;
+/// Most log lines an [`AuditDetail`] keeps (the first ones).
+pub const MAX_DETAIL_LOGS: usize = 200;
+/// Longest log message an [`AuditDetail`] keeps whole.
+pub const MAX_DETAIL_LOG_BYTES: usize = 4096;
 
 /// One tool or capability call of an execution, in start order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -76,8 +112,8 @@ pub const RUNNING: &str = "RUNNING";
 
 fn insert_head(tx: &rusqlite::Transaction<'_>, r: &AuditRecord) -> Result<i64, StoreError> {
     let mut stmt = tx.prepare_cached(
-        "INSERT INTO audit (ts, principal, tenant, client, front, code, code_sha256, code_bytes, outcome, duration_ms, labels)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        "INSERT INTO audit (ts, principal, tenant, client, front, code, code_sha256, code_bytes, outcome, duration_ms, labels, detail)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     )?;
     stmt.execute(params![
         r.ts,
@@ -90,9 +126,15 @@ fn insert_head(tx: &rusqlite::Transaction<'_>, r: &AuditRecord) -> Result<i64, S
         r.code_bytes.map(|n| i64::try_from(n).unwrap_or(i64::MAX)),
         r.outcome,
         r.duration_ms,
-        labels_column(&r.labels)
+        labels_column(&r.labels),
+        detail_column(r.detail.as_ref())
     ])?;
     Ok(tx.last_insert_rowid())
+}
+
+/// The detail as the `detail` column keeps it: JSON, or NULL for none.
+fn detail_column(detail: Option<&AuditDetail>) -> Option<String> {
+    detail.and_then(|d| serde_json::to_string(d).ok())
 }
 
 /// The labels as the `labels` column keeps them: a JSON array, or NULL for none.
@@ -144,8 +186,14 @@ impl Store {
 
 fn complete(tx: &rusqlite::Transaction<'_>, id: i64, r: &AuditRecord) -> Result<(), StoreError> {
     let n = tx.execute(
-        "UPDATE audit SET outcome = ?2, duration_ms = ?3, labels = ?4 WHERE id = ?1",
-        params![id, r.outcome, r.duration_ms, labels_column(&r.labels)],
+        "UPDATE audit SET outcome = ?2, duration_ms = ?3, labels = ?4, detail = ?5 WHERE id = ?1",
+        params![
+            id,
+            r.outcome,
+            r.duration_ms,
+            labels_column(&r.labels),
+            detail_column(r.detail.as_ref())
+        ],
     )?;
     if n == 0 {
         // Pruned meanwhile (retention): the record is written whole again.
@@ -187,10 +235,7 @@ impl Store {
             return pg.query_audit(filter);
         }
         self.with(|conn| {
-            let mut sql = String::from(
-                "SELECT id, ts, principal, tenant, client, front, code, code_sha256, outcome, duration_ms, code_bytes, labels
-                 FROM audit a WHERE 1 = 1",
-            );
+            let mut sql = format!("SELECT {HEAD_COLUMNS} FROM audit a WHERE 1 = 1");
             let mut args: Vec<rusqlite::types::Value> = Vec::new();
             if let Some(since) = filter.since_ms {
                 args.push(since.into());
@@ -221,47 +266,46 @@ impl Store {
             args.push((filter.limit.max(1) as i64).into());
             sql.push_str(&format!(" ORDER BY a.id DESC LIMIT ?{}", args.len()));
             let mut stmt = conn.prepare(&sql)?;
-            let rows = stmt.query_map(rusqlite::params_from_iter(args), |r| {
-                Ok(AuditRecord {
-                    id: r.get(0)?,
-                    ts: r.get(1)?,
-                    principal: r.get(2)?,
-                    tenant: r.get(3)?,
-                    client: r.get(4)?,
-                    front: r.get(5)?,
-                    code: r.get(6)?,
-                    code_sha256: r.get(7)?,
-                    code_bytes: r.get::<_, Option<i64>>(10)?.map(|n| n.max(0) as u64),
-                    labels: r
-                        .get::<_, Option<String>>(11)?
-                        .and_then(|t| serde_json::from_str(&t).ok())
-                        .unwrap_or_default(),
-                    outcome: r.get(8)?,
-                    duration_ms: r.get(9)?,
-                    calls: Vec::new(),
-                })
-            })?;
+            let rows = stmt.query_map(rusqlite::params_from_iter(args), head_of)?;
             let mut records = rows.collect::<Result<Vec<_>, _>>()?;
             records.reverse();
-            let mut calls = conn.prepare_cached(
-                "SELECT kind, tool, args_sha256, args, error, duration_ms, approval FROM audit_calls
-                 WHERE audit_id = ?1 ORDER BY seq",
-            )?;
             for rec in &mut records {
-                let rows = calls.query_map(params![rec.id], |r| {
-                    Ok(AuditCall {
-                        kind: r.get(0)?,
-                        tool: r.get(1)?,
-                        args_sha256: r.get(2)?,
-                        args: r.get(3)?,
-                        error: r.get(4)?,
-                        duration_ms: r.get(5)?,
-                        approval: r.get(6)?,
-                    })
-                })?;
-                rec.calls = rows.collect::<Result<Vec<_>, _>>()?;
+                rec.calls = calls_of(conn, rec.id)?;
             }
             Ok(records)
+        })
+    }
+
+    /// Record `id` with its calls and its [`AuditDetail`], or `None` when there is none.
+    pub fn audit_record(&self, id: i64) -> Result<Option<AuditRecord>, StoreError> {
+        self.with(|conn| {
+            let found = conn
+                .query_row(
+                    &format!("SELECT {HEAD_COLUMNS}, detail FROM audit WHERE id = ?1"),
+                    params![id],
+                    |r| {
+                        let mut rec = head_of(r)?;
+                        rec.detail = r
+                            .get::<_, Option<String>>(12)?
+                            .and_then(|t| serde_json::from_str(&t).ok());
+                        Ok(rec)
+                    },
+                )
+                .optional()?;
+            let Some(mut rec) = found else {
+                return Ok(None);
+            };
+            rec.calls = calls_of(conn, id)?;
+            Ok(Some(rec))
+        })
+    }
+
+    /// The tenants the audit log names, sorted.
+    pub fn audit_tenants(&self) -> Result<Vec<String>, StoreError> {
+        self.with(|conn| {
+            let mut stmt = conn.prepare("SELECT DISTINCT tenant FROM audit ORDER BY tenant")?;
+            let rows = stmt.query_map([], |r| r.get(0))?;
+            Ok(rows.collect::<Result<Vec<String>, _>>()?)
         })
     }
 
@@ -300,6 +344,52 @@ impl Store {
     }
 }
 
+/// The columns [`head_of`] reads, in its order.
+const HEAD_COLUMNS: &str = "id, ts, principal, tenant, client, front, code, code_sha256, outcome, duration_ms, code_bytes, labels";
+
+/// A record without its calls and detail, from a row of [`HEAD_COLUMNS`].
+fn head_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<AuditRecord> {
+    Ok(AuditRecord {
+        id: r.get(0)?,
+        ts: r.get(1)?,
+        principal: r.get(2)?,
+        tenant: r.get(3)?,
+        client: r.get(4)?,
+        front: r.get(5)?,
+        code: r.get(6)?,
+        code_sha256: r.get(7)?,
+        code_bytes: r.get::<_, Option<i64>>(10)?.map(|n| n.max(0) as u64),
+        labels: r
+            .get::<_, Option<String>>(11)?
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default(),
+        outcome: r.get(8)?,
+        duration_ms: r.get(9)?,
+        calls: Vec::new(),
+        detail: None,
+    })
+}
+
+/// The calls of record `id`, in start order.
+fn calls_of(conn: &rusqlite::Connection, id: i64) -> Result<Vec<AuditCall>, StoreError> {
+    let mut calls = conn.prepare_cached(
+        "SELECT kind, tool, args_sha256, args, error, duration_ms, approval FROM audit_calls
+         WHERE audit_id = ?1 ORDER BY seq",
+    )?;
+    let rows = calls.query_map(params![id], |r| {
+        Ok(AuditCall {
+            kind: r.get(0)?,
+            tool: r.get(1)?,
+            args_sha256: r.get(2)?,
+            args: r.get(3)?,
+            error: r.get(4)?,
+            duration_ms: r.get(5)?,
+            approval: r.get(6)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<Vec<_>, _>>()?)
+}
+
 /// Inserts one record (and its calls) in the open transaction `tx`; returns its id. Other
 /// writes that must be audited (saving a capability) commit their record in their own
 /// transaction with it.
@@ -327,6 +417,7 @@ pub(super) mod tests {
             outcome: "OK".into(),
             duration_ms: 1.0,
             labels: vec!["private".into()],
+            detail: None,
             calls: vec![AuditCall {
                 kind: "tool".into(),
                 tool: "s:t".into(),

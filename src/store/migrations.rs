@@ -169,4 +169,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     "ALTER TABLE state_sessions ADD COLUMN placeholders_nonce BLOB;
      ALTER TABLE state_sessions ADD COLUMN placeholders BLOB;
      ALTER TABLE state_sessions ADD COLUMN placeholders_next INTEGER NOT NULL DEFAULT 1;",
+    // 10: what the web view (front/ui) shows of one execution: its trace events, logs and
+    // error as the client saw them (redacted), bounded; a JSON object (`audit::AuditDetail`).
+    "ALTER TABLE audit ADD COLUMN detail TEXT;",
 ];

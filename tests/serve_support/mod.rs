@@ -186,6 +186,7 @@ pub fn python_json(
 pub fn alive(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
+pub mod cdp;
 pub mod http;
 pub mod otlp;
 pub mod sdk;

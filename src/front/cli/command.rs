@@ -8,6 +8,7 @@ use super::policy::PolicyArgs as PolicyCommandArgs;
 use super::run::RunArgs;
 use super::team::{AuditArgs, TokenArgs};
 use super::tools::ToolsArgs;
+use super::ui::UiArgs;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
@@ -44,4 +45,7 @@ pub enum Command {
     Audit(AuditArgs),
     /// Test a policy before deploying it: `policy explain --config F --call 'server:tool {json}'`.
     Policy(PolicyCommandArgs),
+    /// Serve the web view of a state store (executions, waterfalls, the tool graph,
+    /// capabilities) at http://ADDR/ui, loopback only; `serve --http` serves it too.
+    Ui(UiArgs),
 }

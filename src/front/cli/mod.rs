@@ -14,6 +14,7 @@ pub mod run;
 pub mod run_output;
 pub mod team;
 pub mod tools;
+pub mod ui;
 
 use crate::config::Config;
 use crate::context::policy::{Policy, Rules};

@@ -25,7 +25,7 @@ pub struct TeamStoreArgs {
 }
 
 impl TeamStoreArgs {
-    fn open(&self) -> Result<(Store, Option<Config>), UsageError> {
+    pub(super) fn open(&self) -> Result<(Store, Option<Config>), UsageError> {
         let config = match &self.config {
             Some(p) => Some(Config::load(p).map_err(|e| UsageError(e.to_string()))?),
             None => None,

@@ -161,15 +161,29 @@ pub async fn serve_http(
         bodies: Arc::new(Semaphore::new(MAX_BUFFERED_BODY_BYTES)),
         auth: auth.clone(),
     });
+    // The web view (`/ui`) reads the state store: its API sits behind the same guard, its page
+    // (no data in it) does not, so a browser can load it before it holds a credential.
+    let ui = front.gateway.store.clone().map(|store| {
+        crate::front::ui::router(
+            store,
+            crate::front::ui::UiAccess::Gateway {
+                policies: Arc::new(front.gateway.policies.clone()),
+                authenticated: auth.is_some(),
+            },
+        )
+    });
+    let (ui_page, ui_api) = ui.unzip();
     // `/metrics` sits behind the same guard: with sandbox.auth on, a scrape needs a credential.
     let metrics_sandbox = front.gateway.sandbox.clone();
     let router = axum::Router::new()
+        .merge(ui_api.unwrap_or_default())
         .nest_service("/mcp", service)
         .route(
             "/metrics",
             axum::routing::get(move || super::metrics::answer(metrics_sandbox.clone())),
         )
         .layer(axum::middleware::from_fn_with_state(front.clone(), guard));
+    let router = router.merge(ui_page.unwrap_or_default());
     // The protected-resource metadata is public (clients read it to learn how to authenticate).
     let router = match &auth {
         None => router,
@@ -202,6 +216,9 @@ pub async fn serve_http(
         eprintln!("mcp-sandbox: serving MCP over HTTPS at https://{bound}/mcp");
     } else {
         eprintln!("mcp-sandbox: serving MCP over HTTP at http://{bound}/mcp");
+    }
+    if front.gateway.store.is_some() {
+        eprintln!("mcp-sandbox: web view at {scheme}://{bound}/ui");
     }
     let reaper = {
         let front = front.clone();
