@@ -209,6 +209,7 @@ fn concurrent_audit_appends_keep_one_record_each(s: &Store) {
                         duration_ms: 0.0,
                         calls: Vec::new(),
                         labels: Vec::new(),
+                        detail: None,
                     };
                     // Half written ahead then completed, half appended whole.
                     if i.is_multiple_of(2) {

@@ -145,6 +145,8 @@ impl Pg {
                         .and_then(|t| serde_json::from_str(&t).ok())
                         .unwrap_or_default(),
                     calls: Vec::new(),
+                    // Not kept on PostgreSQL yet (the web view reads SQLite; postgres-status.md).
+                    detail: None,
                 })
                 .collect();
             records.reverse();
