@@ -11,30 +11,42 @@ use std::time::Duration;
 const TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
 const PARENT: &str = "b7ad6b7169203331";
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_traceparent_flows_from_the_client_through_the_gateway_to_the_server() {
-    let collector = Collector::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("meta.jsonl");
-    let config = dir.path().join("mcp.json");
+/// One `execute_code` of `fixture.echo` through `serve` over stdio (the official Python SDK),
+/// its request's `_meta` holding a `traceparent`; the fixture server logs each call's `_meta`.
+/// Returns the client's report and the path of that log.
+async fn echo_over_stdio(dir: &std::path::Path, sandbox: Value) -> (Value, std::path::PathBuf) {
+    let log = dir.join("meta.jsonl");
+    let config = dir.join("mcp.json");
     let body = json!({
         "mcpServers": {"fixture": {
             "command": bin("fixture-mcp-server"),
             "env": {"FIXTURE_META_LOG": log},
         }},
-        "sandbox": {"telemetry": {"endpoint": collector.endpoint}},
+        "sandbox": sandbox,
     });
     std::fs::write(&config, body.to_string()).unwrap();
     let calls = json!([{
         "code": "return await mcp.fixture.echo({message: 'hi'})",
         "_meta": {"traceparent": format!("00-{TRACE}-{PARENT}-01")},
     }]);
-    let state = dir.path().join("state.db");
+    let state = dir.join("state.db");
     let report = tokio::task::spawn_blocking(move || {
         crate::serve_support::sdk::over_stdio("budget_client.py", &config, &state, &calls)
     })
     .await
     .unwrap();
+    (report, log)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_traceparent_flows_from_the_client_through_the_gateway_to_the_server() {
+    let collector = Collector::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (report, log) = echo_over_stdio(
+        dir.path(),
+        json!({"telemetry": {"endpoint": collector.endpoint}}),
+    )
+    .await;
     let out = &report["results"][0]["out"];
     assert_eq!(out["result"], json!("hi"), "{report}");
 
@@ -72,23 +84,7 @@ async fn a_traceparent_flows_from_the_client_through_the_gateway_to_the_server()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_telemetry_no_traceparent_is_sent_downstream() {
     let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("meta.jsonl");
-    let config = dir.path().join("mcp.json");
-    let body = json!({"mcpServers": {"fixture": {
-        "command": bin("fixture-mcp-server"),
-        "env": {"FIXTURE_META_LOG": log},
-    }}});
-    std::fs::write(&config, body.to_string()).unwrap();
-    let calls = json!([{
-        "code": "return await mcp.fixture.echo({message: 'hi'})",
-        "_meta": {"traceparent": format!("00-{TRACE}-{PARENT}-01")},
-    }]);
-    let state = dir.path().join("state.db");
-    let report = tokio::task::spawn_blocking(move || {
-        crate::serve_support::sdk::over_stdio("budget_client.py", &config, &state, &calls)
-    })
-    .await
-    .unwrap();
+    let (report, log) = echo_over_stdio(dir.path(), json!({})).await;
     assert_eq!(
         report["results"][0]["out"]["result"],
         json!("hi"),
