@@ -66,5 +66,9 @@ async fn hostile_runners_keep_host_memory_bounded() {
         after_flood <= peak + 16 * 1024,
         "flood grew the peak to {after_flood} KiB"
     );
-    assert_eq!(child_pids(), Vec::<u32>::new(), "a hostile runner survived");
+    assert_eq!(
+        children_left(std::time::Duration::from_secs(2)).await,
+        Vec::<u32>::new(),
+        "a hostile runner survived"
+    );
 }

@@ -36,13 +36,8 @@ async fn two_hundred_executions_leave_nothing_behind() {
         let o = run_with(&catalog, code, limits).await;
         assert_eq!(o.success, i % scripts.len() == 0, "{code}: {o:?}");
     }
-    // A runner whose result arrived is killed and reaped in the background (issue 18).
-    let end = std::time::Instant::now() + std::time::Duration::from_secs(2);
-    while !child_pids().is_empty() && std::time::Instant::now() < end {
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
     assert_eq!(
-        child_pids(),
+        children_left(std::time::Duration::from_secs(2)).await,
         Vec::<u32>::new(),
         "children (or zombies) left behind"
     );

@@ -146,6 +146,20 @@ pub fn child_pids() -> Vec<u32> {
         .collect()
 }
 
+/// Waits (bounded by `within`) until [`child_pids`] is empty and returns what is left: a runner
+/// whose result arrived is killed and reaped in the background (issue 18), so right after an
+/// outcome it may still be listed for a moment.
+pub async fn children_left(within: Duration) -> Vec<u32> {
+    let end = std::time::Instant::now() + within;
+    loop {
+        let left = child_pids();
+        if left.is_empty() || std::time::Instant::now() >= end {
+            return left;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// Live (not zombie) children of this process named `sandbox-zygote` (the zygote renames
 /// itself at start; its forked runners, whose command line is the zygote's, rename themselves
 /// back to `sandbox-runner`).
