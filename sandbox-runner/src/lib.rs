@@ -18,6 +18,7 @@ pub mod lockdown;
 /// Copy-on-write pre-faulting of a forked runner (used by the zygote).
 #[cfg(all(feature = "lockdown", feature = "engine"))]
 pub mod prefault;
+pub mod prefault_probe;
 
 #[cfg(feature = "engine")]
 pub mod engine;

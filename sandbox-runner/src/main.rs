@@ -102,6 +102,14 @@ fn main() {
         .zygote
         .then(sandbox_runner::prefault::Prefault::capture)
         .unwrap_or_default();
+    // Only the pages an execution touches, learned by one probe (see `prefault_probe`); all of
+    // them if the probe fails.
+    let prefault = match args.zygote {
+        true => sandbox_runner::prefault_probe::learn(&engine, &prefault)
+            .map(sandbox_runner::prefault::Prefault::narrowed)
+            .unwrap_or(prefault),
+        false => prefault,
+    };
     let shared = lockdown::apply_shared(&args.lockdown);
     if args.zygote {
         // Not dumpable and no_new_privs for the zygote itself; each runner sets both again.

@@ -1,4 +1,5 @@
-//! Copy-on-write pre-faulting for runners forked from a zygote.
+//! Copy-on-write pre-faulting for runners forked from a zygote (narrowed to the pages an
+//! execution touches by `prefault_probe`).
 //!
 //! A forked runner shares the zygote's heap copy-on-write. QuickJS writes all over it
 //! (reference counts of intrinsics, shapes, atoms), so without help the first execution pays
@@ -21,6 +22,9 @@ pub struct Prefault {
     /// Start of the `brk` heap, which may grow after the capture: populated up to `sbrk(0)`.
     heap_start: Option<usize>,
 }
+
+/// A range of addresses, `(start, end)`, end exclusive.
+pub type Range = (usize, usize);
 
 /// Mappings larger than this are reservations, not data: never populated.
 const MAX_RANGE: usize = 16 * 1024 * 1024;
@@ -90,6 +94,32 @@ impl Prefault {
             if end > start && end - start <= MAX_RANGE {
                 advise(start, end, libc::MADV_POPULATE_WRITE);
             }
+        }
+    }
+}
+
+impl Prefault {
+    /// The ranges a probe should look at: the data ranges with the heap up to its current end,
+    /// and the code ranges.
+    pub fn ranges_to_probe(&self) -> (Vec<Range>, Vec<Range>) {
+        let mut data = self.ranges.clone();
+        if let Some(start) = self.heap_start {
+            // SAFETY: sbrk(0) only reads the current program break.
+            let end = unsafe { libc::sbrk(0) } as usize;
+            if end > start && end - start <= MAX_RANGE {
+                data.push((start, end));
+            }
+        }
+        (data, self.code.clone())
+    }
+
+    /// Populates only what a probe saw an execution touch (see `prefault_probe`): its data
+    /// pages and its code pages, nothing else; the heap is among the data ranges.
+    pub fn narrowed(touched: crate::prefault_probe::Touched) -> Self {
+        Prefault {
+            ranges: touched.data,
+            code: touched.code,
+            heap_start: None,
         }
     }
 }

@@ -100,18 +100,16 @@ mod tests {
         // SAFETY: `info` is a valid, writable siginfo_t for the call's duration.
         let rc = unsafe {
             let mut info: libc::siginfo_t = std::mem::zeroed();
-            libc::waitid(
-                libc::P_PID,
-                pid,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
+            libc::waitid(libc::P_PID, pid, &mut info, libc::WEXITED | libc::WNOWAIT)
         };
         assert_eq!(rc, 0);
         let clock = super::clock_ms(pid).expect("the zombie's CPU clock");
         let stat = super::stat_ms(pid).expect("the zombie's /proc stat");
         assert!(clock > 0, "the child spent CPU: {clock} ms");
-        assert!(clock.abs_diff(stat) <= 20, "clock {clock} ms, /proc {stat} ms");
+        assert!(
+            clock.abs_diff(stat) <= 20,
+            "clock {clock} ms, /proc {stat} ms"
+        );
         child.wait().unwrap();
     }
 }
