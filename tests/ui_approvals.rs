@@ -13,10 +13,7 @@ use serve_support::team::*;
 use std::time::{Duration, Instant};
 
 async fn get_as(addr: &str, token: &str) -> Value {
-    let req = format!(
-        "GET /ui/api/approvals HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {token}\r\nconnection: close\r\n\r\n"
-    );
-    let a = exchange(addr, req.as_bytes()).await;
+    let a = crate::ui_access::get(addr, addr, "/ui/api/approvals", Some(token)).await;
     assert_eq!(a.status, 200, "{a:?}");
     serde_json::from_str(&a.body).unwrap()
 }
