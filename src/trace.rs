@@ -70,6 +70,9 @@ pub struct TraceEvent {
     /// Approval events: who or what answered (`elicitation`, `tty`, `flag`, `timeout`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<String>,
+    /// `approval_granted`/`approval_denied` by `web`: the principal who answered on the page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approver: Option<String>,
     /// `approval_requested`: the policy rule that asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule: Option<String>,
@@ -312,6 +315,7 @@ mod tests {
             bytes: None,
             label: None,
             decision: None,
+            approver: None,
         };
         assert_eq!(
             serde_json::to_string(&e).unwrap(),
@@ -341,6 +345,7 @@ mod tests {
                 bytes: None,
                 label: None,
                 decision: None,
+                approver: None,
             };
         let denied = TraceError {
             code: ErrorCode::PermissionDenied,

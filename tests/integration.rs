@@ -109,6 +109,7 @@ mod tool_result_limit;
 mod tools_cli;
 mod typescript_positions;
 mod ui_access;
+mod ui_approvals;
 mod ui_web;
 mod uid_layer;
 mod unknown_tools;

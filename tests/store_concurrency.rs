@@ -41,6 +41,7 @@ fn chain_outcome(n: usize) -> Outcome {
                 bytes: None,
                 label: None,
                 decision: None,
+                approver: None,
             });
         }
     }

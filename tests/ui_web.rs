@@ -3,8 +3,9 @@
 //! ran a known set of executions against the fixture MCP server, and the rendered page is
 //! checked — the list holds exactly those executions, one execution's waterfall has its calls in
 //! order with their durations (a capability's calls indented under it, a failed call marked),
-//! the graph has the expected nodes and edge counts, a new execution appears without a reload,
-//! and the page requested nothing from another origin. Screenshots of the waterfall and the
+//! the graph has the expected nodes and edge counts, a new execution appears without a reload
+//! (after its call waited for an approval shown in the page's panel and approved there with a
+//! click), and the page requested nothing from another origin. Screenshots of the waterfall and the
 //! graph are written under target/ui-screenshots/ (with UPDATE_SCREENSHOTS=1: docs/img/, the
 //! README's).
 
@@ -72,7 +73,8 @@ fn shown(ms: f64) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_web_view_shows_executions_waterfalls_and_the_graph_live() {
-    let h = start_http(&[]).await;
+    // `fixture:add` (the live execution below) waits for an approval, given on the page.
+    let h = start_http_with(json!({"ask": ["fixture:add"]}), &[]).await;
     let origin = format!("http://{}", h.addr);
     let s = open_session(&h.addr).await;
     // The known set: two echoes; a sleep then an echo; a failed call the script catches; a
@@ -181,8 +183,34 @@ async fn the_web_view_shows_executions_waterfalls_and_the_graph_live() {
             WAIT,
         );
     });
-    run(&h.addr, &s, 7, "return await mcp.fixture.add({a: 1, b: 2})").await;
+    let live = {
+        let (addr, s) = (h.addr.clone(), s.clone());
+        tokio::spawn(async move {
+            run(&addr, &s, 7, "return await mcp.fixture.add({a: 1, b: 2})").await
+        })
+    };
+    tokio::task::block_in_place(|| {
+        // Its question appears in the pending approvals panel; Approve lets the call through.
+        let shown = b.wait_for(
+            "the pending approval",
+            "document.querySelector('#approvals .approval') && !document.getElementById('approvals').hidden && [document.querySelectorAll('#approvals .approval').length, document.querySelector('#approvals .approval .tool').textContent, document.querySelector('#approvals .approval pre.args').textContent]",
+            WAIT,
+        );
+        assert_eq!(
+            shown,
+            json!([1, "fixture:add", "{\n  \"a\": 1,\n  \"b\": 2\n}"])
+        );
+        b.eval("document.querySelector('#approvals .approval button.approve').click()");
+        b.wait_for(
+            "the panel to empty",
+            "document.getElementById('approvals').hidden",
+            WAIT,
+        );
+    });
+    tokio::time::timeout(WAIT, live).await.unwrap().unwrap();
     let newest = audit(&h.state, &[]).last().unwrap()["id"].as_i64().unwrap();
+    let approval = &audit(&h.state, &[]).last().unwrap()["calls"][0]["approval"].clone();
+    assert_eq!(approval, &json!("granted by web (anonymous)"));
     tokio::task::block_in_place(|| {
         b.wait_for(
             "the new execution in the list",

@@ -40,6 +40,7 @@ fn event(kind: TraceKind, i: usize) -> TraceEvent {
         bytes: None,
         label: None,
         decision: None,
+        approver: None,
     }
 }
 

@@ -97,6 +97,15 @@ pub struct PrincipalPolicy {
     /// are operators only when one of their policies says `true` and none says `false`.
     #[serde(default)]
     pub operator: Option<bool>,
+    /// Whether the principal may answer pending approvals on the web view: of its own tenant,
+    /// or of every tenant when it is also an operator. Token and JWT principals may only when
+    /// one of their policies says `true` (or `"operator": true`) and none says `false`.
+    #[serde(default)]
+    pub approve: Option<bool>,
+    /// Whether the principal may answer the questions of its own executions' calls on the web
+    /// view (default: no — someone else approves). Same rule as `approve`.
+    #[serde(default)]
+    pub approve_own_calls: Option<bool>,
     /// Data-flow labels added to the config's (see `context::flow`).
     #[serde(default)]
     pub labels: BTreeMap<String, Vec<String>>,
@@ -193,6 +202,58 @@ pub fn is_operator(
     }
     let team = principal.name.starts_with("token:") || principal.name.starts_with("jwt:");
     !team || mine.iter().any(|p| p.operator == Some(true))
+}
+
+/// Whether one of `principal`'s policies says `true` for `flag` and none says `false`; a principal
+/// that is not a token or JWT (`local`, `anonymous`: the person at this machine) unless one says
+/// `false`.
+fn policy_flag(
+    principal: &crate::context::principal::Principal,
+    all: &BTreeMap<String, PrincipalPolicy>,
+    flag: impl Fn(&PrincipalPolicy) -> Option<bool>,
+) -> bool {
+    let mine: Vec<Option<bool>> = principal
+        .policies
+        .iter()
+        .filter_map(|n| all.get(n))
+        .map(flag)
+        .collect();
+    if mine.contains(&Some(false)) {
+        return false;
+    }
+    let team = principal.name.starts_with("token:") || principal.name.starts_with("jwt:");
+    !team || mine.contains(&Some(true))
+}
+
+/// Whether `principal` may answer pending approvals on the web view (its tenant's, or every
+/// tenant's for an operator): `"approve": true` or `"operator": true`, and no `"approve": false`.
+pub fn may_approve(
+    principal: &crate::context::principal::Principal,
+    all: &BTreeMap<String, PrincipalPolicy>,
+) -> bool {
+    let refused = principal
+        .policies
+        .iter()
+        .filter_map(|n| all.get(n))
+        .any(|p| p.approve == Some(false));
+    !refused && (policy_flag(principal, all, |p| p.approve) || is_operator(principal, all))
+}
+
+/// Whether `principal` may answer the questions of its own executions (`"approve_own_calls"`).
+pub fn may_approve_own(
+    principal: &crate::context::principal::Principal,
+    all: &BTreeMap<String, PrincipalPolicy>,
+) -> bool {
+    policy_flag(principal, all, |p| p.approve_own_calls)
+}
+
+/// Whether any principal can answer on the web view: without authentication the person at this
+/// machine can; with it, some policy must say `"approve": true` or `"operator": true`.
+pub fn someone_may_approve(authenticated: bool, all: &BTreeMap<String, PrincipalPolicy>) -> bool {
+    !authenticated
+        || all
+            .values()
+            .any(|p| p.approve == Some(true) || p.operator == Some(true))
 }
 
 /// Checks the gateway keys of a parsed `sandbox` section.

@@ -304,7 +304,12 @@ fn approval_text(e: &TraceEvent) -> String {
     } else {
         "denied"
     };
-    format!("{verdict} by {}", e.by.as_deref().unwrap_or("unknown"))
+    let by = e.by.as_deref().unwrap_or("unknown");
+    match &e.approver {
+        // The page names the principal who answered.
+        Some(who) => format!("{verdict} by {by} ({who})"),
+        None => format!("{verdict} by {by}"),
+    }
 }
 
 #[cfg(test)]
@@ -358,6 +363,7 @@ mod tests {
             bytes: None,
             label: None,
             decision: None,
+            approver: None,
         }
     }
 

@@ -107,5 +107,6 @@ pub fn author_changed(
         bytes: None,
         label: None,
         decision: None,
+        approver: None,
     })
 }

@@ -31,6 +31,7 @@ fn trace(kind: TraceKind, tool: &str) -> TraceEvent {
         bytes: None,
         label: None,
         decision: None,
+        approver: None,
     }
 }
 

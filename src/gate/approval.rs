@@ -38,6 +38,8 @@ pub struct Question {
     pub truncated: bool,
     /// The rule that asked (`config rule ask "filesystem:write_*"`).
     pub rule: String,
+    /// The execution that made the call (shown on the web view).
+    pub execution_id: Option<String>,
 }
 
 impl Question {
@@ -61,7 +63,14 @@ impl Question {
             arguments_bytes,
             truncated,
             rule: rule.to_string(),
+            execution_id: None,
         }
+    }
+
+    /// The question of a call made by execution `id`.
+    pub fn in_execution(mut self, id: &str) -> Question {
+        self.execution_id = Some(id.to_string());
+        self
     }
 
     /// The question as plain text (the caller escapes it for a terminal).
@@ -99,6 +108,8 @@ pub enum By {
     Tty,
     Flag,
     Timeout,
+    /// A principal on the web view (`/ui`) of `serve --http`.
+    Web,
 }
 
 impl By {
@@ -108,6 +119,7 @@ impl By {
             By::Tty => "tty",
             By::Flag => "flag",
             By::Timeout => "timeout",
+            By::Web => "web",
         }
     }
 }
@@ -126,7 +138,35 @@ pub trait Approver: Send + Sync {
     fn by(&self) -> By;
     /// Asks one question. Dropping the future withdraws it.
     fn ask(&self, question: Question) -> BoxFuture<'static, Result<Answer, ApprovalError>>;
+    /// Asks one question and says who answered: by default [`Approver::by`], nobody named. An
+    /// approver that races several ways to answer (the client and the web view) overrides it.
+    fn ask_answered(
+        &self,
+        question: Question,
+    ) -> BoxFuture<'static, Result<Answered, ApprovalError>> {
+        let by = self.by();
+        let asked = self.ask(question);
+        Box::pin(async move {
+            asked.await.map(|answer| Answered {
+                answer,
+                by,
+                principal: None,
+            })
+        })
+    }
 }
+
+/// An answer, with who gave it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answered {
+    pub answer: Answer,
+    pub by: By,
+    /// The principal who answered on the web view (the trace's `approver`).
+    pub principal: Option<String>,
+}
+
+/// Who granted a call: the way, and the principal when the web view named one.
+type Granter = (By, Option<String>);
 
 /// What a front offers to answer questions; shared by the executions it starts.
 pub struct Approvals {
@@ -180,7 +220,7 @@ impl Approvals {
 pub struct Gate {
     shared: Arc<Approvals>,
     /// `server:tool` approved for the rest of this execution, and who approved it.
-    granted: Arc<Mutex<HashMap<String, By>>>,
+    granted: Arc<Mutex<HashMap<String, Granter>>>,
 }
 
 /// Where the gate records its events, and under which ids.
@@ -220,7 +260,7 @@ impl Gate {
                 &rec,
                 TraceKind::ApprovalRequested,
                 &qualified,
-                None,
+                (None, None),
                 Some(&question.rule),
                 None,
                 None,
@@ -228,24 +268,24 @@ impl Gate {
             let answer = gate.decide(&question).await;
             let ms = started.elapsed().as_secs_f64() * 1000.0;
             match answer {
-                Ok(by) => {
+                Ok((by, who)) => {
                     record(
                         &rec,
                         TraceKind::ApprovalGranted,
                         &qualified,
-                        Some(by),
+                        (Some(by), who),
                         None,
                         Some(ms),
                         None,
                     );
                     Ok(())
                 }
-                Err((by, e)) => {
+                Err((by, who, e)) => {
                     record(
                         &rec,
                         TraceKind::ApprovalDenied,
                         &qualified,
-                        Some(by),
+                        (Some(by), who),
                         None,
                         Some(ms),
                         Some(&e),
@@ -256,24 +296,26 @@ impl Gate {
         })
     }
 
-    async fn decide(&self, q: &Question) -> Result<By, (By, ExecError)> {
+    async fn decide(&self, q: &Question) -> Result<Granter, (By, Option<String>, ExecError)> {
         let qualified = format!("{}:{}", q.server, q.tool);
-        let denied = |by: By, message: String| {
+        let denied_by = |by: By, who: Option<String>, message: String| {
             (
                 by,
+                who,
                 ExecError::new(ErrorCode::PermissionDenied, message).with_tool(&qualified),
             )
         };
+        let denied = |by: By, message: String| denied_by(by, None, message);
         if self
             .shared
             .pre_approved
             .matching(&q.server, &q.tool)
             .is_some()
         {
-            return Ok(By::Flag);
+            return Ok((By::Flag, None));
         }
-        if let Some(by) = self.granted_by(&qualified) {
-            return Ok(by);
+        if let Some(granter) = self.granted_by(&qualified) {
+            return Ok(granter);
         }
         let approver = match &self.shared.approver {
             Ok(a) => a.clone(),
@@ -292,23 +334,24 @@ impl Gate {
         let asked = async {
             let _turn = self.shared.turn.lock().await;
             // Approved for the execution while this call waited its turn.
-            if let Some(by) = self.granted_by(&qualified) {
-                return Ok(Ok(by));
+            if let Some(granter) = self.granted_by(&qualified) {
+                return Ok(Ok(granter));
             }
-            let answer = approver.ask(q.clone()).await?;
-            Ok(match answer {
-                Answer::Once => Ok(approver.by()),
+            let answered = approver.ask_answered(q.clone()).await?;
+            let granter = (answered.by, answered.principal);
+            Ok(match answered.answer {
+                Answer::Once => Ok(granter),
                 Answer::ToolForExecution => {
                     if let Ok(mut g) = self.granted.lock() {
-                        g.insert(qualified.clone(), approver.by());
+                        g.insert(qualified.clone(), granter.clone());
                     }
-                    Ok(approver.by())
+                    Ok(granter)
                 }
-                Answer::Deny(reason) => Err(reason),
+                Answer::Deny(reason) => Err((granter, reason)),
             })
         };
-        let replied: Result<Result<Result<By, Option<String>>, ApprovalError>, _> =
-            tokio::time::timeout(timeout, asked).await;
+        type Replied = Result<Result<Granter, (Granter, Option<String>)>, ApprovalError>;
+        let replied: Result<Replied, _> = tokio::time::timeout(timeout, asked).await;
         match replied {
             Err(_) => Err(denied(
                 By::Timeout,
@@ -324,28 +367,32 @@ impl Gate {
                     q.rule
                 ),
             )),
-            Ok(Ok(Ok(by))) => Ok(by),
-            Ok(Ok(Err(reason))) => {
+            Ok(Ok(Ok(granter))) => Ok(granter),
+            Ok(Ok(Err(((by, who), reason)))) => {
                 let reason = match reason.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
                     Some(r) => format!(": {}", clip(r, REASON_BYTES)),
                     None => String::new(),
                 };
-                Err(denied(
-                    approver.by(),
+                let asked = match &who {
+                    Some(p) => format!("{}, {p}", by.as_str()),
+                    None => by.as_str().to_string(),
+                };
+                Err(denied_by(
+                    by,
+                    who,
                     format!(
-                        "{qualified} was denied by the person asked ({}){reason}; the call was not forwarded",
-                        approver.by().as_str()
+                        "{qualified} was denied by the person asked ({asked}){reason}; the call was not forwarded"
                     ),
                 ))
             }
         }
     }
 
-    fn granted_by(&self, qualified: &str) -> Option<By> {
+    fn granted_by(&self, qualified: &str) -> Option<Granter> {
         self.granted
             .lock()
             .ok()
-            .and_then(|g| g.get(qualified).copied())
+            .and_then(|g| g.get(qualified).cloned())
     }
 }
 
@@ -353,7 +400,7 @@ fn record(
     rec: &Recording,
     kind: TraceKind,
     tool: &str,
-    by: Option<By>,
+    (by, approver): (Option<By>, Option<String>),
     rule: Option<&str>,
     duration_ms: Option<f64>,
     error: Option<&ExecError>,
@@ -368,6 +415,7 @@ fn record(
         duration_ms,
         error: error.map(TraceError::from),
         by: by.map(|b| b.as_str().to_string()),
+        approver,
         rule: rule.map(str::to_string),
         transport: None,
         key: None,

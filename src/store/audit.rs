@@ -87,7 +87,8 @@ pub struct AuditCall {
     pub error: Option<String>,
     pub duration_ms: Option<f64>,
     /// When a policy `ask` rule matched the call: `granted by tty|elicitation|flag` or
-    /// `denied by tty|elicitation|flag|timeout|…`.
+    /// `denied by tty|elicitation|flag|timeout|…`; on the web view with the approver:
+    /// `granted by web (token:bob)`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<String>,
 }

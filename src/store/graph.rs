@@ -416,6 +416,7 @@ pub(super) mod tests {
             bytes: None,
             label: None,
             decision: None,
+            approver: None,
         };
         [
             ev(TraceKind::ToolStart, None, None),

@@ -85,6 +85,7 @@ fn two_call_traces(i: usize) -> Vec<crate::trace::TraceEvent> {
         bytes: None,
         label: None,
         decision: None,
+        approver: None,
     };
     let mut out = Vec::new();
     // Half the writers call a then b, the other half b then a: their upserts take the rows'

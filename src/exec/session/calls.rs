@@ -83,6 +83,7 @@ impl Run {
             bytes: None,
             label: None,
             decision: None,
+            approver: None,
         });
         if let Some(sink) = &self.audit_args {
             let args = q.oversized.is_none().then_some(&q.args);
@@ -191,7 +192,8 @@ impl Run {
             })
             .map(|rule| {
                 let question =
-                    crate::gate::approval::Question::new(&q.server, &q.tool, &q.args, &rule);
+                    crate::gate::approval::Question::new(&q.server, &q.tool, &q.args, &rule)
+                        .in_execution(&self.request.execution_id);
                 self.approvals.wait(
                     question,
                     crate::gate::approval::Recording {
@@ -398,6 +400,7 @@ impl Run {
             bytes: None,
             label: None,
             decision: None,
+            approver: None,
         });
         self.calls_done += 1;
         self.show_calls();

@@ -44,6 +44,7 @@ impl Run {
             bytes: None,
             label: Some(label),
             decision: Some(decision.to_string()),
+            approver: None,
         });
         match decision {
             "deny" => Err(ExecError::new(
@@ -99,5 +100,6 @@ fn label_event(source: &LabelSource, parent_trace_id: Option<String>) -> TraceEv
         bytes: None,
         label: Some(source.label.clone()),
         decision: None,
+        approver: None,
     }
 }

@@ -114,6 +114,7 @@ impl Run {
             bytes: Some(state.bytes),
             label: None,
             decision: None,
+            approver: None,
         }
     }
 }

@@ -29,15 +29,8 @@ pub fn approvals(
     pre_approved: PreApproved,
     timeout: Duration,
 ) -> Approvals {
-    let declared = peer
-        .peer_info()
-        .is_some_and(|info| info.capabilities.elicitation.is_some());
-    if declared {
-        Approvals::new(
-            Arc::new(ElicitationApprover { peer: peer.clone() }),
-            pre_approved,
-            timeout,
-        )
+    if let Some(client) = client_approver(peer) {
+        Approvals::new(client, pre_approved, timeout)
     } else {
         Approvals::nobody(
             By::Elicitation,
@@ -46,6 +39,14 @@ pub fn approvals(
             pre_approved,
         )
     }
+}
+
+/// The client as an approver, when it declared the `elicitation` capability.
+pub fn client_approver(peer: &Peer<RoleServer>) -> Option<Arc<dyn Approver>> {
+    let declared = peer
+        .peer_info()
+        .is_some_and(|info| info.capabilities.elicitation.is_some());
+    declared.then(|| Arc::new(ElicitationApprover { peer: peer.clone() }) as Arc<dyn Approver>)
 }
 
 /// Asks the connected client.

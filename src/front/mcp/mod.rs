@@ -33,6 +33,7 @@ pub mod stdio_fd;
 mod summary;
 pub mod tls;
 mod wait_execution;
+pub mod web_approval;
 mod yielding;
 
 use crate::context::limits::Limits;
@@ -79,6 +80,12 @@ pub struct Gateway {
     pub session: crate::context::session::SessionOptions,
     /// Executions left running by `execute_code {yield_after_ms}` and their unread outcomes.
     pub executions: executions::Executions,
+    /// Questions waiting for an answer on the web view (`/ui/api/approvals`).
+    pub pending: Arc<crate::gate::pending::PendingApprovals>,
+    /// Whether questions of HTTP clients are put on the web view: `serve --http` with the view
+    /// mounted (a state store), and someone can answer there (no authentication, or a policy with
+    /// `"approve": true` or `"operator": true`).
+    pub web_approvals: bool,
 }
 
 impl Gateway {
@@ -322,14 +329,11 @@ impl ServerHandler for GatewayServer {
                 let session = session_header(&context);
                 let answer = answer_key(&context);
                 let request = self.request_context(&context, parts.is_some(), &principal);
-                // Calls an `ask` rule matches are asked to this client (elicitation).
+                // Calls an `ask` rule matches are asked to this client (elicitation) and, over
+                // HTTP, put on the web view; the first answer wins.
                 let approvals = Arc::new(
-                    elicit::approvals(
-                        &context.peer,
-                        self.gateway.pre_approved.clone(),
-                        self.gateway.approval_timeout,
-                    )
-                    .sharing_turn(self.approval_turn.clone()),
+                    self.approvals(&context, parts.is_some(), &principal)
+                        .sharing_turn(self.approval_turn.clone()),
                 );
                 // Downstream progress becomes progress of this request (if it has a token);
                 // downstream elicitation and sampling requests are asked to this client.
@@ -394,6 +398,34 @@ impl ServerHandler for GatewayServer {
             }
         };
         Ok(result.into())
+    }
+}
+
+impl GatewayServer {
+    /// Who answers this request's questions: the client (elicitation), and the web view too
+    /// over HTTP when it can answer ([`web_approval`]).
+    fn approvals(
+        &self,
+        context: &RequestContext<RoleServer>,
+        over_http: bool,
+        principal: &Principal,
+    ) -> crate::gate::approval::Approvals {
+        let (pre, timeout) = (
+            self.gateway.pre_approved.clone(),
+            self.gateway.approval_timeout,
+        );
+        if !(over_http && self.gateway.web_approvals) {
+            return elicit::approvals(&context.peer, pre, timeout);
+        }
+        let page = web_approval::PageOrClient {
+            client: elicit::client_approver(&context.peer),
+            pending: self.gateway.pending.clone(),
+            asker: crate::gate::pending::Asker {
+                tenant: principal.tenant.clone(),
+                principal: principal.name.clone(),
+            },
+        };
+        crate::gate::approval::Approvals::new(Arc::new(page), pre, timeout)
     }
 }
 

@@ -229,6 +229,10 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
         }
         _ => None,
     };
+    // Questions go to the web view when it is mounted and someone can answer there.
+    let web_approvals = args.http.is_some()
+        && store.is_some()
+        && crate::config::gateway::someone_may_approve(auth.is_some(), &config.sandbox.policies);
     let gateway = Arc::new(Gateway {
         sandbox: sandbox.clone(),
         policy,
@@ -249,6 +253,8 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
         approval_timeout: args.policy.approval_timeout()?,
         session: config.sandbox.session,
         executions: Default::default(),
+        pending: Default::default(),
+        web_approvals,
     });
     let grace = Duration::from_millis(args.shutdown_grace_ms);
     let stop = CancellationToken::new();

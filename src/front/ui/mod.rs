@@ -9,10 +9,13 @@
 //! while it is open; nothing is fetched from anywhere else (its Content-Security-Policy says
 //! `default-src 'self'`).
 //!
-//! May import `store`, `config` and `context`; `front::mcp` and `front::cli` import it, it
+//! [`approvals`] lists and answers the questions waiting for a person (`serve --http`).
+//!
+//! May import `store`, `config`, `gate` (the pending questions) and `context`; `front::mcp` and `front::cli` import it, it
 //! imports neither.
 
 pub mod api;
+pub mod approvals;
 pub mod routes;
 
 pub use routes::{router, UiAccess};

@@ -7,6 +7,8 @@
 //!   sees its own tenant; an operator (see [`crate::config::gateway::is_operator`]) every
 //!   tenant. Another tenant's execution is answered `404 UI_NOT_FOUND`, like a missing one;
 //!   asking for another tenant by name is `403 UI_FORBIDDEN`.
+//! - `GET`/`POST /ui/api/approvals`: the questions waiting for a person, and answering one
+//!   ([`super::approvals`]).
 //! - Without authentication (the `ui` subcommand, or `serve --http` without `sandbox.auth`,
 //!   both loopback only) every request must name a loopback host in `Host` (`403
 //!   UI_HOST_REFUSED` otherwise), so a web page elsewhere cannot read the view through a DNS
@@ -45,6 +47,8 @@ pub enum UiAccess {
     Gateway {
         policies: Arc<BTreeMap<String, PrincipalPolicy>>,
         authenticated: bool,
+        /// The gateway's questions waiting for an answer (`/ui/api/approvals`).
+        pending: Option<Arc<crate::gate::pending::PendingApprovals>>,
     },
     /// `mcp-sandbox ui`: the operator on this machine (loopback hosts only).
     Local,
@@ -64,15 +68,19 @@ impl UiAccess {
 }
 
 #[derive(Clone)]
-struct Ui {
+pub(super) struct Ui {
     store: Store,
-    access: UiAccess,
+    pub(super) access: UiAccess,
 }
 
 /// Who is asking and what it may see.
-struct Viewer {
-    principal: Arc<Principal>,
-    operator: bool,
+pub(super) struct Viewer {
+    pub(super) principal: Arc<Principal>,
+    pub(super) operator: bool,
+    /// May answer pending approvals (`config::gateway::may_approve`).
+    pub(super) approve: bool,
+    /// May answer its own executions' questions (`config::gateway::may_approve_own`).
+    pub(super) approve_own: bool,
 }
 
 impl Viewer {
@@ -120,12 +128,16 @@ pub fn router(store: Store, access: UiAccess) -> (Router, Router) {
         .route("/ui/api/graph", get(graph))
         .route("/ui/api/capabilities", get(capabilities))
         .route(
+            "/ui/api/approvals",
+            get(super::approvals::list).post(super::approvals::answer),
+        )
+        .route(
             "/ui/api/{*rest}",
             get(|| async {
                 refuse(
                     StatusCode::NOT_FOUND,
                     "UI_NOT_FOUND",
-                    "no such endpoint; the API has /ui/api/me, /ui/api/executions[/ID], /ui/api/graph and /ui/api/capabilities",
+                    "no such endpoint; the API has /ui/api/me, /ui/api/executions[/ID], /ui/api/graph, /ui/api/capabilities and /ui/api/approvals",
                 )
             }),
         )
@@ -139,7 +151,7 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
 }
 
 /// A JSON error: `{"error": {"code", "message"}}`.
-fn refuse(status: StatusCode, code: &str, message: &str) -> Response {
+pub(super) fn refuse(status: StatusCode, code: &str, message: &str) -> Response {
     (
         status,
         [("content-type", "application/json")],
@@ -192,11 +204,13 @@ async fn headers(State(ui): State<Ui>, req: Request, next: Next) -> Response {
     r
 }
 
-fn viewer(ui: &Ui, req: &Request) -> Result<Viewer, Box<Response>> {
+pub(super) fn viewer(ui: &Ui, req: &Request) -> Result<Viewer, Box<Response>> {
     match &ui.access {
         UiAccess::Local => Ok(Viewer {
             principal: Arc::new(Principal::local()),
             operator: true,
+            approve: true,
+            approve_own: true,
         }),
         UiAccess::Gateway { policies, .. } => {
             let Some(principal) = req.extensions().get::<Arc<Principal>>().cloned() else {
@@ -208,6 +222,8 @@ fn viewer(ui: &Ui, req: &Request) -> Result<Viewer, Box<Response>> {
             };
             let operator = crate::config::gateway::is_operator(&principal, policies);
             Ok(Viewer {
+                approve: crate::config::gateway::may_approve(&principal, policies),
+                approve_own: crate::config::gateway::may_approve_own(&principal, policies),
                 principal,
                 operator,
             })
@@ -256,10 +272,11 @@ async fn me(State(ui): State<Ui>, req: Request) -> Response {
         Ok(v) => v,
         Err(r) => return *r,
     };
-    let (name, tenant, operator) = (
+    let (name, tenant, operator, approve) = (
         v.principal.name.clone(),
         v.principal.tenant.clone(),
         v.operator,
+        v.approve,
     );
     query(&ui, move |s| {
         let tenants = if operator {
@@ -267,7 +284,7 @@ async fn me(State(ui): State<Ui>, req: Request) -> Response {
         } else {
             vec![tenant.clone()]
         };
-        Ok(json!({"principal": name, "tenant": tenant, "operator": operator, "tenants": tenants}))
+        Ok(json!({"principal": name, "tenant": tenant, "operator": operator, "approve": approve, "tenants": tenants}))
     })
     .await
 }

@@ -196,6 +196,9 @@ pub(super) async fn guard(
             }
             response
         }
+        // The web view's answers (`/ui/api/approvals`) are small JSON bodies that its own
+        // route bounds and reads; only `/mcp` bodies are JSON-RPC.
+        Method::POST if req.uri().path().starts_with("/ui/api/") => next.run(req).await,
         Method::POST => {
             let (parts, body) = req.into_parts();
             let expected = parts

@@ -169,6 +169,7 @@ pub async fn serve_http(
             crate::front::ui::UiAccess::Gateway {
                 policies: Arc::new(front.gateway.policies.clone()),
                 authenticated: auth.is_some(),
+                pending: Some(front.gateway.pending.clone()),
             },
         )
     });

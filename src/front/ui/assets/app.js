@@ -6,7 +6,7 @@
 
 const POLL_MS = 1000;
 const SVG = "http://www.w3.org/2000/svg";
-const state = { me: null, tenant: null, token: sessionStorage.getItem("mcp-sandbox-token"), last: "", busy: false };
+const state = { me: null, tenant: null, token: sessionStorage.getItem("mcp-sandbox-token"), last: "", approvalsKey: "", busy: false };
 
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
@@ -301,6 +301,54 @@ async function capabilitiesView(main) {
     ...(list.length ? list : [el("p", { class: "muted", id: "empty" }, "No capabilities saved.")]));
 }
 
+// ---- pending approvals ------------------------------------------------------------------------
+
+// Questions waiting for a person that this viewer may answer (GET /ui/api/approvals), each with
+// Approve / Approve for this execution / Deny (+ reason); answered with a same-origin JSON POST.
+async function answerApproval(id, decision, reason) {
+  const headers = { "Content-Type": "application/json" };
+  if (state.token) headers.Authorization = "Bearer " + state.token;
+  const body = { id, decision };
+  if (reason) body.reason = reason;
+  const r = await fetch("/ui/api/approvals", { method: "POST", headers, body: JSON.stringify(body), cache: "no-store", credentials: "omit" });
+  const answer = await r.json().catch(() => ({}));
+  if (!r.ok) throw new Error((answer.error && answer.error.code + ": " + answer.error.message) || r.statusText);
+  state.approvalsKey = "";
+  return answer;
+}
+
+async function approvalsPanel() {
+  const panel = document.getElementById("approvals");
+  if (!state.me || !state.me.approve) { panel.hidden = true; return; }
+  const data = await api("/ui/api/approvals");
+  const key = JSON.stringify(data.approvals.map((q) => q.id));
+  if (key === state.approvalsKey) return;
+  state.approvalsKey = key;
+  // Reasons being typed survive a redraw.
+  const typed = new Map([...panel.querySelectorAll(".approval")].map((d) => [d.dataset.id, d.querySelector("input.reason").value]));
+  panel.hidden = data.approvals.length === 0;
+  const items = data.approvals.map((q) => {
+    const reason = el("input", { class: "reason", placeholder: "reason (when denying)", maxlength: 500 });
+    reason.value = typed.get(q.id) || "";
+    const note = el("span", { class: "error" });
+    const send = (decision) => async () => {
+      try { await answerApproval(q.id, decision, reason.value.trim()); refresh(); } catch (e) { note.textContent = String(e.message || e); }
+    };
+    return el("div", { class: "approval", "data-id": q.id },
+      el("div", { class: "meta" },
+        el("strong", { class: "tool" }, q.tool),
+        el("span", {}, "by " + q.principal + " · tenant " + q.tenant),
+        el("span", { class: "muted" }, "asked by the " + q.rule + " at " + when(q.asked_at))),
+      el("pre", { class: "args" }, q.arguments + (q.truncated ? "\n… (cut: " + q.arguments_bytes + " bytes in all)" : "")),
+      el("div", { class: "actions" },
+        el("button", { type: "button", class: "approve", onclick: send("approve") }, "Approve"),
+        el("button", { type: "button", class: "approve-exec", onclick: send("approve_for_execution") }, "Approve for this execution"),
+        el("button", { type: "button", class: "deny", onclick: send("deny") }, "Deny"),
+        reason, note));
+  });
+  panel.replaceChildren(el("h2", {}, "Pending approvals (" + data.approvals.length + ")"), ...items);
+}
+
 // ---- the frame --------------------------------------------------------------------------------
 
 async function whoami() {
@@ -334,6 +382,7 @@ async function refresh() {
       else if (r.view === "capabilities") await capabilitiesView(main);
       else await listView(main);
     } finally { state.tenant = saved; }
+    await approvalsPanel();
     live.classList.remove("stale");
     live.textContent = "live";
     document.getElementById("status").textContent = "updated " + new Date().toLocaleTimeString(undefined, { hour12: false });
@@ -351,7 +400,7 @@ document.getElementById("token-save").addEventListener("click", () => {
   state.token = document.getElementById("token").value.trim();
   sessionStorage.setItem("mcp-sandbox-token", state.token);
   document.getElementById("login").hidden = true;
-  state.me = null; state.last = "";
+  state.me = null; state.last = ""; state.approvalsKey = "";
   refresh();
 });
 window.addEventListener("hashchange", () => { state.last = ""; refresh(); });
