@@ -15,6 +15,7 @@
 mod audit;
 mod capabilities;
 mod graph;
+mod oauth;
 mod schema;
 mod session_state;
 mod tokens;

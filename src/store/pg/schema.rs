@@ -1,4 +1,4 @@
-//! The PostgreSQL schema: the same tables as SQLite's (`store::MIGRATIONS` up to 9), as its own
+//! The PostgreSQL schema: the same tables as SQLite's (`store::MIGRATIONS`), as its own
 //! append-only list of migrations, applied at start while holding an advisory lock, so several
 //! gateways starting at once apply each one exactly once.
 
@@ -113,6 +113,18 @@ const MIGRATIONS: &[&str] = &[
         stored_at DOUBLE PRECISION NOT NULL,
         labels TEXT NOT NULL DEFAULT '[]',
         PRIMARY KEY (scope, key)
+     );",
+    // 2: SQLite's migration 10: what the web view shows of one execution (its trace events,
+    // logs and error as the client saw them, bounded; a JSON `audit::AuditDetail`).
+    "ALTER TABLE audit ADD COLUMN detail TEXT;",
+    // 3: OAuth credentials of remote MCP servers (`store::oauth`), sealed under the operator's
+    // key: every gateway reaches a server with the same login.
+    "CREATE TABLE oauth_credentials (
+        server TEXT PRIMARY KEY,
+        url TEXT NOT NULL,
+        nonce BYTEA NOT NULL,
+        sealed BYTEA NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL
      );",
 ];
 
