@@ -136,7 +136,7 @@ pub fn known() -> i64 {
 /// Brings the database's schema up to date, holding the migration lock (a session advisory
 /// lock: another gateway starting now waits for it, then finds nothing left to do).
 pub(super) async fn migrate(pool: &Pool) -> Result<(), StoreError> {
-    let mut client = pool.get().await.map_err(super::pg_err)?;
+    let mut client = pool.get().await.map_err(super::connect_err)?;
     client
         .execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK])
         .await?;
