@@ -201,20 +201,31 @@ impl PgServer {
     /// A new empty database, and its URL.
     pub fn database(&self) -> String {
         let name = format!("t{}", self.next_db.fetch_add(1, Ordering::Relaxed));
-        let psql = self.bin.join("psql");
-        let out = Command::new(psql)
+        self.psql(&format!("CREATE DATABASE {name}"));
+        self.url(&name)
+    }
+
+    /// Runs `sql` in the `postgres` database; panics when it fails.
+    fn psql(&self, sql: &str) {
+        let out = Command::new(self.bin.join("psql"))
             .args(["-v", "ON_ERROR_STOP=1", "-q", "-d"])
             .arg(self.url("postgres"))
-            .args(["-c", &format!("CREATE DATABASE {name}")])
+            .args(["-c", sql])
             .stdin(Stdio::null())
             .output()
             .expect("psql");
         assert!(
             out.status.success(),
-            "CREATE DATABASE {name}: {}",
+            "{sql}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        self.url(&name)
+    }
+
+    /// Makes every commit so far durable (the server runs with `synchronous_commit=off`, so
+    /// [`PgServer::stop`], an immediate stop, could lose the last ones): call before stopping
+    /// a server whose data must survive the restart.
+    pub fn checkpoint(&self) {
+        self.psql("CHECKPOINT");
     }
 
     /// Stops the server (fast: the data is thrown away).
