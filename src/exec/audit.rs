@@ -20,13 +20,30 @@ pub use crate::store::audit_options::*;
 /// that finished it (a record of 100,000 calls is built on a blocking thread).
 const INLINE_TRACE_EVENTS: usize = 64;
 
-/// The outcome that replaces one whose record could not be committed.
-fn withheld(e: StoreError) -> Outcome {
+/// Audit records lost while the store could not take them (`sandbox.audit.required: false`).
+static LOST: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many audit records this process lost (`sandbox.audit.required: false`).
+pub fn records_lost() -> u64 {
+    LOST.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// What becomes of an outcome whose record could not be committed: withheld (the default,
+/// `sandbox.audit.required`), or handed back as a counted, logged loss.
+fn unrecorded(e: StoreError, outcome: Outcome, loss_allowed: bool) -> Outcome {
+    if loss_allowed {
+        let lost = LOST.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        tracing::error!(
+            lost,
+            "audit record lost (sandbox.audit.required is false): {e}"
+        );
+        return outcome;
+    }
     tracing::error!("could not write the audit record; withholding the outcome: {e}");
     Outcome::failed(ExecError::new(
         ErrorCode::SandboxUnavailable,
         format!(
-            "the execution ran but its audit record could not be written ({e}); the outcome is withheld. Check the state file and retry"
+            "the execution ran but its audit record could not be written: the audit store is unreachable or failed ({e}); the outcome is withheld (sandbox.audit.required). Check the state store and retry"
         ),
     ))
 }
@@ -105,7 +122,8 @@ impl Auditor {
     /// The sink of an execution's call notes, with its write-ahead record `header`: no tool
     /// call leaves the host before that record is committed.
     pub fn start(&self, header: AuditRecord) -> ArgsSink {
-        self.sink().with_write_ahead(self.store.clone(), header)
+        self.sink()
+            .with_write_ahead(self.store.clone(), header, self.options.loss_allowed)
     }
 
     /// The record of one execution: `header` completed with the outcome and the calls.
@@ -190,7 +208,7 @@ impl Auditor {
             let record = self.record_of(header.clone(), &outcome, args);
             match self.store.try_commit_audit_now(ahead, &record) {
                 Some(Ok(())) => return outcome,
-                Some(Err(e)) => return withheld(e),
+                Some(Err(e)) => return unrecorded(e, outcome, self.options.loss_allowed),
                 None => {}
             }
         }
@@ -201,16 +219,20 @@ impl Auditor {
             .store
             .run(move |s| {
                 let record = auditor.record_of(header, &outcome, &args);
-                match ahead {
-                    Some(id) => s.complete_audit(id, &record)?,
-                    None => {
-                        s.append_audit(&record)?;
-                    }
-                }
-                Ok(outcome)
+                let done = match ahead {
+                    Some(id) => s.complete_audit(id, &record),
+                    None => s.append_audit(&record).map(|_| ()),
+                };
+                Ok(match done {
+                    Ok(()) => outcome,
+                    Err(e) => unrecorded(e, outcome, auditor.options.loss_allowed),
+                })
             })
             .await;
-        written.unwrap_or_else(withheld)
+        written.unwrap_or_else(|e| {
+            let failed = Outcome::failed(ExecError::new(ErrorCode::SandboxUnavailable, ""));
+            unrecorded(e, failed, false)
+        })
     }
 
     /// Records an execution refused before it ran: by the code's size and hash only (a
@@ -335,6 +357,7 @@ mod tests {
             args: AuditArgs::default(),
             retain_days: None,
             retain_records: None,
+            loss_allowed: false,
         };
         Auditor::new(store.clone(), full).unwrap();
         assert!(store.last_execution().unwrap().is_some());
@@ -413,5 +436,65 @@ mod tests {
             format!("sha256:{} [1000 bytes]", sha256_hex(long.as_bytes()))
         );
         assert_eq!(bounded("short", AuditCode::Hash), "short");
+    }
+
+    /// The database down: with `sandbox.audit.required` (the default) the outcome is withheld
+    /// with SANDBOX_UNAVAILABLE saying the audit store is unreachable; with `required: false`
+    /// the outcome comes back and the loss is counted; once the server is back, records are
+    /// written again without reopening the store. A real PostgreSQL server, stopped and
+    /// restarted.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_database_down_withholds_or_counts_the_loss() {
+        let server = crate::store::suites::pg_support::PgServer::start();
+        let store = Store::open(std::path::Path::new(&server.database())).unwrap();
+        let required = Auditor::new(store.clone(), AuditOptions::default()).unwrap();
+        let lossy = Auditor::new(
+            store.clone(),
+            AuditOptions {
+                loss_allowed: true,
+                ..AuditOptions::default()
+            },
+        )
+        .unwrap();
+        let ok = || Outcome {
+            success: true,
+            result: serde_json::json!(1),
+            error: None,
+            ..Outcome::failed(ExecError::new(ErrorCode::RuntimeError, ""))
+        };
+        let commit = async |a: &Auditor| {
+            let header = a.header(&Caller::default(), "return 1", 0.0);
+            let t = std::time::Instant::now();
+            let out = a.commit(header, ok(), &a.sink()).await;
+            assert!(
+                t.elapsed() < std::time::Duration::from_secs(12),
+                "{:?}",
+                t.elapsed()
+            );
+            out
+        };
+        let records = || crate::store::suites::count(&store, "SELECT COUNT(*) FROM audit");
+        assert!(commit(&required).await.success);
+        assert_eq!(records(), 1);
+
+        server.checkpoint();
+        server.stop();
+        let out = commit(&required).await;
+        let e = out.error.expect("withheld");
+        assert_eq!(e.code, ErrorCode::SandboxUnavailable);
+        assert!(
+            e.message.contains("the audit store is unreachable"),
+            "{}",
+            e.message
+        );
+        let lost = records_lost();
+        let out = commit(&lossy).await;
+        assert!(out.success, "{out:?}");
+        assert_eq!(records_lost(), lost + 1);
+
+        server.restart();
+        let out = commit(&required).await;
+        assert!(out.success, "{out:?}");
+        assert_eq!(records(), 2);
     }
 }

@@ -134,7 +134,7 @@ fn insert_head(tx: &rusqlite::Transaction<'_>, r: &AuditRecord) -> Result<i64, S
 }
 
 /// The detail as the `detail` column keeps it: JSON, or NULL for none.
-fn detail_column(detail: Option<&AuditDetail>) -> Option<String> {
+pub(super) fn detail_column(detail: Option<&AuditDetail>) -> Option<String> {
     detail.and_then(|d| serde_json::to_string(d).ok())
 }
 
@@ -279,6 +279,9 @@ impl Store {
 
     /// Record `id` with its calls and its [`AuditDetail`], or `None` when there is none.
     pub fn audit_record(&self, id: i64) -> Result<Option<AuditRecord>, StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.audit_record(id);
+        }
         self.with(|conn| {
             let found = conn
                 .query_row(
@@ -303,6 +306,9 @@ impl Store {
 
     /// The tenants the audit log names, sorted.
     pub fn audit_tenants(&self) -> Result<Vec<String>, StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.audit_tenants();
+        }
         self.with(|conn| {
             let mut stmt = conn.prepare("SELECT DISTINCT tenant FROM audit ORDER BY tenant")?;
             let rows = stmt.query_map([], |r| r.get(0))?;
@@ -346,7 +352,7 @@ impl Store {
 }
 
 /// The columns [`head_of`] reads, in its order.
-const HEAD_COLUMNS: &str = "id, ts, principal, tenant, client, front, code, code_sha256, outcome, duration_ms, code_bytes, labels";
+pub(super) const HEAD_COLUMNS: &str = "id, ts, principal, tenant, client, front, code, code_sha256, outcome, duration_ms, code_bytes, labels";
 
 /// A record without its calls and detail, from a row of [`HEAD_COLUMNS`].
 fn head_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<AuditRecord> {
@@ -452,5 +458,62 @@ pub(super) mod tests {
             "SELECT COUNT(*) FROM audit_calls WHERE audit_id NOT IN (SELECT id FROM audit)",
         );
         assert_eq!(orphans, 0);
+    }
+
+    /// The web view's reads: one record with its calls and detail (written with the outcome
+    /// of a write-ahead record, or appended whole), and the tenants the log names.
+    pub(crate) fn the_web_view_reads_a_record_and_its_detail(s: &Store) {
+        let detail = AuditDetail {
+            traces: crate::store::suites::two_call_traces(0),
+            traces_dropped: 3,
+            logs: vec![DetailLog {
+                level: "info".into(),
+                message: "hello".into(),
+            }],
+            logs_dropped: 1,
+            error: Some(crate::trace::TraceError {
+                code: crate::error::ErrorCode::RuntimeError,
+                message: "boom".into(),
+            }),
+        };
+        let mut ahead = record(1.0);
+        ahead.calls.clear();
+        ahead.outcome = RUNNING.into();
+        let id = s.begin_audit(&ahead).unwrap();
+        let mut done = record(1.0);
+        done.outcome = "RUNTIME_ERROR".into();
+        done.detail = Some(detail.clone());
+        s.complete_audit(id, &done).unwrap();
+        let mut other = record(2.0);
+        other.tenant = "acme".into();
+        other.detail = Some(AuditDetail::default());
+        let other_id = s.append_audit(&other).unwrap();
+        s.append_audit(&record(3.0)).unwrap();
+
+        let got = s.audit_record(id).unwrap().expect("the completed record");
+        assert_eq!(got.id, id);
+        assert_eq!(got.outcome, "RUNTIME_ERROR");
+        assert_eq!(got.calls, done.calls);
+        assert_eq!(got.labels, done.labels);
+        assert_eq!(got.detail, Some(detail));
+        let got = s
+            .audit_record(other_id)
+            .unwrap()
+            .expect("the appended record");
+        assert_eq!(
+            (got.tenant.as_str(), got.detail),
+            ("acme", Some(AuditDetail::default()))
+        );
+        // The log's query leaves the detail out (the view reads it for one record only).
+        let listed = s
+            .query_audit(&AuditFilter {
+                limit: 10,
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(listed.len(), 3);
+        assert!(listed.iter().all(|r| r.detail.is_none()));
+        assert_eq!(s.audit_record(id + 1000).unwrap(), None);
+        assert_eq!(s.audit_tenants().unwrap(), ["acme", "default"]);
     }
 }

@@ -49,6 +49,11 @@ pub struct AuditConfig {
     /// Only the newest this many records are kept (pruned like `retain_days`).
     #[serde(default)]
     pub retain_records: Option<u64>,
+    /// While a record cannot be written (the state store is unreachable): `true` (the default)
+    /// withholds the outcome and makes no tool call (`SANDBOX_UNAVAILABLE`); `false` runs on,
+    /// counting and logging each lost record.
+    #[serde(default)]
+    pub required: Option<bool>,
 }
 
 /// `--audit-code`, `--audit-args`, `--audit-retain-days` of `run` and `serve`.
@@ -86,6 +91,7 @@ impl AuditFlags {
             args: self.audit_args.or(c.args).unwrap_or_default(),
             retain_days: self.audit_retain_days.or(c.retain_days),
             retain_records: self.audit_retain_records.or(c.retain_records),
+            loss_allowed: c.required == Some(false),
         }
     }
 }
@@ -96,6 +102,9 @@ pub struct AuditOptions {
     pub args: AuditArgs,
     pub retain_days: Option<u32>,
     pub retain_records: Option<u64>,
+    /// `sandbox.audit.required: false`: a record that cannot be written is a counted, logged
+    /// loss instead of a withheld outcome.
+    pub loss_allowed: bool,
 }
 
 /// Largest arguments kept whole for one call with `--audit-args full`.
@@ -121,6 +130,8 @@ pub struct ArgsSink {
 struct WriteAhead {
     store: super::Store,
     header: super::audit::AuditRecord,
+    /// Calls go on when the record cannot be written (`sandbox.audit.required: false`).
+    loss_allowed: bool,
     /// The record's id, or why it could not be written.
     done: tokio::sync::OnceCell<Result<i64, String>>,
 }
@@ -146,10 +157,12 @@ impl ArgsSink {
         mut self,
         store: super::Store,
         header: super::audit::AuditRecord,
+        loss_allowed: bool,
     ) -> Self {
         self.ahead = Some(Arc::new(WriteAhead {
             store,
             header,
+            loss_allowed,
             done: tokio::sync::OnceCell::new(),
         }));
         self
@@ -172,7 +185,10 @@ impl ArgsSink {
                     .map_err(|e| e.to_string())
             })
             .await;
-        done.as_ref().map(|_| ()).map_err(Clone::clone)
+        match done {
+            Err(_) if ahead.loss_allowed => Ok(()),
+            done => done.as_ref().map(|_| ()).map_err(Clone::clone),
+        }
     }
 
     /// The id of the committed write-ahead record, if one was written.

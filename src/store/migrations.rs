@@ -172,4 +172,13 @@ pub(super) const MIGRATIONS: &[&str] = &[
     // 10: what the web view (front/ui) shows of one execution: its trace events, logs and
     // error as the client saw them (redacted), bounded; a JSON object (`audit::AuditDetail`).
     "ALTER TABLE audit ADD COLUMN detail TEXT;",
+    // 11: OAuth credentials of remote MCP servers (`store::oauth`). The OAuth code created this
+    // table itself on first use before: IF NOT EXISTS keeps the logins an older file holds.
+    "CREATE TABLE IF NOT EXISTS oauth_credentials (
+        server TEXT PRIMARY KEY,
+        url TEXT NOT NULL,
+        nonce BLOB NOT NULL,
+        sealed BLOB NOT NULL,
+        updated_at REAL NOT NULL
+     );",
 ];

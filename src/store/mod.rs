@@ -19,11 +19,12 @@ mod capability_parts;
 mod graph;
 pub mod location;
 mod migrations;
+pub mod oauth;
 mod owner_only;
 pub mod pg;
 pub mod session_state;
 #[cfg(test)]
-mod suites;
+pub(crate) mod suites;
 pub mod tokens;
 mod write_now;
 

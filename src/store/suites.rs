@@ -4,7 +4,7 @@
 //! fresh database of it (one server per run, not per suite: a server takes about a second).
 
 #[path = "../../tests/pg_support/mod.rs"]
-mod pg_support;
+pub(crate) mod pg_support;
 
 use super::Store;
 
@@ -56,9 +56,11 @@ suites! {
     capabilities_concurrent_saves => crate::store::suites::concurrent_saves_give_each_version_once,
     tokens => crate::store::tokens::tests::create_find_revoke,
     audit_retention => crate::store::audit::tests::retention_by_age_and_by_count,
+    audit_web_view => crate::store::audit::tests::the_web_view_reads_a_record_and_its_detail,
     audit_concurrent_appends => crate::store::suites::concurrent_audit_appends_keep_one_record_each,
     session_values => crate::store::session_state::tests::values_are_kept_per_scope,
     session_quotas => crate::store::session_state::tests::quotas_name_their_bound,
+    oauth_rows => crate::store::oauth::tests::rows_per_server,
     session_idle => crate::store::session_state::tests::an_idle_session_loses_its_values,
 }
 
@@ -67,7 +69,7 @@ const WRITERS: usize = 4;
 /// …each recording this many executions.
 const ROUNDS: usize = 50;
 
-fn two_call_traces(i: usize) -> Vec<crate::trace::TraceEvent> {
+pub(super) fn two_call_traces(i: usize) -> Vec<crate::trace::TraceEvent> {
     use crate::trace::{TraceEvent, TraceKind};
     let ev = |kind, tool: &str, id: String, success, duration_ms| TraceEvent {
         kind,

@@ -1,6 +1,8 @@
 //! A PostgreSQL server of a test's own: `initdb` on a temporary directory, listening only on a
 //! Unix socket in that directory (no TCP port to collide with another test or the lead's), with
 //! `fsync` off, stopped (`pg_ctl stop -m immediate`) and deleted when dropped.
+//! [`PgServer::start_tls`] also listens on a free local TCP port with TLS (the TLS test only:
+//! tokio-postgres does not use TLS on a Unix socket).
 //!
 //! Shared by the unit tests of `src/store` (through `#[path]`) and the integration tests, so it
 //! uses nothing but std and `tempfile`. Start one per test binary or test function, not per test
@@ -17,7 +19,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 /// The user the tests connect as (the cluster's superuser, trusted on the socket).
 pub const USER: &str = "sandbox";
-/// The port number in the socket's name (nothing listens on TCP).
+/// The port number in the socket's name (nothing listens on TCP unless started with TLS).
 pub const PORT: u16 = 5432;
 
 pub struct PgServer {
@@ -25,6 +27,18 @@ pub struct PgServer {
     bin: PathBuf,
     as_user: Option<&'static str>,
     next_db: AtomicU32,
+    /// The port of the socket's name, and of TCP when `tls`.
+    port: u16,
+    /// Listening on 127.0.0.1 too, with TLS (`ssl=on`, the certificate and key in the dir).
+    tls: bool,
+}
+
+/// A free local TCP port (free when this returns; the server binds it right after).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free local port")
 }
 
 /// The directory of `initdb` and `pg_ctl`: `$PG_BIN`, else the newest under
@@ -59,6 +73,16 @@ fn is_root() -> bool {
 impl PgServer {
     /// Starts a fresh server; panics with the server's log when it cannot.
     pub fn start() -> PgServer {
+        Self::start_with(None)
+    }
+
+    /// Starts a fresh server that also listens on a free port of 127.0.0.1 with TLS, showing
+    /// the certificate chain `cert_pem` (its key `key_pem`); see [`PgServer::tcp_url`].
+    pub fn start_tls(cert_pem: &str, key_pem: &str) -> PgServer {
+        Self::start_with(Some((cert_pem, key_pem)))
+    }
+
+    fn start_with(tls: Option<(&str, &str)>) -> PgServer {
         let dir = tempfile::Builder::new()
             .prefix("pg-test-")
             .tempdir()
@@ -72,11 +96,33 @@ impl PgServer {
                 .unwrap_or(false);
             assert!(ok, "cannot chown the test database directory to {user}");
         }
+        if let Some((cert, key)) = tls {
+            for (name, pem) in [("server.crt", cert), ("server.key", key)] {
+                let path = dir.path().join(name);
+                std::fs::write(&path, pem).expect("write the TLS files");
+                // The server refuses a key others can read.
+                std::fs::set_permissions(
+                    &path,
+                    std::os::unix::fs::PermissionsExt::from_mode(0o600),
+                )
+                .expect("chmod the TLS files");
+                if let Some(user) = as_user {
+                    let ok = Command::new("chown")
+                        .args([&format!("{user}:"), &*path.to_string_lossy()])
+                        .status()
+                        .map(|s| s.success())
+                        .unwrap_or(false);
+                    assert!(ok, "cannot chown {name} to {user}");
+                }
+            }
+        }
         let server = PgServer {
             bin: bin_dir(),
             dir,
             as_user,
             next_db: AtomicU32::new(0),
+            port: if tls.is_some() { free_port() } else { PORT },
+            tls: tls.is_some(),
         };
         let data = server.data();
         server.run(
@@ -139,28 +185,47 @@ impl PgServer {
     /// The URL of database `name` (no password: the socket is trusted).
     pub fn url(&self, name: &str) -> String {
         format!(
-            "postgres://{USER}@localhost/{name}?host={}&port={PORT}",
-            self.socket_dir().display()
+            "postgres://{USER}@localhost/{name}?host={}&port={}",
+            self.socket_dir().display(),
+            self.port
         )
+    }
+
+    /// The URL of database `name` over TCP (a server from [`PgServer::start_tls`]), with
+    /// `query` (e.g. `sslmode=verify-full&sslrootcert=…`).
+    pub fn tcp_url(&self, name: &str, query: &str) -> String {
+        assert!(self.tls, "tcp_url needs a server from PgServer::start_tls");
+        format!("postgres://{USER}@localhost:{}/{name}?{query}", self.port)
     }
 
     /// A new empty database, and its URL.
     pub fn database(&self) -> String {
         let name = format!("t{}", self.next_db.fetch_add(1, Ordering::Relaxed));
-        let psql = self.bin.join("psql");
-        let out = Command::new(psql)
+        self.psql(&format!("CREATE DATABASE {name}"));
+        self.url(&name)
+    }
+
+    /// Runs `sql` in the `postgres` database; panics when it fails.
+    fn psql(&self, sql: &str) {
+        let out = Command::new(self.bin.join("psql"))
             .args(["-v", "ON_ERROR_STOP=1", "-q", "-d"])
             .arg(self.url("postgres"))
-            .args(["-c", &format!("CREATE DATABASE {name}")])
+            .args(["-c", sql])
             .stdin(Stdio::null())
             .output()
             .expect("psql");
         assert!(
             out.status.success(),
-            "CREATE DATABASE {name}: {}",
+            "{sql}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        self.url(&name)
+    }
+
+    /// Makes every commit so far durable (the server runs with `synchronous_commit=off`, so
+    /// [`PgServer::stop`], an immediate stop, could lose the last ones): call before stopping
+    /// a server whose data must survive the restart.
+    pub fn checkpoint(&self) {
+        self.psql("CHECKPOINT");
     }
 
     /// Stops the server (fast: the data is thrown away).
@@ -180,9 +245,15 @@ impl PgServer {
     }
 
     fn pg_ctl_start(&self) {
+        let dir = self.socket_dir().display();
+        let listen = if self.tls {
+            format!("'127.0.0.1' -c ssl=on -c ssl_cert_file='{dir}/server.crt' -c ssl_key_file='{dir}/server.key'")
+        } else {
+            "''".to_string()
+        };
         let options = format!(
-            "-c listen_addresses='' -c unix_socket_directories='{}' -p {PORT} -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200",
-            self.socket_dir().display()
+            "-c listen_addresses={listen} -c unix_socket_directories='{dir}' -p {} -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200",
+            self.port
         );
         let log = self.dir.path().join("server.log");
         self.run(

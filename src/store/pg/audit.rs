@@ -2,20 +2,23 @@
 //! completion, one transaction each; ids come from an identity column, so gateways appending
 //! at once never share one.
 
-use super::super::audit::{labels_column, AuditCall, AuditFilter, AuditRecord};
+use super::super::audit::{
+    detail_column, labels_column, AuditCall, AuditFilter, AuditRecord, HEAD_COLUMNS,
+};
 use super::super::StoreError;
 use super::{big, Pg, Transaction};
 
 async fn insert_head(tx: &Transaction<'_>, r: &AuditRecord) -> Result<i64, StoreError> {
     let code_bytes = r.code_bytes.map(big);
     let labels = labels_column(&r.labels);
+    let detail = detail_column(r.detail.as_ref());
     Ok(tx
         .query_one(
-            "INSERT INTO audit (ts, principal, tenant, client, front, code, code_sha256, code_bytes, outcome, duration_ms, labels)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
+            "INSERT INTO audit (ts, principal, tenant, client, front, code, code_sha256, code_bytes, outcome, duration_ms, labels, detail)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
             &[
                 &r.ts, &r.principal, &r.tenant, &r.client, &r.front, &r.code, &r.code_sha256,
-                &code_bytes, &r.outcome, &r.duration_ms, &labels,
+                &code_bytes, &r.outcome, &r.duration_ms, &labels, &detail,
             ],
         )
         .await?
@@ -68,10 +71,11 @@ impl Pg {
     pub fn complete_audit(&self, id: i64, r: &AuditRecord) -> Result<(), StoreError> {
         self.write(async |tx| {
             let labels = labels_column(&r.labels);
+            let detail = detail_column(r.detail.as_ref());
             let n = tx
                 .execute(
-                    "UPDATE audit SET outcome = $2, duration_ms = $3, labels = $4 WHERE id = $1",
-                    &[&id, &r.outcome, &r.duration_ms, &labels],
+                    "UPDATE audit SET outcome = $2, duration_ms = $3, labels = $4, detail = $5 WHERE id = $1",
+                    &[&id, &r.outcome, &r.duration_ms, &labels, &detail],
                 )
                 .await?;
             let id = if n == 0 {
@@ -89,10 +93,7 @@ impl Pg {
 
     pub fn query_audit(&self, filter: &AuditFilter) -> Result<Vec<AuditRecord>, StoreError> {
         self.read(async |c| {
-            let mut sql = String::from(
-                "SELECT id, ts, principal, tenant, client, front, code, code_sha256, outcome, duration_ms, code_bytes, labels
-                 FROM audit a WHERE true",
-            );
+            let mut sql = format!("SELECT {HEAD_COLUMNS} FROM audit a WHERE true");
             let mut args: Vec<Box<dyn tokio_postgres::types::ToSql + Sync + Send>> = Vec::new();
             if let Some(since) = filter.since_ms {
                 args.push(Box::new(since));
@@ -124,53 +125,40 @@ impl Pg {
             sql.push_str(&format!(" ORDER BY a.id DESC LIMIT ${}", args.len()));
             let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
                 args.iter().map(|a| a.as_ref() as _).collect();
-            let mut records: Vec<AuditRecord> = c
-                .query(&sql, &params)
-                .await?
-                .iter()
-                .map(|r| AuditRecord {
-                    id: r.get(0),
-                    ts: r.get(1),
-                    principal: r.get(2),
-                    tenant: r.get(3),
-                    client: r.get(4),
-                    front: r.get(5),
-                    code: r.get(6),
-                    code_sha256: r.get(7),
-                    outcome: r.get(8),
-                    duration_ms: r.get(9),
-                    code_bytes: r.get::<_, Option<i64>>(10).map(|n| n.max(0) as u64),
-                    labels: r
-                        .get::<_, Option<String>>(11)
-                        .and_then(|t| serde_json::from_str(&t).ok())
-                        .unwrap_or_default(),
-                    calls: Vec::new(),
-                    // Not kept on PostgreSQL yet (the web view reads SQLite; postgres-status.md).
-                    detail: None,
-                })
-                .collect();
+            let mut records: Vec<AuditRecord> =
+                c.query(&sql, &params).await?.iter().map(head_of).collect();
             records.reverse();
             for rec in &mut records {
-                rec.calls = c
-                    .query(
-                        "SELECT kind, tool, args_sha256, args, error, duration_ms, approval FROM audit_calls
-                         WHERE audit_id = $1 ORDER BY seq",
-                        &[&rec.id],
-                    )
-                    .await?
-                    .iter()
-                    .map(|r| AuditCall {
-                        kind: r.get(0),
-                        tool: r.get(1),
-                        args_sha256: r.get(2),
-                        args: r.get(3),
-                        error: r.get(4),
-                        duration_ms: r.get(5),
-                        approval: r.get(6),
-                    })
-                    .collect();
+                rec.calls = calls_of(c, rec.id).await?;
             }
             Ok(records)
+        })
+    }
+
+    pub fn audit_record(&self, id: i64) -> Result<Option<AuditRecord>, StoreError> {
+        self.read(async |c| {
+            let sql = format!("SELECT {HEAD_COLUMNS}, detail FROM audit WHERE id = $1");
+            let Some(row) = c.query_opt(&sql, &[&id]).await? else {
+                return Ok(None);
+            };
+            let mut rec = head_of(&row);
+            rec.detail = row
+                .get::<_, Option<String>>(12)
+                .and_then(|t| serde_json::from_str(&t).ok());
+            rec.calls = calls_of(c, id).await?;
+            Ok(Some(rec))
+        })
+    }
+
+    pub fn audit_tenants(&self) -> Result<Vec<String>, StoreError> {
+        self.read(async |c| {
+            Ok(
+                c.query("SELECT DISTINCT tenant FROM audit ORDER BY tenant", &[])
+                    .await?
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect(),
+            )
         })
     }
 
@@ -199,4 +187,48 @@ impl Pg {
                 .await? as usize)
         })
     }
+}
+
+/// A record without its calls and detail, from a row of `HEAD_COLUMNS` (as SQLite's).
+fn head_of(r: &tokio_postgres::Row) -> AuditRecord {
+    AuditRecord {
+        id: r.get(0),
+        ts: r.get(1),
+        principal: r.get(2),
+        tenant: r.get(3),
+        client: r.get(4),
+        front: r.get(5),
+        code: r.get(6),
+        code_sha256: r.get(7),
+        outcome: r.get(8),
+        duration_ms: r.get(9),
+        code_bytes: r.get::<_, Option<i64>>(10).map(|n| n.max(0) as u64),
+        labels: r
+            .get::<_, Option<String>>(11)
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default(),
+        calls: Vec::new(),
+        detail: None,
+    }
+}
+
+/// The calls of record `id`, in start order.
+async fn calls_of(c: &deadpool_postgres::Client, id: i64) -> Result<Vec<AuditCall>, StoreError> {
+    Ok(c.query(
+        "SELECT kind, tool, args_sha256, args, error, duration_ms, approval FROM audit_calls
+         WHERE audit_id = $1 ORDER BY seq",
+        &[&id],
+    )
+    .await?
+    .iter()
+    .map(|r| AuditCall {
+        kind: r.get(0),
+        tool: r.get(1),
+        args_sha256: r.get(2),
+        args: r.get(3),
+        error: r.get(4),
+        duration_ms: r.get(5),
+        approval: r.get(6),
+    })
+    .collect())
 }

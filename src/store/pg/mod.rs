@@ -15,8 +15,10 @@
 mod audit;
 mod capabilities;
 mod graph;
+mod oauth;
 mod schema;
 mod session_state;
+pub mod tls;
 mod tokens;
 pub mod url;
 
@@ -67,6 +69,11 @@ fn pg_err(e: impl std::fmt::Display) -> StoreError {
     StoreError::Postgres(e.to_string())
 }
 
+/// A failure to get a connection; one of TLS says so with its code.
+fn connect_err(e: deadpool_postgres::PoolError) -> StoreError {
+    StoreError::Postgres(tls::failure(&e).unwrap_or_else(|| e.to_string()))
+}
+
 impl From<tokio_postgres::Error> for StoreError {
     fn from(e: tokio_postgres::Error) -> Self {
         // The server's own message (`db error` alone says nothing).
@@ -88,20 +95,24 @@ impl Pg {
     /// Connects to `url` (its password from the environment, see [`url`]) and brings the
     /// schema up to date under an advisory lock.
     pub fn open(url: &str) -> Result<Pg, StoreError> {
-        let config = url::config(url)?;
+        let (config, mode) = url::config(url)?;
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("store-pg")
             .enable_all()
             .build()
             .map_err(|e| StoreError::Task(e.to_string()))?;
-        let manager = Manager::from_config(
-            config,
-            tokio_postgres::NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
+        let manager_config = ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        };
+        let manager = match &mode {
+            tls::Mode::Clear => Manager::from_config(config, tokio_postgres::NoTls, manager_config),
+            tls::Mode::Verified { roots } => Manager::from_config(
+                config,
+                tls::connector(roots.as_ref()).map_err(StoreError::Postgres)?,
+                manager_config,
+            ),
+        };
         let pool = {
             let _in = rt.enter();
             Pool::builder(manager)
@@ -151,7 +162,7 @@ impl Pg {
         f: impl AsyncFn(&deadpool_postgres::Client) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         self.block(async {
-            let client = self.pool.get().await.map_err(pg_err)?;
+            let client = self.pool.get().await.map_err(connect_err)?;
             f(&client).await
         })
     }
@@ -163,7 +174,7 @@ impl Pg {
         f: impl AsyncFn(&Transaction<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         self.block(async {
-            let mut client = self.pool.get().await.map_err(pg_err)?;
+            let mut client = self.pool.get().await.map_err(connect_err)?;
             let mut attempt = 1;
             loop {
                 let tx = client.transaction().await?;

@@ -1,4 +1,4 @@
-//! The PostgreSQL schema: the same tables as SQLite's (`store::MIGRATIONS` up to 9), as its own
+//! The PostgreSQL schema: the same tables as SQLite's (`store::MIGRATIONS`), as its own
 //! append-only list of migrations, applied at start while holding an advisory lock, so several
 //! gateways starting at once apply each one exactly once.
 
@@ -114,6 +114,18 @@ const MIGRATIONS: &[&str] = &[
         labels TEXT NOT NULL DEFAULT '[]',
         PRIMARY KEY (scope, key)
      );",
+    // 2: SQLite's migration 10: what the web view shows of one execution (its trace events,
+    // logs and error as the client saw them, bounded; a JSON `audit::AuditDetail`).
+    "ALTER TABLE audit ADD COLUMN detail TEXT;",
+    // 3: OAuth credentials of remote MCP servers (`store::oauth`), sealed under the operator's
+    // key: every gateway reaches a server with the same login.
+    "CREATE TABLE oauth_credentials (
+        server TEXT PRIMARY KEY,
+        url TEXT NOT NULL,
+        nonce BYTEA NOT NULL,
+        sealed BYTEA NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL
+     );",
 ];
 
 /// The schema version this build writes.
@@ -124,7 +136,7 @@ pub fn known() -> i64 {
 /// Brings the database's schema up to date, holding the migration lock (a session advisory
 /// lock: another gateway starting now waits for it, then finds nothing left to do).
 pub(super) async fn migrate(pool: &Pool) -> Result<(), StoreError> {
-    let mut client = pool.get().await.map_err(super::pg_err)?;
+    let mut client = pool.get().await.map_err(super::connect_err)?;
     client
         .execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK])
         .await?;

@@ -18,7 +18,8 @@ pub fn is_postgres(value: &str) -> bool {
 
 /// Checks a PostgreSQL state URL without connecting: it parses, and holds no password.
 pub fn check(value: &str) -> Result<(), String> {
-    let config = tokio_postgres::Config::from_str(value)
+    let (value, _) = super::tls::split(value)?;
+    let config = tokio_postgres::Config::from_str(&value)
         .map_err(|e| format!("the PostgreSQL state URL does not parse: {e}"))?;
     if config.get_password().is_some() {
         return Err(format!(
@@ -28,11 +29,17 @@ pub fn check(value: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The connection settings of `value`, with the password from the environment.
-pub fn config(value: &str) -> Result<tokio_postgres::Config, StoreError> {
+/// The connection settings of `value`, with the password from the environment, and whether
+/// they ask for TLS (`sslmode`, see [`super::tls`]).
+pub fn config(value: &str) -> Result<(tokio_postgres::Config, super::tls::Mode), StoreError> {
     check(value).map_err(StoreError::Postgres)?;
-    let mut config =
-        tokio_postgres::Config::from_str(value).map_err(|e| StoreError::Postgres(e.to_string()))?;
+    let (value, mode) = super::tls::split(value).map_err(StoreError::Postgres)?;
+    let mut config = tokio_postgres::Config::from_str(&value)
+        .map_err(|e| StoreError::Postgres(e.to_string()))?;
+    config.ssl_mode(match mode {
+        super::tls::Mode::Clear => tokio_postgres::config::SslMode::Disable,
+        super::tls::Mode::Verified { .. } => tokio_postgres::config::SslMode::Require,
+    });
     if let Some(password) = password()? {
         config.password(password);
     }
@@ -42,7 +49,7 @@ pub fn config(value: &str) -> Result<tokio_postgres::Config, StoreError> {
     if config.get_application_name().is_none() {
         config.application_name("mcp-sandbox");
     }
-    Ok(config)
+    Ok((config, mode))
 }
 
 fn password() -> Result<Option<String>, StoreError> {

@@ -1,7 +1,7 @@
 //! OAuth for remote MCP servers (the client side of the MCP authorization specification), on
 //! rmcp's `auth` feature: discovery from the 401's `WWW-Authenticate` (protected resource
 //! metadata, then authorization server metadata), dynamic client registration, the
-//! authorization code flow with PKCE, refresh. Tokens live in the state file, sealed with the
+//! authorization code flow with PKCE, refresh. Tokens live in the state store, sealed with the
 //! operator's key ([`super::oauth_store`]).
 //!
 //! - `mcp-sandbox auth login NAME` ([`login`]) prints the authorization URL, listens on a
@@ -13,10 +13,11 @@
 
 use super::oauth_store::{SealKey, SealedStore, Stored};
 use crate::config::ServerConfig;
+use crate::store::Store;
 use rmcp::transport::auth::{AuthClient, AuthorizationManager, AuthorizationRequest};
 use rmcp::transport::AuthorizationSession;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -31,15 +32,23 @@ pub fn use_state_file(path: PathBuf) {
 
 fn state_file() -> Result<PathBuf, String> {
     if let Some(p) = STATE_FILE.get() {
-        if p.to_str().is_some_and(crate::store::pg::url::is_postgres) {
-            return Err(crate::store::StoreError::Unsupported(
-                "keeping OAuth tokens of remote servers",
-            )
-            .to_string());
-        }
         return Ok(p.clone());
     }
     crate::store::default_path().map_err(|e| e.to_string())
+}
+
+/// The state store the tokens live in, opened once per process (every `oauth` server shares
+/// it: one SQLite connection, or one PostgreSQL pool).
+fn state_store() -> Result<Store, String> {
+    static OPEN: Mutex<Option<(PathBuf, Store)>> = Mutex::new(None);
+    let path = state_file()?;
+    let mut open = OPEN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some((_, store)) = open.as_ref().filter(|(p, _)| *p == path) {
+        return Ok(store.clone());
+    }
+    let store = Store::open(&path).map_err(|e| e.to_string())?;
+    *open = Some((path, store.clone()));
+    Ok(store)
 }
 
 /// Why a server with stored tokens needs a new login.
@@ -54,7 +63,7 @@ pub fn needs_login(name: &str, why: &str) -> String {
 fn store_for(name: &str, config: &ServerConfig) -> Result<SealedStore, String> {
     let url = config.url.as_deref().unwrap_or_default();
     let key = SealKey::from_env().map_err(|e| e.to_string())?;
-    Ok(SealedStore::new(&state_file()?, name, url, key))
+    Ok(SealedStore::new(&state_store()?, name, url, key))
 }
 
 /// An rmcp authorization manager for `config`'s server, using `client` (TLS, caFile) for every
@@ -272,5 +281,5 @@ pub fn status_line(name: &str, config: &ServerConfig) -> String {
 pub fn logout(name: &str, config: &ServerConfig) -> Result<bool, String> {
     let _ = config;
     // Removing needs no key: the row is deleted, not opened.
-    super::oauth_store::remove(&state_file()?, name).map_err(|e| e.to_string())
+    super::oauth_store::remove(&state_store()?, name).map_err(|e| e.to_string())
 }

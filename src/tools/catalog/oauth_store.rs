@@ -8,15 +8,16 @@
 //!   XChaCha20-Poly1305 (a random 24-byte nonce per write). The server's name and URL are the
 //!   associated data: a row copied to another server, or left from a server whose URL changed,
 //!   does not open.
-//! - One table, `oauth_credentials`, created on first use in the same SQLite file as the tool
-//!   graph; nothing in it is readable without the key.
+//! - The sealed bytes live in the state store (`store::oauth`: the `oauth_credentials` table of
+//!   the SQLite file or of the PostgreSQL database, so every gateway of a team shares one
+//!   login); nothing in it is readable without the key.
 
+use crate::store::oauth::SealedRow;
+use crate::store::Store;
 use chacha20poly1305::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
 use chacha20poly1305::{Key, XChaCha20Poly1305, XNonce};
 use rmcp::transport::auth::{AuthError, CredentialStore, StoredCredentials};
-use rusqlite::OptionalExtension;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::PathBuf;
 
 /// The environment variable naming the key file.
 pub const KEY_FILE_VAR: &str = "MCP_SANDBOX_KEY_FILE";
@@ -24,14 +25,6 @@ pub const KEY_FILE_VAR: &str = "MCP_SANDBOX_KEY_FILE";
 pub const KEY_VAR: &str = "MCP_SANDBOX_KEY";
 /// How to make a key, for error messages.
 pub const KEY_HOWTO: &str = "set MCP_SANDBOX_KEY_FILE to a file holding a 32-byte key as 64 hex digits (e.g. `openssl rand -hex 32 > ~/.config/mcp-sandbox/key && chmod 600 ~/.config/mcp-sandbox/key`), or MCP_SANDBOX_KEY to the digits";
-
-const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS oauth_credentials (
-    server TEXT PRIMARY KEY,
-    url TEXT NOT NULL,
-    nonce BLOB NOT NULL,
-    sealed BLOB NOT NULL,
-    updated_at REAL NOT NULL
-)";
 
 /// The operator's key.
 #[derive(Clone)]
@@ -55,7 +48,7 @@ pub enum SealError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("the state file {path}: {message}")]
+    #[error("the state store {path}: {message}")]
     Store { path: PathBuf, message: String },
     #[error("encryption failed")]
     Seal,
@@ -132,10 +125,10 @@ impl SealKey {
     }
 }
 
-/// One server's credentials in the state file (rmcp's `CredentialStore`).
+/// One server's credentials in the state store (rmcp's `CredentialStore`).
 #[derive(Clone, Debug)]
 pub struct SealedStore {
-    path: PathBuf,
+    store: Store,
     server: String,
     url: String,
     key: SealKey,
@@ -145,29 +138,19 @@ fn aad(server: &str, url: &str) -> Vec<u8> {
     format!("mcp-sandbox oauth v1\0{server}\0{url}").into_bytes()
 }
 
-fn open(path: &Path) -> Result<rusqlite::Connection, String> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+fn store_err(store: &Store, e: crate::store::StoreError) -> SealError {
+    SealError::Store {
+        path: store.path().to_path_buf(),
+        message: e.to_string(),
     }
-    let conn = rusqlite::Connection::open(path).map_err(|e| e.to_string())?;
-    conn.busy_timeout(Duration::from_secs(10))
-        .map_err(|e| e.to_string())?;
-    conn.execute_batch(SCHEMA).map_err(|e| e.to_string())?;
-    Ok(conn)
 }
 
-/// Removes the stored credentials of `server` from the state file at `path` (no key needed);
-/// whether there were any.
-pub fn remove(path: &Path, server: &str) -> Result<bool, SealError> {
-    let store_err = |message: String| SealError::Store {
-        path: path.to_path_buf(),
-        message,
-    };
-    let conn = open(path).map_err(store_err)?;
-    let n = conn
-        .execute("DELETE FROM oauth_credentials WHERE server = ?1", [server])
-        .map_err(|e| store_err(e.to_string()))?;
-    Ok(n > 0)
+/// Removes the stored credentials of `server` from `store` (no key needed); whether there were
+/// any.
+pub fn remove(store: &Store, server: &str) -> Result<bool, SealError> {
+    store
+        .remove_oauth_credentials(server)
+        .map_err(|e| store_err(store, e))
 }
 
 /// What `auth status` shows of one stored entry.
@@ -184,9 +167,9 @@ pub enum Stored {
 }
 
 impl SealedStore {
-    pub fn new(path: &Path, server: &str, url: &str, key: SealKey) -> SealedStore {
+    pub fn new(store: &Store, server: &str, url: &str, key: SealKey) -> SealedStore {
         SealedStore {
-            path: path.to_path_buf(),
+            store: store.clone(),
             server: server.to_string(),
             url: url.to_string(),
             key,
@@ -195,27 +178,22 @@ impl SealedStore {
 
     fn store_err(&self, message: String) -> AuthError {
         AuthError::CredentialStoreError(format!(
-            "the state file {}: {message}",
-            self.path.display()
+            "the state store {}: {message}",
+            self.store.path().display()
         ))
     }
 
     /// Reads and opens the entry (blocking).
-    fn read(&self) -> Result<Option<Result<StoredCredentials, ()>>, String> {
-        let conn = open(&self.path)?;
-        let row: Option<(String, Vec<u8>, Vec<u8>)> = conn
-            .query_row(
-                "SELECT url, nonce, sealed FROM oauth_credentials WHERE server = ?1",
-                [&self.server],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .optional()
-            .map_err(|e| e.to_string())?;
-        let Some((_url, nonce, sealed)) = row else {
+    fn read(&self) -> Result<Option<Result<StoredCredentials, ()>>, SealError> {
+        let row = self
+            .store
+            .oauth_credentials(&self.server)
+            .map_err(|e| store_err(&self.store, e))?;
+        let Some(row) = row else {
             return Ok(None);
         };
         let aad = aad(&self.server, &self.url);
-        let plain = self.key.open(&aad, &nonce, &sealed);
+        let plain = self.key.open(&aad, &row.nonce, &row.sealed);
         Ok(Some(
             plain
                 .and_then(|p| serde_json::from_slice::<StoredCredentials>(&p).ok())
@@ -223,36 +201,28 @@ impl SealedStore {
         ))
     }
 
-    fn write(&self, credentials: &StoredCredentials) -> Result<(), String> {
-        let plain = serde_json::to_vec(credentials).map_err(|e| e.to_string())?;
+    fn write(&self, credentials: &StoredCredentials) -> Result<(), SealError> {
+        let plain = serde_json::to_vec(credentials).map_err(|_| SealError::Seal)?;
         let aad = aad(&self.server, &self.url);
-        let (nonce, sealed) = self.key.seal(&aad, &plain).map_err(|e| e.to_string())?;
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs_f64())
-            .unwrap_or(0.0);
-        let conn = open(&self.path)?;
-        conn.execute(
-            "INSERT INTO oauth_credentials (server, url, nonce, sealed, updated_at)
-             VALUES (?1, ?2, ?3, ?4, ?5)
-             ON CONFLICT(server) DO UPDATE SET url = ?2, nonce = ?3, sealed = ?4, updated_at = ?5",
-            rusqlite::params![self.server, self.url, nonce, sealed, now],
-        )
-        .map_err(|e| e.to_string())?;
-        Ok(())
+        let (nonce, sealed) = self.key.seal(&aad, &plain)?;
+        let row = SealedRow {
+            url: self.url.clone(),
+            nonce,
+            sealed,
+        };
+        self.store
+            .put_oauth_credentials(&self.server, &row)
+            .map_err(|e| store_err(&self.store, e))
     }
 
     /// Removes the entry; whether there was one.
     pub fn remove(&self) -> Result<bool, SealError> {
-        remove(&self.path, &self.server)
+        remove(&self.store, &self.server)
     }
 
     /// The entry as `auth status` shows it.
     pub fn status(&self) -> Result<Stored, SealError> {
-        let read = self.read().map_err(|message| SealError::Store {
-            path: self.path.clone(),
-            message,
-        })?;
+        let read = self.read()?;
         Ok(match read {
             None => Stored::Missing,
             Some(Err(())) => Stored::Unreadable,
@@ -284,15 +254,24 @@ impl SealedStore {
     }
 }
 
+impl SealedStore {
+    /// Runs `f` off the async runtime's worker threads (the store is synchronous).
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&SealedStore) -> Result<T, SealError> + Send + 'static,
+    ) -> Result<T, AuthError> {
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || f(&this))
+            .await
+            .map_err(|e| self.store_err(e.to_string()))?
+            .map_err(|e| AuthError::CredentialStoreError(e.to_string()))
+    }
+}
+
 #[async_trait::async_trait]
 impl CredentialStore for SealedStore {
     async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
-        let this = self.clone();
-        let read = tokio::task::spawn_blocking(move || this.read())
-            .await
-            .map_err(|e| self.store_err(e.to_string()))?
-            .map_err(|e| self.store_err(e))?;
-        match read {
+        match self.blocking(|s| s.read()).await? {
             None => Ok(None),
             Some(Ok(c)) => Ok(Some(c)),
             Some(Err(())) => {
@@ -303,20 +282,11 @@ impl CredentialStore for SealedStore {
     }
 
     async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
-        let this = self.clone();
-        tokio::task::spawn_blocking(move || this.write(&credentials))
-            .await
-            .map_err(|e| self.store_err(e.to_string()))?
-            .map_err(|e| self.store_err(e))
+        self.blocking(move |s| s.write(&credentials)).await
     }
 
     async fn clear(&self) -> Result<(), AuthError> {
-        let this = self.clone();
-        tokio::task::spawn_blocking(move || this.remove())
-            .await
-            .map_err(|e| self.store_err(e.to_string()))?
-            .map(|_| ())
-            .map_err(|e| self.store_err(e.to_string()))
+        self.blocking(|s| s.remove()).await.map(|_| ())
     }
 }
 
@@ -324,28 +294,95 @@ impl CredentialStore for SealedStore {
 mod tests {
     use super::*;
 
-    #[tokio::test]
-    async fn seals_opens_and_refuses_another_key_or_url() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("state.db");
-        let key = SealKey::from_hex(&"ab".repeat(32)).unwrap();
-        let store = SealedStore::new(&path, "s", "https://a/mcp", key.clone());
+    fn key(byte: &str) -> SealKey {
+        SealKey::from_hex(&byte.repeat(32)).unwrap()
+    }
+
+    /// The sealing, on either backend: what is saved loads with the key and URL it was sealed
+    /// for, no other; the stored bytes hold no token in clear.
+    async fn seals_opens_and_refuses_another_key_or_url(db: &Store) {
+        let store = SealedStore::new(db, "s", "https://a/mcp", key("ab"));
         assert!(store.load().await.unwrap().is_none());
         let creds = StoredCredentials::new("client-1".into(), None, vec!["x".into()], Some(5));
         store.save(creds).await.unwrap();
         let back = store.load().await.unwrap().unwrap();
         assert_eq!(back.client_id, "client-1");
-        let raw = std::fs::read(&path).unwrap();
-        assert!(!String::from_utf8_lossy(&raw).contains("client-1"));
-        let other_key = SealKey::from_hex(&"cd".repeat(32)).unwrap();
-        let wrong = SealedStore::new(&path, "s", "https://a/mcp", other_key);
+        let row = db.oauth_credentials("s").unwrap().unwrap();
+        assert_eq!(row.url, "https://a/mcp");
+        assert!(!String::from_utf8_lossy(&row.sealed).contains("client-1"));
+        let wrong = SealedStore::new(db, "s", "https://a/mcp", key("cd"));
         assert!(wrong.load().await.unwrap().is_none());
         assert_eq!(wrong.status().unwrap(), Stored::Unreadable);
-        let moved = SealedStore::new(&path, "s", "https://b/mcp", key);
+        let moved = SealedStore::new(db, "s", "https://b/mcp", key("ab"));
         assert!(moved.load().await.unwrap().is_none());
         store.clear().await.unwrap();
         assert_eq!(store.status().unwrap(), Stored::Missing);
+        assert!(!remove(db, "s").unwrap());
         assert!(SealKey::from_hex("12").is_none());
         assert!(SealKey::from_hex(&"zz".repeat(32)).is_none());
+    }
+
+    #[tokio::test]
+    async fn sealing_on_sqlite() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Store::open(&dir.path().join("state.db")).unwrap();
+        seals_opens_and_refuses_another_key_or_url(&db).await;
+        // Nothing in clear in the file, its WAL or SHM either.
+        SealedStore::new(&db, "s", "https://a/mcp", key("ab"))
+            .save(StoredCredentials::new(
+                "client-2".into(),
+                None,
+                vec![],
+                None,
+            ))
+            .await
+            .unwrap();
+        for entry in std::fs::read_dir(dir.path()).unwrap() {
+            let raw = std::fs::read(entry.unwrap().path()).unwrap();
+            assert!(!String::from_utf8_lossy(&raw).contains("client-2"));
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sealing_on_postgres() {
+        let server = crate::store::suites::pg_support::PgServer::start();
+        let db = Store::open(std::path::Path::new(&server.database())).unwrap();
+        seals_opens_and_refuses_another_key_or_url(&db).await;
+    }
+
+    /// A state file whose `oauth_credentials` table the OAuth code created itself (before the
+    /// table moved behind the store, at schema version 10): its logins still load.
+    #[tokio::test]
+    async fn a_login_stored_by_an_older_build_still_loads() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        drop(Store::open(&path).unwrap());
+        let (nonce, sealed) = key("ab")
+            .seal(
+                &aad("s", "https://a/mcp"),
+                &serde_json::to_vec(&StoredCredentials::new("old".into(), None, vec![], None))
+                    .unwrap(),
+            )
+            .unwrap();
+        {
+            // What the older build left: version 10, its own table, one row.
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "DROP TABLE oauth_credentials; PRAGMA user_version = 10;
+                 CREATE TABLE IF NOT EXISTS oauth_credentials (
+                    server TEXT PRIMARY KEY, url TEXT NOT NULL, nonce BLOB NOT NULL,
+                    sealed BLOB NOT NULL, updated_at REAL NOT NULL)",
+            )
+            .unwrap();
+            conn.execute(
+                "INSERT INTO oauth_credentials VALUES ('s', 'https://a/mcp', ?1, ?2, 1.0)",
+                rusqlite::params![nonce, sealed],
+            )
+            .unwrap();
+        }
+        let db = Store::open(&path).unwrap();
+        assert_eq!(db.schema_version().unwrap(), crate::store::schema_version());
+        let store = SealedStore::new(&db, "s", "https://a/mcp", key("ab"));
+        assert_eq!(store.load().await.unwrap().unwrap().client_id, "old");
     }
 }
