@@ -119,6 +119,7 @@ impl Sandbox {
             zygote_up: zygotes.pid().is_some(),
             zygotes_started: zygotes.started(),
             calls_in_flight: crate::exec::session::calls_in_flight(),
+            audit_records_lost: crate::exec::audit::records_lost(),
         }
     }
 

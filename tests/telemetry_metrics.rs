@@ -101,6 +101,15 @@ async fn metrics_count_the_executions_run() {
         families["mcp_sandbox_zygote_starts"], "counter",
         "{families}"
     );
+    // Nothing lost: the state file took every audit record.
+    assert_eq!(
+        families["mcp_sandbox_audit_records_lost"], "counter",
+        "{families}"
+    );
+    assert_eq!(
+        sample(&parsed, "mcp_sandbox_audit_records_lost_total", json!({})),
+        0.0
+    );
     assert_eq!(
         families.get("mcp_sandbox_runner_crashes"),
         None,

@@ -66,6 +66,8 @@ pub struct HostState {
     pub zygote_up: bool,
     pub zygotes_started: u64,
     pub calls_in_flight: usize,
+    /// Audit records this process lost (`sandbox.audit.required: false`, store unreachable).
+    pub audit_records_lost: u64,
 }
 
 pub struct Metrics {
@@ -82,6 +84,7 @@ pub struct Metrics {
     pool_idle: Gauge,
     zygote_up: Gauge,
     zygotes_started: Counter,
+    audit_lost: Counter,
     calls_in_flight: Gauge,
     spans_exported: Counter,
     spans_failed: Counter,
@@ -113,6 +116,7 @@ impl Metrics {
             pool_idle: Gauge::default(),
             zygote_up: Gauge::default(),
             zygotes_started: Counter::default(),
+            audit_lost: Counter::default(),
             calls_in_flight: Gauge::default(),
             spans_exported: Counter::default(),
             spans_failed: Counter::default(),
@@ -170,6 +174,11 @@ impl Metrics {
             "zygote_starts",
             "Zygotes started since the host started",
             m.zygotes_started.clone(),
+        );
+        registry.register(
+            "audit_records_lost",
+            "Audit records lost while the state store could not take them (sandbox.audit.required: false)",
+            m.audit_lost.clone(),
         );
         registry.register(
             "runner_crashes",
@@ -293,6 +302,7 @@ impl Metrics {
         self.zygote_up.set(i64::from(state.zygote_up));
         self.calls_in_flight.set(state.calls_in_flight as i64);
         catch_up(&self.zygotes_started, state.zygotes_started);
+        catch_up(&self.audit_lost, state.audit_records_lost);
         for (server, n) in restarts {
             catch_up(
                 &self.restarts.get_or_create(&ServerLabels {
