@@ -18,6 +18,8 @@ pub mod lockdown;
 /// Copy-on-write pre-faulting of a forked runner (used by the zygote).
 #[cfg(all(feature = "lockdown", feature = "engine"))]
 pub mod prefault;
+/// Which pages an execution touches, learned once per zygote (narrows [`prefault`]).
+#[cfg(all(feature = "lockdown", feature = "engine"))]
 pub mod prefault_probe;
 
 #[cfg(feature = "engine")]
