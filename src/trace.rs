@@ -83,7 +83,9 @@ pub struct TraceEvent {
     /// `state_load`/`state_store`: the key (`*` for `keys()`); the value is never traced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
-    /// `state_load`/`state_store`: bytes of JSON loaded or stored.
+    /// `state_load`/`state_store`: bytes of JSON loaded or stored. `tool_start`/
+    /// `capability_start`: the size of the call's arguments as JSON (for a frame too large to
+    /// decode, the frame's size). Never the values.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<u64>,
     /// `label_added`/`flow_decision`: the data-flow label.

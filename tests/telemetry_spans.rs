@@ -120,6 +120,11 @@ async fn an_execution_exports_its_span_tree() {
         .filter(|k| k.starts_with("mcp_sandbox.isolation."))
         .collect();
     assert!(!iso.is_empty(), "{a:?}");
+    // The runner's host pid is on the span, and never in the outcome the client gets.
+    let pid: u32 = a["mcp_sandbox.runner.pid"].parse().unwrap();
+    assert!(pid > 1, "{a:?}");
+    assert_eq!(outcome["metrics"].get("runner_pid"), None, "{outcome}");
+    assert!(!outcome.to_string().contains(&pid.to_string()), "{outcome}");
     assert_eq!(exec.status.as_ref().map(|s| s.code), Some(1), "status OK");
 
     let exec_id = exec.span_id.clone();
@@ -148,6 +153,18 @@ async fn an_execution_exports_its_span_tree() {
         assert_eq!(a["mcp_sandbox.server"], "fixture");
         assert_eq!(a["mcp_sandbox.success"], "true");
         assert!(!a.contains_key("error.type"));
+        // The arguments' size as JSON, never their value.
+        let args = if tool == "echo" {
+            json!({"message": "secret-argument"})
+        } else {
+            json!({"a": 1, "b": 2})
+        };
+        assert_eq!(
+            a["mcp_sandbox.arguments.bytes"],
+            args.to_string().len().to_string(),
+            "{}",
+            s.name
+        );
         // Within the execution's time.
         assert!(s.start_time_unix_nano >= exec.start_time_unix_nano);
         assert!(s.end_time_unix_nano <= exec.end_time_unix_nano);

@@ -24,6 +24,11 @@ pub struct Metrics {
     /// a request may only lower the operator's limits, so a larger ask is capped.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub limits: BTreeMap<String, AppliedLimit>,
+    /// The host's pid of the runner that ran the script (`None` when none became ready). Kept
+    /// for telemetry (`mcp_sandbox.runner.pid`) and never serialised: the outcome goes to the
+    /// client, and a host pid is none of the model's business.
+    #[serde(skip)]
+    pub runner_pid: Option<u32>,
 }
 
 pub use crate::context::limits::AppliedLimit;

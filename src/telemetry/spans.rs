@@ -73,6 +73,12 @@ pub(super) fn build(
                 if let Some(t) = &e.transport {
                     attributes.push(KeyValue::new("network.transport", t.clone()));
                 }
+                if let Some(bytes) = e.bytes {
+                    attributes.push(KeyValue::new(
+                        "mcp_sandbox.arguments.bytes",
+                        i64::try_from(bytes).unwrap_or(i64::MAX),
+                    ));
+                }
                 let name = if capability {
                     format!("capability {}", e.tool)
                 } else {
@@ -185,6 +191,9 @@ fn execution_span(
     ];
     if let Some(p) = &started.principal {
         attributes.push(KeyValue::new("enduser.id", p.clone()));
+    }
+    if let Some(pid) = outcome.metrics.runner_pid {
+        attributes.push(KeyValue::new("mcp_sandbox.runner.pid", i64::from(pid)));
     }
     if let Some(e) = &outcome.error {
         attributes.push(KeyValue::new("error.type", e.code.as_str()));

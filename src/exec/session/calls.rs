@@ -80,7 +80,7 @@ impl Run {
             rule: None,
             transport: transport.map(str::to_string),
             key: None,
-            bytes: None,
+            bytes: Some(arg_bytes),
             label: None,
             decision: None,
             approver: None,

@@ -100,6 +100,7 @@ impl Run {
                 tool_calls: self.calls,
                 isolation: self.isolation,
                 limits: self.request.applied_limits.clone(),
+                runner_pid: self.runner_pid,
             },
         }
     }

@@ -277,6 +277,8 @@ struct Run {
     answered: HashSet<(ErrorCode, String)>,
     /// The runner's layers as verified in `/proc`.
     isolation: BTreeMap<String, String>,
+    /// The host's pid of the runner, once one is ready.
+    runner_pid: Option<u32>,
     /// Where calls an `ask` rule matches wait for approval.
     approvals: crate::gate::approval::Gate,
     /// The servers' progress and log messages for this execution's calls.
@@ -318,6 +320,7 @@ impl Run {
             routed: HashSet::new(),
             answered: HashSet::new(),
             isolation: BTreeMap::new(),
+            runner_pid: None,
             approvals: crate::gate::approval::Gate::new(None),
             feedback: Arc::new(crate::exec::passthrough::ExecFeedback::new(
                 0,

@@ -58,6 +58,7 @@ impl Run {
             None => runner::start(runner, &self.limits, self.deadline, hook).await?,
         };
         self.isolation = ready.isolation.clone();
+        self.runner_pid = Some(ready.pid);
         if self.top {
             if let Some(tree) = self.tree() {
                 tree.set_root_pid(ready.pid);
