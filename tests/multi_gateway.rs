@@ -2,12 +2,13 @@
 //! `--state postgres://…` (a server of the test's own, tests/pg_support), one API token created
 //! once through the CLI, and the official Python SDK driving both gateways at once. At the end
 //! the shared tool graph counts every call made through either gateway, and the shared audit log
-//! holds exactly one record per execution.
+//! holds exactly one record per execution. A principal's executions per minute are counted
+//! across both gateways.
 
 use crate::common::bin;
 use crate::pg_support::PgServer;
 use crate::serve_support::http::start_http_state;
-use crate::serve_support::team::{create_token, results, sdk, url};
+use crate::serve_support::team::{create_token, execute_as, open_session_as, results, sdk, url};
 use mcp_sandbox::store::audit::AuditFilter;
 use mcp_sandbox::store::Store;
 use serde_json::json;
@@ -78,4 +79,59 @@ async fn two_gateways_share_the_graph_the_tokens_and_the_audit_log() {
     for h in [&a, &b] {
         assert!(!h.stderr().contains("STORE_UNSUPPORTED"), "{}", h.stderr());
     }
+}
+
+/// `executions_per_minute: 3` for a principal holds across two gateways on one database: two
+/// starts through A and one through B fill the window, and the next is refused (429,
+/// `Retry-After`, the message saying it counts every gateway) through either.
+#[tokio::test(flavor = "multi_thread")]
+async fn executions_per_minute_are_counted_across_gateways() {
+    let pg = PgServer::start();
+    let state = pg.database();
+    let config = json!({
+        "mcpServers": {"fixture": {"command": bin("fixture-mcp-server")}},
+        "sandbox": {"auth": {}, "policies": {"metered": {"executions_per_minute": 3}}}
+    });
+    let a = start_http_state(config.clone(), Some(&state), &[]).await;
+    let b = start_http_state(config, Some(&state), &[]).await;
+    let token = create_token(Path::new(&state), "metered", &["--policy", "metered"]);
+    let other = create_token(Path::new(&state), "other", &[]);
+    let (sa, sb) = (
+        open_session_as(&a.addr, &token).await,
+        open_session_as(&b.addr, &token).await,
+    );
+    for (addr, session, id) in [(&a.addr, &sa, 1), (&a.addr, &sa, 2), (&b.addr, &sb, 3)] {
+        let r = execute_as(addr, &token, session, id, "return 7").await;
+        assert_eq!(r.status, 200, "{r:?}");
+        assert_eq!(
+            r.reply(id)["result"]["structuredContent"]["result"],
+            json!(7)
+        );
+    }
+    for (addr, session, id) in [(&b.addr, &sb, 4), (&a.addr, &sa, 5)] {
+        let r = execute_as(addr, &token, session, id, "return 7").await;
+        assert_eq!(r.status, 429, "{r:?}");
+        let retry: u64 = r.header("retry-after").unwrap().parse().unwrap();
+        assert!((50..=60).contains(&retry), "{retry}");
+        let body: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+        assert_eq!(body["error"]["data"]["code"], json!("LIMIT_EXCEEDED"));
+        assert!(
+            body["error"]["message"].as_str().unwrap().contains(
+                "token:metered may start 3 executions per minute (counted across every gateway"
+            ),
+            "{body}"
+        );
+    }
+    // Another principal has its own count; the refused requests were not executions.
+    let so = open_session_as(&b.addr, &other).await;
+    let r = execute_as(&b.addr, &other, &so, 1, "return 8").await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let store = Store::open(Path::new(&state)).unwrap();
+    let records = store
+        .query_audit(&AuditFilter {
+            limit: 100,
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(records.len(), 4, "one record per execution that ran");
 }

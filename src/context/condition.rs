@@ -52,17 +52,18 @@ impl<'a> CallArgs<'a> {
     }
 }
 
-/// `json` as a CEL value, borrowing its strings. Numbers keep JSON's three kinds as CEL's
-/// `uint` (a non-negative integer), `int` (a negative one) and `double`, as the `cel` crate's
-/// own serde conversion does; CEL compares them across kinds (`args.amount > 100`). Depth is
-/// bounded by the JSON parser's recursion limit (128).
+/// `json` as a CEL value, borrowing its strings. A JSON integer is CEL's `int` (as a literal
+/// `100` is), a non-negative one beyond `int`'s range `uint`, any other number `double`: so
+/// `args.amount > 100` compares like kinds and `args.count + 1` is defined (CEL has no
+/// `uint + int`). CEL also compares across kinds (`args.half > 1`). Depth is bounded by the
+/// JSON parser's recursion limit (128).
 fn cel_value<'a>(json: &'a Value) -> Box<dyn Val + 'a> {
     match json {
         Value::Null => Box::new(CelNull),
         Value::Bool(b) => Box::new(CelBool::from(*b)),
-        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
-            (Some(u), _) => Box::new(CelUInt::from(u)),
-            (None, Some(i)) => Box::new(CelInt::from(i)),
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => Box::new(CelInt::from(i)),
+            (None, Some(u)) => Box::new(CelUInt::from(u)),
             (None, None) => Box::new(CelDouble::from(n.as_f64().unwrap_or(f64::NAN))),
         },
         Value::String(s) => Box::new(CelString::from(s.as_str())),
@@ -300,18 +301,19 @@ mod tests {
     #[test]
     fn every_json_kind_reads_as_its_cel_kind() {
         let args = json!({
-            "neg": -3, "pos": 7, "half": 1.5, "flag": true, "none": null,
+            "neg": -3, "pos": 7, "big": u64::MAX, "half": 1.5, "flag": true, "none": null,
             "map": {"k": "v", "deep": {"n": [1, 2, 3]}}, "list": ["a", 2, false]
         });
         for cond in [
             "args.neg == -3 && args.neg < 0",
-            "args.pos == 7u && args.pos == 7 && args.pos > -1",
+            "args.pos == 7 && args.pos > -1 && args.pos + 1 == 8 && args.pos - 10 == -3",
+            "args.big == 18446744073709551615u",
             "args.half == 1.5 && args.half > 1",
             "args.flag && args.none == null",
             "args.map.k == 'v' && 'k' in args.map && has(args.map.deep)",
             "args.map.deep.n[2] == 3 && size(args.map.deep.n) == 3",
             "args.list[0] == 'a' && args.list[1] == 2 && !args.list[2]",
-            "!has(args.missing) && size(args) == 7",
+            "!has(args.missing) && size(args) == 8",
         ] {
             assert_eq!(holds(cond, args.clone()), Ok(true), "{cond}");
         }

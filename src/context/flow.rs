@@ -197,22 +197,29 @@ impl FlowPolicy {
         if self.rules.is_empty() || read.is_empty() {
             return FlowVerdict::Allow;
         }
-        let carried = self.labels_of(tool);
+        // The tool's labels, once a rule's `after` is met (most calls meet none).
+        let mut carried: Option<Vec<Arc<str>>> = None;
         let mut ask = None;
         for rule in &self.rules {
-            let Some(sources) = rule
+            if !rule
                 .after
                 .iter()
-                .map(|l| read.iter().find(|s| *s.label == **l))
-                .collect::<Option<Vec<_>>>()
-            else {
+                .all(|l| read.iter().any(|s| *s.label == **l))
+            {
                 continue;
+            }
+            let sources = || -> Vec<&LabelSource> {
+                rule.after
+                    .iter()
+                    .filter_map(|l| read.iter().find(|s| *s.label == **l))
+                    .collect()
             };
+            let carried = carried.get_or_insert_with(|| self.labels_of(tool));
             if let Some(label) = carried.iter().find(|l| rule.deny.contains(l)) {
                 return FlowVerdict::Deny {
                     rule: rule.name.clone(),
                     label: label.to_string(),
-                    message: explain(tool, label, &sources, &rule.name),
+                    message: explain(tool, label, &sources(), &rule.name),
                 };
             }
             if ask.is_none() {
@@ -220,7 +227,7 @@ impl FlowPolicy {
                     ask = Some(FlowVerdict::Ask {
                         rule: rule.name.clone(),
                         label: label.to_string(),
-                        message: explain(tool, label, &sources, &rule.name),
+                        message: explain(tool, label, &sources(), &rule.name),
                     });
                 }
             }
@@ -339,7 +346,18 @@ impl Taint {
 
     /// What was read so far.
     pub fn read(&self) -> Vec<LabelSource> {
-        self.read.lock().map(|r| r.0.clone()).unwrap_or_default()
+        self.with_read(<[LabelSource]>::to_vec)
+    }
+
+    /// `f` of what was read so far, without copying it (the gate asks on every call). A lock
+    /// poisoned by a panic elsewhere still shows what it holds: forgetting labels would let a
+    /// call through that a flow rule refuses.
+    pub fn with_read<R>(&self, f: impl FnOnce(&[LabelSource]) -> R) -> R {
+        let read = self
+            .read
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        f(&read.0)
     }
 
     /// The labels read since the last call (for `label_added` trace events).

@@ -22,6 +22,7 @@ mod migrations;
 pub mod oauth;
 mod owner_only;
 pub mod pg;
+pub mod rate;
 pub mod session_state;
 #[cfg(test)]
 pub(crate) mod suites;

@@ -62,6 +62,7 @@ suites! {
     session_quotas => crate::store::session_state::tests::quotas_name_their_bound,
     oauth_rows => crate::store::oauth::tests::rows_per_server,
     session_idle => crate::store::session_state::tests::an_idle_session_loses_its_values,
+    rate_shared_starts => crate::store::rate::tests::starts_are_counted_per_principal,
 }
 
 /// Writers (threads)…

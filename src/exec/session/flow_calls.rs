@@ -14,7 +14,7 @@ impl Run {
         let Some(tree) = self.tree().filter(|_| flow.has_rules()) else {
             return Ok(None);
         };
-        let verdict = flow.decide(tool, &tree.taint.read());
+        let verdict = tree.taint.with_read(|read| flow.decide(tool, read));
         let (decision, rule, label, message) = match verdict {
             FlowVerdict::Allow => return Ok(None),
             FlowVerdict::Deny {

@@ -1,7 +1,13 @@
 //! Per-principal rate limits of `serve --http`: executions started in any 60 s and executions
 //! running at once (`sandbox.policies.<name>.executions_per_minute`, `max_concurrent`). Over
 //! either, the request is refused at once with 429 and `Retry-After`.
+//!
+//! On a PostgreSQL state store shared by several gateways, executions per minute are counted in
+//! the database (`store::rate`), so the bound is the principal's across every gateway; running
+//! executions are counted by each gateway (a principal may run `max_concurrent` on each). While
+//! the database cannot be reached, each gateway counts alone, as with SQLite.
 
+use crate::store::rate::SharedStart;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -127,6 +133,66 @@ impl RateLimiter {
             limiter: self.clone(),
             principal: principal.to_string(),
         }))
+    }
+}
+
+/// Counts one execution of `principal` under `rate`: its starts per minute in `shared` when the
+/// store is shared by several gateways, else (and while it is unreachable) in `limiter`.
+pub async fn admit(
+    limiter: &Arc<RateLimiter>,
+    shared: Option<&crate::store::Store>,
+    principal: &str,
+    rate: Rate,
+) -> Result<Option<RatePermit>, RateRefusal> {
+    let Some((store, max)) = shared.filter(|s| s.pg().is_some()).zip(rate.per_minute) else {
+        return limiter.acquire(principal, rate);
+    };
+    // Running executions first (local, and freed at once on a refusal below), so a request
+    // refused for concurrency is not counted as a start.
+    let permit = limiter.acquire(
+        principal,
+        Rate {
+            per_minute: None,
+            ..rate
+        },
+    )?;
+    let (store, who) = (store.clone(), principal.to_string());
+    let counted =
+        tokio::task::spawn_blocking(move || store.start_execution_counted(&who, max)).await;
+    match counted {
+        Ok(Ok(SharedStart::Counted | SharedStart::NotShared)) => Ok(permit),
+        Ok(Ok(SharedStart::Full { retry_after })) => {
+            let secs = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
+            Err(RateRefusal {
+                retry_after: Duration::from_secs(secs.max(1)),
+                message: format!(
+                    "rate limit: {principal} may start {max} executions per minute (counted across every gateway of this database); retry in {} s",
+                    secs.max(1)
+                ),
+            })
+        }
+        Ok(Err(e)) => {
+            unshared_warning(&e.to_string());
+            drop(permit);
+            limiter.acquire(principal, rate)
+        }
+        Err(e) => {
+            unshared_warning(&e.to_string());
+            drop(permit);
+            limiter.acquire(principal, rate)
+        }
+    }
+}
+
+/// Logs, at most once a minute, that executions per minute are counted by this gateway alone.
+fn unshared_warning(why: &str) {
+    static LAST: Mutex<Option<Instant>> = Mutex::new(None);
+    let mut last = LAST.lock().unwrap_or_else(|p| p.into_inner());
+    if last.is_none_or(|t| t.elapsed() >= WINDOW) {
+        *last = Some(Instant::now());
+        tracing::warn!(
+            "rate limits: the state store cannot count executions per minute across gateways ({why}); this gateway counts its own until it can"
+        );
     }
 }
 

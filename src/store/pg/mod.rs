@@ -16,6 +16,7 @@ mod audit;
 mod capabilities;
 mod graph;
 mod oauth;
+mod rate;
 mod schema;
 mod session_state;
 pub mod tls;

@@ -126,6 +126,13 @@ const MIGRATIONS: &[&str] = &[
         sealed BYTEA NOT NULL,
         updated_at DOUBLE PRECISION NOT NULL
      );",
+    // 4: executions started per principal in the last minute, counted across gateways
+    // (`store::rate`); a principal has at most its `executions_per_minute` rows.
+    "CREATE TABLE rate_starts (
+        principal TEXT NOT NULL,
+        at TIMESTAMPTZ NOT NULL
+     );
+     CREATE INDEX rate_starts_by_principal ON rate_starts (principal, at);",
 ];
 
 /// The schema version this build writes.

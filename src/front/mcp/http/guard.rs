@@ -290,7 +290,15 @@ pub(super) async fn guard(
             let mut rate_permit = None;
             if message.code_bytes.is_some() {
                 let rate = front.gateway.rate_of(&principal);
-                match front.gateway.rate.acquire(&principal.name, rate) {
+                let shared = front.gateway.store.as_ref();
+                match crate::front::mcp::rate::admit(
+                    &front.gateway.rate,
+                    shared,
+                    &principal.name,
+                    rate,
+                )
+                .await
+                {
                     Ok(p) => {
                         rate_permit =
                             p.map(|p| crate::front::mcp::rate::ExecutionPermit(Arc::new(p)))
