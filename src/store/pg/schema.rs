@@ -126,6 +126,10 @@ const MIGRATIONS: &[&str] = &[
         sealed BYTEA NOT NULL,
         updated_at DOUBLE PRECISION NOT NULL
      );",
+    // 4: SQLite's migration 12: a kept session value sealed under the operator's key (its
+    // nonce and ciphertext, `value` then ''); a row without them is JSON text in the clear.
+    "ALTER TABLE state_values ADD COLUMN value_nonce BYTEA;
+     ALTER TABLE state_values ADD COLUMN value_sealed BYTEA;",
 ];
 
 /// The schema version this build writes.
