@@ -533,6 +533,32 @@ pub(super) mod tests {
         assert_eq!(s.load_state(&a, "k", &o, 5.0).unwrap().unwrap().0, clear);
     }
 
+    /// A file an older build wrote (schema 11, values as JSON text) is migrated; its values load.
+    #[test]
+    fn values_an_older_build_wrote_still_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        let s = Store::open(&path).unwrap();
+        s.with(|c| {
+            Ok(c.execute_batch(
+                "ALTER TABLE state_values DROP COLUMN value_nonce;
+                 ALTER TABLE state_values DROP COLUMN value_sealed;
+                 PRAGMA user_version = 11;
+                 INSERT INTO state_sessions (scope, tenant, used_at) VALUES ('1:t1:p1:s', 't', 1);
+                 INSERT INTO state_values (scope, key, value, bytes, stored_at, labels)
+                    VALUES ('1:t1:p1:s', 'k', '{\"a\":1}', 7, 1, '[]');",
+            )?)
+        })
+        .unwrap();
+        drop(s);
+        let s = Store::open(&path).unwrap();
+        let (o, a) = (SessionOptions::default(), SessionScope::new("t", "p", "s"));
+        assert_eq!(
+            s.load_state(&a, "k", &o, 2.0).unwrap().unwrap().0,
+            json(r#"{"a":1}"#)
+        );
+    }
+
     pub(crate) fn an_idle_session_loses_its_values(s: &Store) {
         let o = SessionOptions {
             ttl_ms: 1000,
