@@ -17,7 +17,17 @@ fn client(code: &str, mode: &str) -> Value {
 }
 
 fn client_of(text: Value, code: &str, mode: &str) -> Value {
-    let dir = tempfile::tempdir().unwrap();
+    client_in(&tempfile::tempdir().unwrap(), text, code, mode, &[])
+}
+
+/// The client with the config `text` in `dir`, `env` added to the client's (and `serve`'s).
+fn client_in(
+    dir: &tempfile::TempDir,
+    text: Value,
+    code: &str,
+    mode: &str,
+    env: &[(&str, &std::path::Path)],
+) -> Value {
     let config = dir.path().join("config.json");
     std::fs::write(&config, text.to_string()).unwrap();
     let py = repo_root().join(".venv/bin/python");
@@ -32,6 +42,7 @@ fn client_of(text: Value, code: &str, mode: &str) -> Value {
         .arg(code)
         .arg(mode)
         .env("MCP_SANDBOX_RUNNER", bin("sandbox-runner"))
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -147,6 +158,50 @@ fn downstream_elicitation_and_sampling_are_refused_for_a_client_without_the_capa
         ]),
         "{r}"
     );
+}
+
+/// With `sandbox.sensitive`, a server's elicitation and sampling requests reach the client with
+/// the session's placeholders (the same as the outcome's) in their text: the elicitation's
+/// message, the sampling message and its system prompt. No byte `serve` wrote holds a real value.
+#[test]
+fn server_requests_reach_the_client_redacted_when_values_are_kept_from_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let raw = dir.path().join("raw.log");
+    let text = json!({
+        "mcpServers": {"fixture": {"command": bin("fixture-mcp-server"), "args": []}},
+        "sandbox": {"sensitive": {"detect": ["email", "card"]}},
+    });
+    let code = "const c = await mcp.fixture.get_customer({id: 7});\n\
+                const text = 'write to ' + c.email + ' about ' + c.card;\n\
+                return [c.email, await mcp.fixture.ask_client({kind: 'elicit', text}),\n\
+                        await mcp.fixture.ask_client({kind: 'sample', text})];";
+    let r = client_in(&dir, text, code, "answering", &[("MCP_RAW_LOG", &raw)]);
+    let said = "write to ⟪email:1⟫ about ⟪card:2⟫";
+    assert_eq!(
+        r["asked"],
+        json!([["elicit", said], ["sample", said]]),
+        "{r}"
+    );
+    assert_eq!(r["asked_params"][1]["systemPrompt"], said, "{r}");
+    let result = &r["outcome"]["result"];
+    assert_eq!(
+        result[0], "⟪email:1⟫",
+        "the outcome's placeholder is the same: {r}"
+    );
+    // The client's answers went back to the server as written.
+    assert_eq!(
+        result[1]["answer"]["content"],
+        json!({"colour": "green"}),
+        "{r}"
+    );
+    let bytes = std::fs::read(&raw).unwrap();
+    assert!(!bytes.is_empty());
+    for real in ["ada7@example.com", "4111 1111 1111 1111"] {
+        assert!(
+            !bytes.windows(real.len()).any(|w| w == real.as_bytes()),
+            "the client received {real}"
+        );
+    }
 }
 
 /// The reference `everything` server's own tools that send progress, sampling and elicitation

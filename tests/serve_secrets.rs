@@ -231,3 +231,34 @@ fn run_shows_placeholders_and_reveal_shows_the_values() {
     assert_eq!(revealed["result"]["card"], "4111 1111 1111 1111");
     assert_eq!(revealed["logs"][0]["message"], "ada7@example.com");
 }
+
+/// What a script keeps with `store()` is sealed at rest under the operator's key: a later
+/// execution `load()`s the record with its real values (the mailer receives the real address),
+/// while the state file, its WAL and its shared memory hold none of them.
+#[test]
+fn stored_values_are_sealed_at_rest_and_load_real() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = session(
+        dir.path(),
+        json!([
+            {"code": format!("{READ} await store('customer', c); return 'kept'")},
+            {"code": "const c = await load('customer');
+                await mcp.mail.send_mail({to: [c.email], subject: 'about ' + c.card.slice(-4)});
+                return c.email"},
+        ]),
+    );
+    assert_eq!(results[0]["out"]["result"], "kept", "{}", results[0]);
+    placeholder(&results[1]["out"]["result"], "email");
+    let mail_log = String::from_utf8(bytes_of(&dir.path().join("mail.log"))).unwrap();
+    let received: Value = serde_json::from_str(mail_log.lines().next().unwrap()).unwrap();
+    assert_eq!(received["to"], json!(["ada7@example.com"]));
+    assert_eq!(received["subject"], "about 1111");
+    let state: Vec<u8> = ["state.db", "state.db-wal", "state.db-shm"]
+        .iter()
+        .flat_map(|f| bytes_of(&dir.path().join(f)))
+        .collect();
+    assert!(holds(&state, "customer"), "the key is kept in the clear");
+    for real in REAL {
+        assert!(!holds(&state, real), "the state file holds {real}");
+    }
+}

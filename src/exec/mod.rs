@@ -23,6 +23,7 @@ pub mod pool;
 pub mod provenance;
 pub mod runner;
 pub mod runner_process;
+pub mod sealing;
 pub mod session;
 pub mod state;
 pub mod zygote;

@@ -1,8 +1,10 @@
 //! One execution's [`Feedback`]: its servers' log messages become log lines of the execution
 //! (tagged `[server]`, within the execution's log budget); progress goes to the front's
 //! receiver, if the front gave one (`serve`: progress of the `execute_code` request). With
-//! `sandbox.sensitive`, what goes to the front before the end is redacted; the collected log
-//! lines are redacted with the outcome.
+//! `sandbox.sensitive`, what goes to the front before the end is redacted — progress messages,
+//! log lines, and the text of a server's elicitation and sampling requests — with the session's
+//! placeholders; the collected log lines are redacted with the outcome. The client's answer to
+//! such a request goes back to the server as the client wrote it.
 
 use crate::exec::outcome::LogLine;
 use crate::exec::placeholders::ExecPlaceholders;
@@ -61,6 +63,24 @@ impl ExecFeedback {
     }
 }
 
+/// `request` with every string of its params redacted (object keys too), but its `_meta`
+/// (protocol data: the progress token): the elicitation's message and schema texts, the
+/// sampling messages' content (text, and text in any other block), the system prompt.
+fn redacted(p: &ExecPlaceholders, request: Forward) -> Forward {
+    let redact = |mut params: Value| {
+        let meta = params.as_object_mut().and_then(|o| o.remove("_meta"));
+        p.redact_value(&mut params);
+        if let (Some(meta), Some(o)) = (meta, params.as_object_mut()) {
+            o.insert("_meta".into(), meta);
+        }
+        params
+    };
+    match request {
+        Forward::Elicit(params) => Forward::Elicit(redact(params)),
+        Forward::Sample(params) => Forward::Sample(redact(params)),
+    }
+}
+
 impl Feedback for ExecFeedback {
     fn owner(&self) -> &str {
         &self.owner
@@ -81,6 +101,10 @@ impl Feedback for ExecFeedback {
             return Box::pin(async {
                 Err("there is no MCP client to ask (mcp-sandbox run)".into())
             });
+        };
+        let request = match &self.placeholders {
+            Some(p) => redacted(p, request),
+            None => request,
         };
         let asked = up.forward(server, request);
         let deadline = self.deadline;

@@ -14,26 +14,12 @@ use crate::context::sensitive::{Sensitive, SubstituteError};
 use crate::context::session::SessionScope;
 use crate::error::{ErrorCode, ExecError};
 use crate::exec::outcome::{LogLine, Outcome};
+use crate::exec::sealing::key;
 use crate::exec::state::SessionState;
 use crate::store::session_state::SealedMap;
-use crate::tools::catalog::oauth_store::SealKey;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
-
-/// The key placeholder maps are sealed with: the operator's, or one for this process.
-fn key() -> &'static SealKey {
-    static KEY: OnceLock<SealKey> = OnceLock::new();
-    KEY.get_or_init(|| match SealKey::from_env() {
-        Ok(k) => k,
-        Err(e) => {
-            tracing::warn!(
-                "sensitive values: {e}; placeholder maps are sealed with a key for this process only (placeholders do not outlive it)"
-            );
-            SealKey::ephemeral()
-        }
-    })
-}
 
 fn aad(scope: &SessionScope) -> Vec<u8> {
     format!("mcp-sandbox placeholders v1\0{}", scope.key()).into_bytes()

@@ -4,12 +4,21 @@
 //! the catalog. Keys and values are checked here, bounded by `sandbox.session`, and kept in the
 //! state store under the execution's [`SessionScope`] — never visible to another session,
 //! principal or tenant, and gone once the session has been idle for its TTL.
+//!
+//! At rest a value is sealed (XChaCha20-Poly1305, `exec::sealing`) under the operator's key
+//! when one is set, and under this process's key when the execution keeps sensitive values
+//! from the model (`sandbox.sensitive`) and there is none; otherwise it is JSON text in the
+//! clear, as before. The associated data binds the tenant, principal, session and key, so a
+//! row copied to another session or key does not open. A value that does not open fails with
+//! `SANDBOX_UNAVAILABLE` saying why and what to do, never as another value.
 
 use crate::context::flow::LabelSource;
 use crate::context::session::{SessionOptions, SessionScope};
 use crate::error::{ErrorCode, ExecError};
-use crate::store::session_state::StateEntry;
+use crate::exec::sealing;
+use crate::store::session_state::{StateEntry, StoredValue};
 use crate::store::Store;
+use crate::tools::catalog::oauth_store::SealKey;
 use crate::trace::now_ms;
 use serde_json::{json, Value};
 use std::sync::Mutex;
@@ -136,12 +145,15 @@ impl SessionState {
     /// Carries out `op` in `scope`'s state. `load` answers `{found, value}` (the runner turns a
     /// missing key into `undefined`), `store` `null`, `keys` the keys in order, `remove` whether
     /// the key was there.
-    /// A `store` keeps `read` (the labels its execution has read) with the value.
+    /// A `store` keeps `read` (the labels its execution has read) with the value; `sensitive`:
+    /// the execution keeps sensitive values from the model, so its values are sealed even
+    /// without the operator's key.
     pub async fn apply(
         &self,
         scope: &SessionScope,
         op: StateOp,
         read: Vec<LabelSource>,
+        sensitive: bool,
     ) -> Result<Answer, ExecError> {
         self.maybe_sweep();
         let (scope, options) = (scope.clone(), self.options);
@@ -153,8 +165,17 @@ impl SessionState {
                     StateOp::Store { key, value } => {
                         let text = serde_json::to_string(&value).unwrap_or_default();
                         let bytes = text.len() as u64;
+                        let kept = match sealing::operator_key() {
+                            Some(k) => seal(k, &scope, &key, text),
+                            None if sensitive => seal(sealing::key(), &scope, &key, text),
+                            None => Ok(StoredValue::Json(text)),
+                        };
+                        let kept = match kept {
+                            Ok(kept) => kept,
+                            Err(e) => return Ok(Err(e)),
+                        };
                         store
-                            .store_state(&scope, &key, &text, &read, &options, now)?
+                            .store_state(&scope, &key, &kept, &read, &options, now)?
                             .map(|()| Answer {
                                 value: Value::Null,
                                 bytes,
@@ -168,8 +189,12 @@ impl SessionState {
                             })
                     }
                     StateOp::Load { key } => match store.load_state(&scope, &key, &options, now)? {
-                        Some((text, labels)) => {
-                            let bytes = text.len() as u64;
+                        Some((kept, labels)) => {
+                            let bytes = kept.bytes();
+                            let text = match open(sealing::key(), &scope, &key, kept) {
+                                Ok(text) => text,
+                                Err(e) => return Ok(Err(e)),
+                            };
                             serde_json::from_str::<Value>(&text)
                                 .map(|value| Answer {
                                     value: json!({"found": true, "value": value}),
@@ -274,6 +299,54 @@ impl SessionState {
     }
 }
 
+/// The associated data of a kept value: its session's scope and its key.
+fn aad(scope: &SessionScope, key: &str) -> Vec<u8> {
+    format!("mcp-sandbox state v1\0{}\0{key}", scope.key()).into_bytes()
+}
+
+/// `text` (a value's JSON) sealed with `with` for `key` of `scope`.
+fn seal(
+    with: &SealKey,
+    scope: &SessionScope,
+    key: &str,
+    text: String,
+) -> Result<StoredValue, ExecError> {
+    let (nonce, sealed) = with.seal(&aad(scope, key), text.as_bytes()).map_err(|e| {
+        ExecError::new(
+            ErrorCode::SandboxUnavailable,
+            format!("store({key:?}) could not seal the value ({e}); retry"),
+        )
+    })?;
+    Ok(StoredValue::Sealed {
+        nonce,
+        sealed,
+        bytes: text.len() as u64,
+    })
+}
+
+/// The JSON text of `kept` (`key` of `scope`), opened with `with` when it is sealed.
+fn open(
+    with: &SealKey,
+    scope: &SessionScope,
+    key: &str,
+    kept: StoredValue,
+) -> Result<String, ExecError> {
+    match kept {
+        StoredValue::Json(text) => Ok(text),
+        StoredValue::Sealed { nonce, sealed, .. } => with
+            .open(&aad(scope, key), &nonce, &sealed)
+            .and_then(|plain| String::from_utf8(plain).ok())
+            .ok_or_else(|| {
+                ExecError::new(
+                    ErrorCode::SandboxUnavailable,
+                    format!(
+                        "the stored value of {key:?} does not open with this host's key: it was sealed under another key (MCP_SANDBOX_KEY_FILE / MCP_SANDBOX_KEY changed), or by an earlier process that had no key (its values do not outlive it); remove({key:?}) and store it again, and set the same key on every host and restart so values last"
+                    ),
+                )
+            }),
+    }
+}
+
 fn unavailable(e: crate::store::StoreError) -> ExecError {
     ExecError::new(
         ErrorCode::SandboxUnavailable,
@@ -333,6 +406,43 @@ mod tests {
         assert_eq!(
             StateOp::parse("drop", &json!({})).unwrap_err().code,
             ErrorCode::ToolNotFound
+        );
+    }
+
+    #[test]
+    fn a_sealed_value_opens_only_with_its_key_session_and_name() {
+        let (mine, other) = (SealKey::ephemeral(), SealKey::ephemeral());
+        let a = SessionScope::new("t", "p", "s");
+        let text = r#"{"email":"ada@example.com"}"#.to_string();
+        let kept = seal(&mine, &a, "k", text.clone()).unwrap();
+        let StoredValue::Sealed { sealed, bytes, .. } = &kept else {
+            panic!("not sealed: {kept:?}")
+        };
+        assert_eq!(*bytes, text.len() as u64, "the quotas count the JSON text");
+        assert!(!sealed.windows(7).any(|w| w == b"example"));
+        assert_eq!(open(&mine, &a, "k", kept.clone()).unwrap(), text);
+        let refused = [
+            open(&other, &a, "k", kept.clone()),
+            open(&mine, &SessionScope::new("t2", "p", "s"), "k", kept.clone()),
+            open(&mine, &SessionScope::new("t", "p2", "s"), "k", kept.clone()),
+            open(&mine, &SessionScope::new("t", "p", "s2"), "k", kept.clone()),
+            open(&mine, &a, "k2", kept),
+        ];
+        for e in refused {
+            let e = e.unwrap_err();
+            assert_eq!(e.code, ErrorCode::SandboxUnavailable);
+            assert!(
+                e.message.starts_with("the stored value of \"k")
+                    && e.message.contains("does not open with this host's key")
+                    && e.message.contains("and store it again"),
+                "{}",
+                e.message
+            );
+        }
+        // A row written before values were sealed is JSON text, and loads as it is.
+        assert_eq!(
+            open(&other, &a, "k", StoredValue::Json("[1]".into())).unwrap(),
+            "[1]"
         );
     }
 }

@@ -181,4 +181,9 @@ pub(super) const MIGRATIONS: &[&str] = &[
         sealed BLOB NOT NULL,
         updated_at REAL NOT NULL
      );",
+    // 12: a kept session value sealed under the operator's key (exec/state.rs): its nonce and
+    // ciphertext, `value` then ''. A row without them is JSON text in the clear (written before
+    // values were sealed, or with nothing to seal with), and loads as such.
+    "ALTER TABLE state_values ADD COLUMN value_nonce BLOB;
+     ALTER TABLE state_values ADD COLUMN value_sealed BLOB;",
 ];

@@ -57,22 +57,74 @@ pub struct SealedMap {
     pub sealed: Option<(Vec<u8>, Vec<u8>)>,
 }
 
+/// A kept value as the store holds it. Which one a row is, is marked (`value_nonce` is set
+/// for a sealed one), never guessed from its bytes: rows written before values were sealed are
+/// JSON text and still load.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoredValue {
+    /// The value's JSON text in the clear.
+    Json(String),
+    /// The value's JSON text sealed by the execution layer (`exec::state`): nonce, ciphertext,
+    /// and the JSON text's size in bytes, which is what the quotas and `list_state` count.
+    Sealed {
+        nonce: Vec<u8>,
+        sealed: Vec<u8>,
+        bytes: u64,
+    },
+}
+
+impl StoredValue {
+    /// Bytes of the value's JSON text (sealed or not).
+    pub fn bytes(&self) -> u64 {
+        match self {
+            StoredValue::Json(text) => text.len() as u64,
+            StoredValue::Sealed { bytes, .. } => *bytes,
+        }
+    }
+
+    /// The row's columns: `(value, value_nonce, value_sealed)` (a sealed row's `value` is '').
+    pub(super) fn columns(&self) -> (&str, Option<&[u8]>, Option<&[u8]>) {
+        match self {
+            StoredValue::Json(text) => (text, None, None),
+            StoredValue::Sealed { nonce, sealed, .. } => ("", Some(nonce), Some(sealed)),
+        }
+    }
+
+    /// The value of a row's columns (`bytes`: its `bytes` column).
+    pub(super) fn of_row(
+        text: String,
+        nonce: Option<Vec<u8>>,
+        sealed: Option<Vec<u8>>,
+        bytes: i64,
+    ) -> StoredValue {
+        match (nonce, sealed) {
+            (Some(nonce), Some(sealed)) => StoredValue::Sealed {
+                nonce,
+                sealed,
+                bytes: bytes.max(0) as u64,
+            },
+            _ => StoredValue::Json(text),
+        }
+    }
+}
+
 /// What a `store` did: the value was kept, or a quota refused it.
 pub type Stored = Result<(), StateQuotaError>;
 
 impl Store {
-    /// Keeps `value` (JSON text) under `key` in `scope`'s state, within `options`' quotas.
+    /// Keeps `value` under `key` in `scope`'s state, within `options`' quotas (which count
+    /// the size of its JSON text, sealed or not).
     pub fn store_state(
         &self,
         scope: &SessionScope,
         key: &str,
-        value: &str,
+        value: &StoredValue,
         labels: &[LabelSource],
         options: &SessionOptions,
         now_ms: f64,
     ) -> Result<Stored, StoreError> {
         let labels = labels_text(labels);
-        let bytes = value.len() as u64;
+        let bytes = value.bytes();
         if bytes > options.max_value_bytes {
             return Ok(Err(StateQuotaError::Value {
                 bytes,
@@ -101,39 +153,54 @@ impl Store {
                     max: options.max_bytes,
                 }));
             }
+            let (text, nonce, sealed) = value.columns();
             tx.prepare_cached(
-                "INSERT INTO state_values (scope, key, value, bytes, stored_at, labels)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                "INSERT INTO state_values
+                    (scope, key, value, bytes, stored_at, labels, value_nonce, value_sealed)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
                  ON CONFLICT (scope, key) DO UPDATE SET
                     value = excluded.value, bytes = excluded.bytes, stored_at = excluded.stored_at,
-                    labels = excluded.labels",
+                    labels = excluded.labels, value_nonce = excluded.value_nonce,
+                    value_sealed = excluded.value_sealed",
             )?
-            .execute(params![scope_key, key, value, bytes as i64, now_ms, labels])?;
+            .execute(params![
+                scope_key,
+                key,
+                text,
+                bytes as i64,
+                now_ms,
+                labels,
+                nonce,
+                sealed
+            ])?;
             Ok(Ok(()))
         })
     }
 
-    /// The JSON text kept under `key` in `scope`'s state, with the labels it was stored after.
+    /// The value kept under `key` in `scope`'s state, with the labels it was stored after.
     pub fn load_state(
         &self,
         scope: &SessionScope,
         key: &str,
         options: &SessionOptions,
         now_ms: f64,
-    ) -> Result<Option<(String, Vec<LabelSource>)>, StoreError> {
+    ) -> Result<Option<(StoredValue, Vec<LabelSource>)>, StoreError> {
         if let Some(pg) = self.pg() {
             return pg.load_state(scope, key, options, now_ms);
         }
         let scope_key = scope.key();
         self.write(|tx| {
             renew(tx, scope, &scope_key, options, now_ms)?;
-            let row: Option<(String, String)> = tx
+            Ok(tx
                 .prepare_cached(
-                    "SELECT value, labels FROM state_values WHERE scope = ?1 AND key = ?2",
+                    "SELECT value, labels, value_nonce, value_sealed, bytes FROM state_values
+                     WHERE scope = ?1 AND key = ?2",
                 )?
-                .query_row(params![scope_key, key], |r| Ok((r.get(0)?, r.get(1)?)))
-                .optional()?;
-            Ok(row.map(|(value, labels)| (value, labels_of(&labels))))
+                .query_row(params![scope_key, key], |r| {
+                    let value = StoredValue::of_row(r.get(0)?, r.get(2)?, r.get(3)?, r.get(4)?);
+                    Ok((value, labels_of(&r.get::<_, String>(1)?)))
+                })
+                .optional()?)
         })
     }
 
@@ -349,18 +416,19 @@ fn renew(
 pub(super) mod tests {
     use super::*;
 
+    fn json(text: &str) -> StoredValue {
+        StoredValue::Json(text.into())
+    }
+
     pub(crate) fn values_are_kept_per_scope(s: &Store) {
         let o = SessionOptions::default();
         let a = SessionScope::new("t1", "p1", "s1");
-        s.store_state(&a, "k", "[1,2]", &[], &o, 1.0)
+        s.store_state(&a, "k", &json("[1,2]"), &[], &o, 1.0)
             .unwrap()
             .unwrap();
         assert_eq!(
-            s.load_state(&a, "k", &o, 2.0)
-                .unwrap()
-                .map(|v| v.0)
-                .as_deref(),
-            Some("[1,2]")
+            s.load_state(&a, "k", &o, 2.0).unwrap().map(|v| v.0),
+            Some(json("[1,2]"))
         );
         for other in [
             SessionScope::new("t2", "p1", "s1"),
@@ -394,25 +462,101 @@ pub(super) mod tests {
         };
         let a = SessionScope::new("t", "p", "s");
         assert_eq!(
-            s.store_state(&a, "k", "12345678901", &[], &o, 1.0).unwrap(),
+            s.store_state(&a, "k", &json("12345678901"), &[], &o, 1.0)
+                .unwrap(),
             Err(StateQuotaError::Value { bytes: 11, max: 10 })
         );
-        s.store_state(&a, "a", "1234567890", &[], &o, 1.0)
+        s.store_state(&a, "a", &json("1234567890"), &[], &o, 1.0)
             .unwrap()
             .unwrap();
         assert_eq!(
-            s.store_state(&a, "b", "1234567890", &[], &o, 1.0).unwrap(),
+            s.store_state(&a, "b", &json("1234567890"), &[], &o, 1.0)
+                .unwrap(),
             Err(StateQuotaError::Bytes { bytes: 22, max: 20 })
         );
-        s.store_state(&a, "b", "1", &[], &o, 1.0).unwrap().unwrap();
+        s.store_state(&a, "b", &json("1"), &[], &o, 1.0)
+            .unwrap()
+            .unwrap();
         assert_eq!(
-            s.store_state(&a, "c", "1", &[], &o, 1.0).unwrap(),
+            s.store_state(&a, "c", &json("1"), &[], &o, 1.0).unwrap(),
             Err(StateQuotaError::Keys { keys: 2 })
         );
         // Replacing a key does not count it twice.
-        s.store_state(&a, "b", "123456", &[], &o, 1.0)
+        s.store_state(&a, "b", &json("123456"), &[], &o, 1.0)
             .unwrap()
             .unwrap();
+    }
+
+    /// A sealed value keeps its mark, bytes and size (the JSON text's, for the quotas and
+    /// `list_state`); a clear row (as an older build wrote it) loads as JSON text.
+    pub(crate) fn sealed_values_keep_their_mark_and_size(s: &Store) {
+        let o = SessionOptions {
+            max_bytes: 40,
+            ..SessionOptions::default()
+        };
+        let a = SessionScope::new("t", "p", "s");
+        let sealed = StoredValue::Sealed {
+            nonce: vec![7; 24],
+            sealed: vec![0, 1, 2, 255],
+            bytes: 30,
+        };
+        s.store_state(&a, "k", &sealed, &[], &o, 1.0)
+            .unwrap()
+            .unwrap();
+        let clear = StoredValue::Json("[1]".into());
+        s.store_state(&a, "c", &clear, &[], &o, 1.0)
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.load_state(&a, "k", &o, 2.0).unwrap().unwrap().0, sealed);
+        assert_eq!(s.load_state(&a, "c", &o, 2.0).unwrap().unwrap().0, clear);
+        let sizes: Vec<u64> = s
+            .list_state(&a, &o, 2.0)
+            .unwrap()
+            .iter()
+            .map(|e| e.bytes)
+            .collect();
+        assert_eq!(sizes, [3, 30]);
+        // 30 + 1 (key) + 3 + 1 held, 6 + 1 more: over 40, counted on the JSON text's size.
+        let more = StoredValue::Sealed {
+            nonce: vec![7; 24],
+            sealed: vec![1],
+            bytes: 6,
+        };
+        assert_eq!(
+            s.store_state(&a, "m", &more, &[], &o, 3.0).unwrap(),
+            Err(StateQuotaError::Bytes { bytes: 42, max: 40 })
+        );
+        // Sealed again in the clear: the mark goes with the row.
+        s.store_state(&a, "k", &clear, &[], &o, 4.0)
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.load_state(&a, "k", &o, 5.0).unwrap().unwrap().0, clear);
+    }
+
+    /// A file an older build wrote (schema 11, values as JSON text) is migrated; its values load.
+    #[test]
+    fn values_an_older_build_wrote_still_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        let s = Store::open(&path).unwrap();
+        s.with(|c| {
+            Ok(c.execute_batch(
+                "ALTER TABLE state_values DROP COLUMN value_nonce;
+                 ALTER TABLE state_values DROP COLUMN value_sealed;
+                 PRAGMA user_version = 11;
+                 INSERT INTO state_sessions (scope, tenant, used_at) VALUES ('1:t1:p1:s', 't', 1);
+                 INSERT INTO state_values (scope, key, value, bytes, stored_at, labels)
+                    VALUES ('1:t1:p1:s', 'k', '{\"a\":1}', 7, 1, '[]');",
+            )?)
+        })
+        .unwrap();
+        drop(s);
+        let s = Store::open(&path).unwrap();
+        let (o, a) = (SessionOptions::default(), SessionScope::new("t", "p", "s"));
+        assert_eq!(
+            s.load_state(&a, "k", &o, 2.0).unwrap().unwrap().0,
+            json(r#"{"a":1}"#)
+        );
     }
 
     pub(crate) fn an_idle_session_loses_its_values(s: &Store) {
@@ -422,8 +566,12 @@ pub(super) mod tests {
         };
         let a = SessionScope::new("t", "p", "s");
         let b = SessionScope::new("t", "p", "b");
-        s.store_state(&a, "k", "1", &[], &o, 0.0).unwrap().unwrap();
-        s.store_state(&b, "k", "1", &[], &o, 0.0).unwrap().unwrap();
+        s.store_state(&a, "k", &json("1"), &[], &o, 0.0)
+            .unwrap()
+            .unwrap();
+        s.store_state(&b, "k", &json("1"), &[], &o, 0.0)
+            .unwrap()
+            .unwrap();
         // Used within the TTL: kept, and the TTL runs from the last use.
         assert!(s.load_state(&a, "k", &o, 900.0).unwrap().is_some());
         assert!(s.load_state(&a, "k", &o, 1800.0).unwrap().is_some());

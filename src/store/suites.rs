@@ -60,6 +60,7 @@ suites! {
     audit_concurrent_appends => crate::store::suites::concurrent_audit_appends_keep_one_record_each,
     session_values => crate::store::session_state::tests::values_are_kept_per_scope,
     session_quotas => crate::store::session_state::tests::quotas_name_their_bound,
+    session_sealed => crate::store::session_state::tests::sealed_values_keep_their_mark_and_size,
     oauth_rows => crate::store::oauth::tests::rows_per_server,
     session_idle => crate::store::session_state::tests::an_idle_session_loses_its_values,
     rate_shared_starts => crate::store::rate::tests::starts_are_counted_per_principal,

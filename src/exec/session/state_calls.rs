@@ -73,8 +73,9 @@ impl Run {
                 // keys) brings its labels back into this execution's tree.
                 let tree = self.tree().cloned();
                 let read = tree.as_ref().map(|t| t.taint.read()).unwrap_or_default();
+                let sensitive = self.placeholders.is_some();
                 Some(Box::pin(async move {
-                    let answer = state.apply(&scope, op, read).await;
+                    let answer = state.apply(&scope, op, read, sensitive).await;
                     if let (Ok(a), Some(tree)) = (&answer, &tree) {
                         tree.taint.inherit(&a.labels);
                     }

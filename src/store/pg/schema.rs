@@ -126,7 +126,11 @@ const MIGRATIONS: &[&str] = &[
         sealed BYTEA NOT NULL,
         updated_at DOUBLE PRECISION NOT NULL
      );",
-    // 4: executions started per principal in the last minute, counted across gateways
+    // 4: SQLite's migration 12: a kept session value sealed under the operator's key (its
+    // nonce and ciphertext, `value` then ''); a row without them is JSON text in the clear.
+    "ALTER TABLE state_values ADD COLUMN value_nonce BYTEA;
+     ALTER TABLE state_values ADD COLUMN value_sealed BYTEA;",
+    // 5: executions started per principal in the last minute, counted across gateways
     // (`store::rate`); a principal has at most its `executions_per_minute` rows.
     "CREATE TABLE rate_starts (
         principal TEXT NOT NULL,

@@ -3,7 +3,7 @@
 //! at once take turns, so the quotas they check hold for both.
 
 use super::super::session_state::{
-    labels_of, labels_text, SealedMap, StateEntry, StateQuotaError, Stored,
+    labels_of, labels_text, SealedMap, StateEntry, StateQuotaError, Stored, StoredValue,
 };
 use super::super::StoreError;
 use super::{big, Pg, Transaction};
@@ -47,13 +47,14 @@ impl Pg {
         &self,
         scope: &SessionScope,
         key: &str,
-        value: &str,
+        value: &StoredValue,
         labels: &str,
         options: &SessionOptions,
         now_ms: f64,
     ) -> Result<Stored, StoreError> {
         let scope_key = scope.key();
-        let bytes = value.len() as u64;
+        let bytes = value.bytes();
+        let (text, nonce, sealed) = value.columns();
         self.write(async |tx| {
             renew(tx, scope, &scope_key, options, now_ms).await?;
             let row = tx
@@ -75,12 +76,23 @@ impl Pg {
                 }));
             }
             tx.execute(
-                "INSERT INTO state_values (scope, key, value, bytes, stored_at, labels)
-                 VALUES ($1, $2, $3, $4, $5, $6)
+                "INSERT INTO state_values
+                    (scope, key, value, bytes, stored_at, labels, value_nonce, value_sealed)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
                  ON CONFLICT (scope, key) DO UPDATE SET
                     value = excluded.value, bytes = excluded.bytes, stored_at = excluded.stored_at,
-                    labels = excluded.labels",
-                &[&scope_key, &key, &value, &big(bytes), &now_ms, &labels],
+                    labels = excluded.labels, value_nonce = excluded.value_nonce,
+                    value_sealed = excluded.value_sealed",
+                &[
+                    &scope_key,
+                    &key,
+                    &text,
+                    &big(bytes),
+                    &now_ms,
+                    &labels,
+                    &nonce,
+                    &sealed,
+                ],
             )
             .await?;
             Ok(Ok(()))
@@ -93,17 +105,21 @@ impl Pg {
         key: &str,
         options: &SessionOptions,
         now_ms: f64,
-    ) -> Result<Option<(String, Vec<LabelSource>)>, StoreError> {
+    ) -> Result<Option<(StoredValue, Vec<LabelSource>)>, StoreError> {
         let scope_key = scope.key();
         self.write(async |tx| {
             renew(tx, scope, &scope_key, options, now_ms).await?;
             Ok(tx
                 .query_opt(
-                    "SELECT value, labels FROM state_values WHERE scope = $1 AND key = $2",
+                    "SELECT value, labels, value_nonce, value_sealed, bytes FROM state_values
+                     WHERE scope = $1 AND key = $2",
                     &[&scope_key, &key],
                 )
                 .await?
-                .map(|r| (r.get(0), labels_of(r.get(1)))))
+                .map(|r| {
+                    let value = StoredValue::of_row(r.get(0), r.get(2), r.get(3), r.get(4));
+                    (value, labels_of(r.get(1)))
+                }))
         })
     }
 
