@@ -26,7 +26,27 @@ pub(super) fn now_secs() -> f64 {
         .unwrap_or(0.0)
 }
 
+/// Held while this process refreshes a server's tokens: other gateways on the same database
+/// wait for it, then read the tokens it saved. Dropping it releases the lock.
+pub struct RefreshLock(#[allow(dead_code)] Box<dyn Send>);
+
+impl RefreshLock {
+    pub(super) fn new(held: impl Send + 'static) -> Self {
+        RefreshLock(Box::new(held))
+    }
+}
+
 impl Store {
+    /// Waits (at most 10 s, then an error) until no other gateway
+    /// refreshes `server`'s tokens, and holds that until the lock is dropped. `None` on SQLite:
+    /// its file belongs to one gateway, which coordinates its own refreshes.
+    pub fn oauth_refresh_lock(&self, server: &str) -> Result<Option<RefreshLock>, StoreError> {
+        match self.pg() {
+            Some(pg) => pg.oauth_refresh_lock(server).map(Some),
+            None => Ok(None),
+        }
+    }
+
     /// The sealed credentials of `server`, if any.
     pub fn oauth_credentials(&self, server: &str) -> Result<Option<SealedRow>, StoreError> {
         if let Some(pg) = self.pg() {

@@ -16,8 +16,12 @@ use crate::store::oauth::SealedRow;
 use crate::store::Store;
 use chacha20poly1305::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
 use chacha20poly1305::{Key, XChaCha20Poly1305, XNonce};
-use rmcp::transport::auth::{AuthError, CredentialStore, StoredCredentials};
+use rmcp::transport::auth::{
+    AuthError, CredentialRefreshGuard, CredentialStore, StoredCredentials,
+};
+use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// The environment variable naming the key file.
 pub const KEY_FILE_VAR: &str = "MCP_SANDBOX_KEY_FILE";
@@ -288,6 +292,33 @@ impl CredentialStore for SealedStore {
     async fn clear(&self) -> Result<(), AuthError> {
         self.blocking(|s| s.remove()).await.map(|_| ())
     }
+
+    /// Held by rmcp from before it loads the tokens to refresh until it has saved the new ones:
+    /// this process's other refreshes of the server wait (a lock per server), and so do other
+    /// gateways on the same PostgreSQL database (`Store::oauth_refresh_lock`). With an
+    /// authorization server that rotates refresh tokens (each one usable once), the second
+    /// refresher then loads the token the first saved instead of spending a used one.
+    async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
+        let local = refresh_mutex(&self.server).lock_owned().await;
+        let shared = self
+            .blocking(|s| {
+                s.store
+                    .oauth_refresh_lock(&s.server)
+                    .map_err(|e| store_err(&s.store, e))
+            })
+            .await?;
+        Ok(Some(CredentialRefreshGuard::new((local, shared))))
+    }
+}
+
+/// This process's refresh lock of `server`.
+fn refresh_mutex(server: &str) -> Arc<tokio::sync::Mutex<()>> {
+    static LOCKS: OnceLock<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>> = OnceLock::new();
+    let mut locks = LOCKS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    locks.entry(server.to_string()).or_default().clone()
 }
 
 #[cfg(test)]
@@ -346,8 +377,52 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn sealing_on_postgres() {
         let server = crate::store::suites::pg_support::PgServer::start();
-        let db = Store::open(std::path::Path::new(&server.database())).unwrap();
+        let url = server.database();
+        let db = Store::open(std::path::Path::new(&url)).unwrap();
         seals_opens_and_refuses_another_key_or_url(&db).await;
+
+        // Two gateways (two pools): while one holds a server's refresh lock, the other waits
+        // for it; another server's lock is free; dropping the lock frees it.
+        let other = Store::open(std::path::Path::new(&url)).unwrap();
+        let held = db
+            .oauth_refresh_lock("s")
+            .unwrap()
+            .expect("a lock on PostgreSQL");
+        let waiting = {
+            let other = other.clone();
+            tokio::task::spawn_blocking(move || other.oauth_refresh_lock("s").map(|l| l.is_some()))
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        assert!(!waiting.is_finished(), "the second gateway must wait");
+        assert!(other.oauth_refresh_lock("t").unwrap().is_some());
+        drop(held);
+        let got = tokio::time::timeout(std::time::Duration::from_secs(5), waiting)
+            .await
+            .expect("the lock is released when its holder drops it")
+            .unwrap();
+        assert!(got.unwrap());
+    }
+
+    /// In one process, rmcp's refreshes of one server take turns (the guard it holds from the
+    /// load to the save); on SQLite there is no database lock to add.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn refreshes_of_one_server_take_turns() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Store::open(&dir.path().join("state.db")).unwrap();
+        assert!(db.oauth_refresh_lock("s").unwrap().is_none());
+        let a = SealedStore::new(&db, "turns", "https://a/mcp", key("ab"));
+        let b = SealedStore::new(&db, "turns", "https://a/mcp", key("ab"));
+        let held = a.acquire_refresh_guard().await.unwrap().expect("a guard");
+        let waiting =
+            tokio::spawn(async move { b.acquire_refresh_guard().await.map(|g| g.is_some()) });
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        assert!(!waiting.is_finished(), "the second refresh must wait");
+        drop(held);
+        let got = tokio::time::timeout(std::time::Duration::from_secs(5), waiting)
+            .await
+            .expect("released with the guard")
+            .unwrap();
+        assert!(got.unwrap());
     }
 
     /// A state file whose `oauth_credentials` table the OAuth code created itself (before the
