@@ -297,20 +297,14 @@ impl LearningQueue {
         }
     }
 
-    /// Puts a record whose retry failed back at the head of the queue (dropped and counted
-    /// after the drain at shutdown).
+    /// Puts a record whose retry failed back at the head of the queue (dropped after the drain
+    /// at shutdown, which counted it).
     fn requeue(&self, entry: Entry) {
         let mut st = self.state();
         st.failing = true;
         st.in_hand = false;
         if st.closed {
-            lose(
-                &mut st,
-                1,
-                "the host is stopping and the store does not take them",
-                self.bounds(),
-            );
-            return;
+            return; // counted by the drain
         }
         // Its place was kept (`in_hand`), so it always fits.
         st.bytes = st.bytes.saturating_add(entry.size());
@@ -320,7 +314,7 @@ impl LearningQueue {
     /// Records queued now (one being retried included).
     pub fn queued(&self) -> usize {
         let st = self.state();
-        st.entries.len() + usize::from(st.in_hand)
+        st.entries.len() + usize::from(st.in_hand && !st.closed)
     }
 
     /// Waits until every record is written (queued ones and direct writes in flight), at most
@@ -338,10 +332,11 @@ impl LearningQueue {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         let mut st = self.state();
-        let n = st.entries.len() as u64;
+        // A record being retried now is counted too; if that try still succeeds, it is written
+        // though counted (a shutdown with the store down: the count errs on the side of loss).
+        let n = (st.entries.len() + usize::from(st.in_hand)) as u64;
         st.entries.clear();
         st.bytes = 0;
-        // A record being retried now is written, or counted when its try fails (`requeue`).
         st.closed = true;
         if n > 0 {
             lose(
