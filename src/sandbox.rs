@@ -39,6 +39,9 @@ impl Default for QueueOptions {
     }
 }
 
+/// The least time shutdown gives queued learning records to reach the store.
+const LEARNING_DRAIN: Duration = Duration::from_secs(1);
+
 /// Runs scripts against a catalog, at most `max_running` at a time.
 #[derive(Clone)]
 pub struct Sandbox {
@@ -56,6 +59,8 @@ pub struct Sandbox {
     learning: Option<crate::exec::capability::Capabilities>,
     /// See [`Sandbox::remember_last_code`].
     remember_last: bool,
+    /// The learning writes: direct while the store takes them, else queued and retried.
+    learned: crate::exec::learning::LearningQueue,
     /// The audit log (see [`crate::audit`]), when a state store is attached.
     audit: Option<crate::exec::audit::Auditor>,
     /// Session state (`store`/`load`), when a state store is attached.
@@ -86,6 +91,7 @@ impl Sandbox {
             closing: CancellationToken::new(),
             learning: None,
             remember_last: false,
+            learned: Default::default(),
             audit: None,
             state: None,
             telemetry: None,
@@ -120,6 +126,7 @@ impl Sandbox {
             zygotes_started: zygotes.started(),
             calls_in_flight: crate::exec::session::calls_in_flight(),
             audit_records_lost: crate::exec::audit::records_lost(),
+            learning_writes_lost: crate::exec::learning::writes_lost(),
         }
     }
 
@@ -243,6 +250,14 @@ impl Sandbox {
     }
 
     async fn execute_traced(&self, mut req: ExecRequest) -> Outcome {
+        // The audit store known down (`sandbox.audit.required`): refused before anything runs;
+        // no record of the refusal can be written either.
+        if let Some(Err(e)) = match &self.audit {
+            Some(a) => Some(a.admit().await),
+            None => None,
+        } {
+            return Outcome::failed(e);
+        }
         // With `sandbox.sensitive`, the session's placeholder map is opened first; what the
         // execution returns is redacted with it before the audit record and the caller see it.
         let placeholders = match self.placeholders_for(&req).await {
@@ -384,7 +399,9 @@ impl Sandbox {
             Ok(full) => self.run_on_worker(Arc::new(full), req).await,
             Err(e) => Outcome::failed(e),
         };
-        crate::exec::learning::record(&caps.store, &outcome, code.as_deref()).await;
+        self.learned
+            .record(&caps.store, &outcome, code.as_deref())
+            .await;
         outcome
     }
 
@@ -440,6 +457,9 @@ impl Sandbox {
             // Killing and reaping a runner takes milliseconds; the bound only guards a bug.
             let _ = self.wait_idle(Duration::from_secs(10)).await;
         }
+        // Learning records still queued (the store down) get the grace period too; what is
+        // left then is counted as lost.
+        self.learned.drain(grace.max(LEARNING_DRAIN)).await;
     }
 
     /// Whether shutdown has begun.

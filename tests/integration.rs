@@ -97,6 +97,7 @@ mod server_startup;
 mod shutdown;
 mod state_location;
 mod store_concurrency;
+mod store_down;
 mod suggestions_bounded;
 mod team_audit;
 mod team_write_ahead;

@@ -14,6 +14,7 @@ use crate::store::{Store, StoreError};
 use crate::trace::{TraceEvent, TraceKind};
 use std::collections::HashMap;
 
+pub use crate::exec::audit_breaker::AuditBreaker;
 pub use crate::store::audit_options::*;
 
 /// Most trace events of an execution whose record is built and committed on the async worker
@@ -53,13 +54,19 @@ fn unrecorded(e: StoreError, outcome: Outcome, loss_allowed: bool) -> Outcome {
 pub struct Auditor {
     store: Store,
     options: AuditOptions,
+    /// Closed admission while the store is known down (`required`; see [`AuditBreaker`]).
+    breaker: std::sync::Arc<AuditBreaker>,
 }
 
 impl Auditor {
     /// Applies the retention rule once (deleting old records) and returns the auditor. With
     /// `--audit-code hash`, a last execution remembered before (its code) is deleted too.
     pub fn new(store: Store, options: AuditOptions) -> Result<Self, StoreError> {
-        let a = Auditor { store, options };
+        let a = Auditor {
+            breaker: AuditBreaker::new(store.clone()),
+            store,
+            options,
+        };
         a.prune()?;
         if options.code == AuditCode::Hash {
             a.store.forget_last_execution()?;
@@ -69,6 +76,25 @@ impl Auditor {
 
     pub fn options(&self) -> AuditOptions {
         self.options
+    }
+
+    /// `Ok` when an execution may start. With `sandbox.audit.required` (the default), while an
+    /// earlier record could not be written and the store has not answered a probe since:
+    /// `SANDBOX_UNAVAILABLE`, before any runner is taken (see [`AuditBreaker`]).
+    pub async fn admit(&self) -> Result<(), ExecError> {
+        if self.options.loss_allowed {
+            return Ok(());
+        }
+        self.breaker.admit().await
+    }
+
+    /// What becomes of an outcome whose record could not be written (see [`unrecorded`]);
+    /// with `required`, admission closes until the store answers again.
+    fn unrecorded(&self, e: StoreError, outcome: Outcome) -> Outcome {
+        if !self.options.loss_allowed {
+            self.breaker.trip(&e);
+        }
+        unrecorded(e, outcome, self.options.loss_allowed)
     }
 
     /// Deletes records older than the retention period and past the retained count; returns
@@ -208,7 +234,7 @@ impl Auditor {
             let record = self.record_of(header.clone(), &outcome, args);
             match self.store.try_commit_audit_now(ahead, &record) {
                 Some(Ok(())) => return outcome,
-                Some(Err(e)) => return unrecorded(e, outcome, self.options.loss_allowed),
+                Some(Err(e)) => return self.unrecorded(e, outcome),
                 None => {}
             }
         }
@@ -225,7 +251,7 @@ impl Auditor {
                 };
                 Ok(match done {
                     Ok(()) => outcome,
-                    Err(e) => unrecorded(e, outcome, auditor.options.loss_allowed),
+                    Err(e) => auditor.unrecorded(e, outcome),
                 })
             })
             .await;

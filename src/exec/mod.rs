@@ -5,6 +5,7 @@
 //! May import `gate`, `tools`, `config`, `script`, `store`, `context`, `error`, `trace`, `term`.
 
 pub mod audit;
+pub mod audit_breaker;
 pub mod budget;
 pub mod capability;
 pub mod capability_author;

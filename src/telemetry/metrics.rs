@@ -68,6 +68,9 @@ pub struct HostState {
     pub calls_in_flight: usize,
     /// Audit records this process lost (`sandbox.audit.required: false`, store unreachable).
     pub audit_records_lost: u64,
+    /// Learning records (tool graph) this process dropped: its bounded queue was full while
+    /// the store was down, or still held them at shutdown.
+    pub learning_writes_lost: u64,
 }
 
 pub struct Metrics {
@@ -85,6 +88,7 @@ pub struct Metrics {
     zygote_up: Gauge,
     zygotes_started: Counter,
     audit_lost: Counter,
+    learning_lost: Counter,
     calls_in_flight: Gauge,
     spans_exported: Counter,
     spans_failed: Counter,
@@ -117,6 +121,7 @@ impl Metrics {
             zygote_up: Gauge::default(),
             zygotes_started: Counter::default(),
             audit_lost: Counter::default(),
+            learning_lost: Counter::default(),
             calls_in_flight: Gauge::default(),
             spans_exported: Counter::default(),
             spans_failed: Counter::default(),
@@ -179,6 +184,11 @@ impl Metrics {
             "audit_records_lost",
             "Audit records lost while the state store could not take them (sandbox.audit.required: false)",
             m.audit_lost.clone(),
+        );
+        registry.register(
+            "learning_writes_lost",
+            "Learning records (tool graph) dropped because the state store could not take them in time (bounded queue)",
+            m.learning_lost.clone(),
         );
         registry.register(
             "runner_crashes",
@@ -303,6 +313,7 @@ impl Metrics {
         self.calls_in_flight.set(state.calls_in_flight as i64);
         catch_up(&self.zygotes_started, state.zygotes_started);
         catch_up(&self.audit_lost, state.audit_records_lost);
+        catch_up(&self.learning_lost, state.learning_writes_lost);
         for (server, n) in restarts {
             catch_up(
                 &self.restarts.get_or_create(&ServerLabels {

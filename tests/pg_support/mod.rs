@@ -239,6 +239,13 @@ impl PgServer {
             .status();
     }
 
+    /// Stops the server as an operator would (`pg_ctl stop -m fast`): clients are
+    /// disconnected, open transactions rolled back, and every transaction committed so far is
+    /// kept (the shutdown checkpoint writes them, `synchronous_commit=off` or not).
+    pub fn stop_fast(&self) {
+        self.run("pg_ctl", &["-D", &self.data(), "-m", "fast", "-w", "stop"]);
+    }
+
     /// Starts the server again after [`PgServer::stop`] (same data, same socket).
     pub fn restart(&self) {
         self.pg_ctl_start();

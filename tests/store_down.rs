@@ -1,0 +1,282 @@
+//! PostgreSQL stopped mid-load and restarted (issue 31, "when the database is down"): two
+//! `serve --http` gateways on one database of a real PostgreSQL server (tests/pg_support), one
+//! with `sandbox.audit.required: true` (the default), one with `false`, both driven over HTTP by
+//! workers that each send one execution (one tool call, so the graph learns) after another. The
+//! server is stopped under that load, kept down, then restarted; the gateways are never
+//! restarted. Every request must get an answer within a bound; the required gateway refuses
+//! (`SANDBOX_UNAVAILABLE`, the documented messages) and reopens by itself; the lossy one answers
+//! everything and counts exactly the audit records the database misses; both gateways' queued
+//! learning writes reach the database after the restart, none lost.
+
+use crate::pg_support::PgServer;
+use crate::serve_support::http::{
+    exchange, execute_body, open_session, post, start_http_state, HttpServed,
+};
+use mcp_sandbox::store::audit::AuditFilter;
+use mcp_sandbox::store::Store;
+use serde_json::json;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Workers per gateway, each one execution at a time.
+const WORKERS: usize = 2;
+/// No answer may take longer (an execution takes milliseconds; a store failure too).
+const ANSWER_BOUND: Duration = Duration::from_secs(10);
+/// What the gateway with `required: true` answers once an audit write failed.
+const REFUSED: &str = "the execution was not started: the audit store is unreachable or failed";
+/// What it answers for an execution that ran but whose record could not be written.
+const WITHHELD: &str =
+    "the execution ran but its audit record could not be written: the audit store is unreachable or failed";
+
+/// One answered request: when it was sent and answered (since the test's start) and what came.
+#[derive(Debug, Clone)]
+struct Answered {
+    sent: Duration,
+    took: Duration,
+    /// `OK`, or the error code.
+    code: String,
+    message: String,
+}
+
+async fn drive(addr: String, code: String, stop: Arc<AtomicBool>, t0: Instant) -> Vec<Answered> {
+    let session = open_session(&addr).await;
+    let mut out = Vec::new();
+    let mut id = 10;
+    while !stop.load(Ordering::Relaxed) {
+        id += 1;
+        let sent = t0.elapsed();
+        let body = execute_body(id, json!({ "code": code }));
+        let answer = tokio::time::timeout(ANSWER_BOUND, post(&addr, Some(&session), &body))
+            .await
+            .unwrap_or_else(|_| panic!("no answer within {ANSWER_BOUND:?} (sent at {sent:?})"));
+        let took = t0.elapsed() - sent;
+        let sc = answer.reply(id)["result"]["structuredContent"].clone();
+        let (code, message) = if sc["success"] == json!(true) {
+            assert_eq!(sc["result"], json!("x"), "{sc}");
+            ("OK".to_string(), String::new())
+        } else {
+            (
+                sc["error"]["code"].as_str().unwrap_or("?").to_string(),
+                sc["error"]["message"].as_str().unwrap_or("").to_string(),
+            )
+        };
+        out.push(Answered {
+            sent,
+            took,
+            code,
+            message,
+        });
+        // Refusals take microseconds: no need to send thousands of them.
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    out
+}
+
+/// The value of an unlabelled sample on the gateway's `/metrics`.
+async fn metric(h: &HttpServed, name: &str) -> u64 {
+    let req = format!(
+        "GET /metrics HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n\r\n",
+        h.addr
+    );
+    let a = exchange(&h.addr, req.as_bytes()).await;
+    assert_eq!(a.status, 200, "{a:?}");
+    a.body
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("{name} not on /metrics:\n{}", a.body)) as u64
+}
+
+/// (calls, successes) of `tool` in the shared graph.
+fn graph_counts(store: &Store, tool: &str) -> (i64, i64) {
+    let g = store.graph(None).unwrap();
+    g.tools
+        .iter()
+        .find(|t| t.tool == tool)
+        .map_or((0, 0), |t| (t.calls, t.successes))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_stopped_mid_load_refuses_or_counts_and_resumes() {
+    let pg = PgServer::start();
+    let state = pg.database();
+    let servers = json!({"fixture": {"command": crate::common::bin("fixture-mcp-server")}});
+    let required = start_http_state(
+        json!({"mcpServers": servers, "sandbox": {}}),
+        Some(&state),
+        &[],
+    )
+    .await;
+    let lossy = start_http_state(
+        json!({"mcpServers": servers, "sandbox": {"audit": {"required": false}}}),
+        Some(&state),
+        &[],
+    )
+    .await;
+    // Each gateway's executions are told apart in the shared database: by their code in the
+    // audit log, by their tool in the graph.
+    let code_required = "// required\nreturn await mcp.fixture.echo({message: 'x'})";
+    let code_lossy = "// lossy\nawait mcp.fixture.add({a: 1, b: 2}); return 'x'";
+
+    let t0 = Instant::now();
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut workers = Vec::new();
+    for (h, code) in [(&required, code_required), (&lossy, code_lossy)] {
+        for _ in 0..WORKERS {
+            let w = tokio::spawn(drive(h.addr.clone(), code.to_string(), stop.clone(), t0));
+            workers.push((code == code_required, w));
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let down_from = t0.elapsed();
+    // A fast stop keeps every commit the gateways were told of (an immediate stop of this
+    // test server, which runs with synchronous_commit=off, would lose the last ones).
+    pg.stop_fast();
+    let down_since = t0.elapsed();
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    let up_from = t0.elapsed();
+    pg.restart();
+    let up_since = t0.elapsed();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    stop.store(true, Ordering::Relaxed);
+    let (mut on_required, mut on_lossy) = (Vec::new(), Vec::new());
+    for (is_required, w) in workers {
+        let answers = w.await.unwrap();
+        if is_required {
+            on_required.extend(answers);
+        } else {
+            on_lossy.extend(answers);
+        }
+    }
+    let slowest = on_required
+        .iter()
+        .chain(&on_lossy)
+        .map(|a| a.took)
+        .max()
+        .unwrap();
+    assert!(slowest < ANSWER_BOUND, "{slowest:?}");
+
+    // required: true — OK, or SANDBOX_UNAVAILABLE with one of the two documented messages.
+    let count = |v: &[Answered], f: &dyn Fn(&Answered) -> bool| v.iter().filter(|a| f(a)).count();
+    let ok = |a: &Answered| a.code == "OK";
+    let refused = |a: &Answered| a.code == "SANDBOX_UNAVAILABLE" && a.message.starts_with(REFUSED);
+    let withheld =
+        |a: &Answered| a.code == "SANDBOX_UNAVAILABLE" && a.message.starts_with(WITHHELD);
+    for a in &on_required {
+        assert!(ok(a) || refused(a) || withheld(a), "{a:?}");
+        if a.sent + a.took < down_from {
+            assert!(ok(a), "before the stop: {a:?}");
+        }
+        if a.sent > down_since && a.sent + a.took < up_from {
+            assert!(!ok(a), "while the database is down: {a:?}");
+        }
+    }
+    let (n_ok, n_refused, n_withheld) = (
+        count(&on_required, &ok),
+        count(&on_required, &refused),
+        count(&on_required, &withheld),
+    );
+    eprintln!(
+        "required: {} answers ({n_ok} OK, {n_refused} refused, {n_withheld} withheld); lossy: {} answers; slowest {slowest:?}",
+        on_required.len(),
+        on_lossy.len()
+    );
+    assert!(
+        n_withheld >= 1,
+        "the execution running when the store went down"
+    );
+    assert!(
+        n_refused > 10,
+        "refused at admission while down: {n_refused}"
+    );
+    // Admission reopens by itself: within a probe period (1 s) and the restart, every
+    // execution sent after the first OK answer after the restart is OK again.
+    let first_ok_after = on_required
+        .iter()
+        .filter(|a| a.sent > up_since && ok(a))
+        .map(|a| a.sent + a.took)
+        .min()
+        .expect("an OK answer after the restart");
+    assert!(
+        first_ok_after < up_since + Duration::from_millis(1500),
+        "reopened {:?} after the restart",
+        first_ok_after - up_since
+    );
+    for a in on_required.iter().filter(|a| a.sent > first_ok_after) {
+        assert!(ok(a), "after the reopening: {a:?}");
+    }
+    let after = count(&on_required, &|a| a.sent > first_ok_after);
+    assert!(after > 10, "{after} executions after the reopening");
+
+    // required: false — every execution answered OK.
+    for a in &on_lossy {
+        assert!(ok(a), "{a:?}");
+    }
+
+    // The audit log: each OK answer of the required gateway has its completed record; the
+    // lossy gateway's missing records are exactly the ones it counted as lost.
+    let store = Store::open(Path::new(&state)).unwrap();
+    let records = store
+        .query_audit(&AuditFilter {
+            limit: 100_000,
+            ..Default::default()
+        })
+        .unwrap();
+    let completed = |marker: &str| {
+        records
+            .iter()
+            .filter(|r| r.code.as_deref().is_some_and(|c| c.starts_with(marker)))
+            .filter(|r| r.outcome == "OK")
+            .count()
+    };
+    assert_eq!(completed("// required"), n_ok);
+    let lost = metric(&lossy, "mcp_sandbox_audit_records_lost_total").await;
+    eprintln!("lossy: {lost} audit records lost");
+    assert!(lost > 0, "no audit record lost while the database was down");
+    assert_eq!(lost as usize, on_lossy.len() - completed("// lossy"));
+    assert_eq!(
+        metric(&required, "mcp_sandbox_audit_records_lost_total").await,
+        0
+    );
+
+    // The graph: every execution that ran made its one call; the queued writes reached the
+    // database after the restart (the queue held them all: nothing lost).
+    let ran_required = (n_ok + n_withheld) as i64;
+    let ran_lossy = on_lossy.len() as i64;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let echo = graph_counts(&store, "fixture:echo");
+        let add = graph_counts(&store, "fixture:add");
+        if (echo.0, add) == (ran_required, (ran_lossy, ran_lossy)) {
+            assert!(echo.1 >= n_ok as i64, "{echo:?}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "graph: echo {echo:?} of {ran_required} ran ({n_ok} OK), add {add:?} of {ran_lossy}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for h in [&required, &lossy] {
+        assert_eq!(
+            metric(h, "mcp_sandbox_learning_writes_lost_total").await,
+            0,
+            "{}",
+            h.stderr()
+        );
+    }
+    // Each gateway logged the queueing once and the resumption.
+    for h in [&required, &lossy] {
+        let err = h.stderr();
+        assert!(
+            err.contains("learning writes are queued and retried")
+                && err.contains("learning writes resumed"),
+            "{err}"
+        );
+    }
+    assert!(required
+        .stderr()
+        .contains("the audit store answers again; admitting executions"));
+}
