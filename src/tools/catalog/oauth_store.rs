@@ -440,10 +440,13 @@ mod tests {
             )
             .unwrap();
         {
-            // What the older build left: version 10, its own table, one row.
+            // What the older build left: version 10 (without what migrations 11 and 12 add),
+            // its own table, one row.
             let conn = rusqlite::Connection::open(&path).unwrap();
             conn.execute_batch(
                 "DROP TABLE oauth_credentials; PRAGMA user_version = 10;
+                 ALTER TABLE state_values DROP COLUMN value_nonce;
+                 ALTER TABLE state_values DROP COLUMN value_sealed;
                  CREATE TABLE IF NOT EXISTS oauth_credentials (
                     server TEXT PRIMARY KEY, url TEXT NOT NULL, nonce BLOB NOT NULL,
                     sealed BLOB NOT NULL, updated_at REAL NOT NULL)",
