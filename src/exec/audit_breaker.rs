@@ -6,8 +6,8 @@
 //! Once an audit record could not be written ([`AuditBreaker::trip`]), new executions are
 //! refused with `SANDBOX_UNAVAILABLE` before a runner is taken. The store is probed (its schema
 //! version read: one query) at most once every [`PROBE_EVERY`], by whichever admission comes
-//! first after that — every other admission meanwhile is refused at once, so all executions share
-//! one probe. The admission that probes waits for it at most [`PROBE_WAIT`]; when the store
+//! first after that (the first admission after the failure probes at once) — every other
+//! admission meanwhile is refused at once, so all executions share one probe. The admission that probes waits for it at most [`PROBE_WAIT`]; when the store
 //! answers, admission reopens (that execution and the next ones run). No restart, no reopen.
 
 use crate::error::{ErrorCode, ExecError};
@@ -60,8 +60,8 @@ impl AuditBreaker {
     pub fn trip(&self, e: &StoreError) {
         let mut inner = self.inner();
         inner.reason = e.to_string();
-        // The next admission probes no sooner than a period from now.
-        inner.last_probe = Some(Instant::now());
+        // A failed write is not a probe: the next admission probes at once (unless one ran
+        // less than a period ago), so a store that is back already admits it.
         if !self.down.swap(true, Ordering::AcqRel) {
             tracing::error!(
                 "the audit store is unreachable; refusing executions until it answers again (sandbox.audit.required): {e}"
