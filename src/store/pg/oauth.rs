@@ -5,7 +5,7 @@ use super::super::StoreError;
 use super::Pg;
 
 /// Second argument of `hashtextextended` for refresh locks ("oauth").
-const LOCK_SEED: i64 = 0x6f61_7574_68;
+const LOCK_SEED: i64 = 0x006f_6175_7468;
 
 /// How long a gateway waits for another one's refresh of the same server.
 pub const REFRESH_LOCK_WAIT: &str = "10s";
