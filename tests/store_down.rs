@@ -267,13 +267,22 @@ async fn postgres_stopped_mid_load_refuses_or_counts_and_resumes() {
             h.stderr()
         );
     }
-    // Each gateway logged the queueing once and the resumption.
-    for h in [&required, &lossy] {
-        let err = h.stderr();
+    // The lossy gateway ran executions through the outage: it logged the queueing and the
+    // resumption. The required one refuses at admission, so a learning write of its fails
+    // only when an execution's audit record was committed just before the stop and its graph
+    // write just after (a race the clean-clone CI once lost: no line then); when it logged the
+    // queueing, it logged the resumption too.
+    let lossy_err = lossy.stderr();
+    assert!(
+        lossy_err.contains("learning writes are queued and retried")
+            && lossy_err.contains("learning writes resumed"),
+        "{lossy_err}"
+    );
+    let required_err = required.stderr();
+    if required_err.contains("learning writes are queued and retried") {
         assert!(
-            err.contains("learning writes are queued and retried")
-                && err.contains("learning writes resumed"),
-            "{err}"
+            required_err.contains("learning writes resumed"),
+            "{required_err}"
         );
     }
     assert!(required
