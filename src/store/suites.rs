@@ -64,6 +64,7 @@ suites! {
     oauth_rows => crate::store::oauth::tests::rows_per_server,
     session_idle => crate::store::session_state::tests::an_idle_session_loses_its_values,
     rate_shared_starts => crate::store::rate::tests::starts_are_counted_per_principal,
+    mcp_sessions => crate::store::mcp_sessions::tests::sessions_are_kept_renewed_and_swept,
 }
 
 /// Writers (threads)…

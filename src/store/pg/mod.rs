@@ -15,6 +15,7 @@
 mod audit;
 mod capabilities;
 mod graph;
+mod mcp_sessions;
 mod oauth;
 mod rate;
 mod schema;

@@ -137,6 +137,16 @@ const MIGRATIONS: &[&str] = &[
         at TIMESTAMPTZ NOT NULL
      );
      CREATE INDEX rate_starts_by_principal ON rate_starts (principal, at);",
+    // 6: SQLite's migration 13: MCP sessions of `serve --http` kept for any gateway
+    // (`store::mcp_sessions`).
+    "CREATE TABLE mcp_sessions (
+        id TEXT PRIMARY KEY,
+        tenant TEXT NOT NULL,
+        principal TEXT NOT NULL,
+        init TEXT NOT NULL,
+        seen_ms BIGINT NOT NULL
+     );
+     CREATE INDEX mcp_sessions_by_seen ON mcp_sessions (seen_ms);",
 ];
 
 /// The schema version this build writes.
