@@ -252,7 +252,7 @@ fn unavailable(e: crate::store::StoreError) -> ExecError {
 fn unavailable_text(e: String) -> ExecError {
     ExecError::new(
         ErrorCode::SandboxUnavailable,
-        format!("the session's placeholder map could not be used ({e}), so the outcome is withheld; retry, or check the state file"),
+        format!("the session's placeholder map could not be used ({e}), so the outcome is withheld; retry, or check the state store (the file, or the PostgreSQL database)"),
     )
 }
 

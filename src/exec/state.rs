@@ -350,7 +350,7 @@ fn open(
 fn unavailable(e: crate::store::StoreError) -> ExecError {
     ExecError::new(
         ErrorCode::SandboxUnavailable,
-        format!("the session state could not be used ({e}); retry, or check the state file"),
+        format!("the session state could not be used ({e}); retry, or check the state store (the file, or the PostgreSQL database)"),
     )
 }
 

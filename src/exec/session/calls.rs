@@ -219,7 +219,7 @@ impl Run {
                         Err(ExecError::new(
                             ErrorCode::SandboxUnavailable,
                             format!(
-                                "the audit record of this execution could not be written ({why}), so {qualified} was not called. Check the state file and retry"
+                                "the audit record of this execution could not be written ({why}), so {qualified} was not called. Check the state store (the file, or the PostgreSQL database) and retry"
                             ),
                         )
                         .with_tool(&qualified)),

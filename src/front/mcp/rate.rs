@@ -156,12 +156,10 @@ pub async fn admit(
             ..rate
         },
     )?;
-    let (store, who) = (store.clone(), principal.to_string());
-    let counted =
-        tokio::task::spawn_blocking(move || store.start_execution_counted(&who, max)).await;
-    match counted {
-        Ok(Ok(SharedStart::Counted | SharedStart::NotShared)) => Ok(permit),
-        Ok(Ok(SharedStart::Full { retry_after })) => {
+    let who = principal.to_string();
+    match store.run(move |s| s.start_execution_counted(&who, max)).await {
+        Ok(SharedStart::Counted | SharedStart::NotShared) => Ok(permit),
+        Ok(SharedStart::Full { retry_after }) => {
             let secs = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
             Err(RateRefusal {
                 retry_after: Duration::from_secs(secs.max(1)),
@@ -170,11 +168,6 @@ pub async fn admit(
                     secs.max(1)
                 ),
             })
-        }
-        Ok(Err(e)) => {
-            unshared_warning(&e.to_string());
-            drop(permit);
-            limiter.acquire(principal, rate)
         }
         Err(e) => {
             unshared_warning(&e.to_string());

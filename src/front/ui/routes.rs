@@ -261,7 +261,7 @@ fn answer(r: Result<Value, crate::store::StoreError>) -> Response {
             refuse(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "UI_STORE_ERROR",
-                &format!("the state store could not be read ({e}); retry, or check the state file"),
+                &format!("the state store could not be read ({e}); retry, or check the state store (the file, or the PostgreSQL database)"),
             )
         }
     }
