@@ -25,6 +25,7 @@ mod list_state;
 pub mod metrics;
 pub mod passthrough;
 pub mod rate;
+pub mod remote;
 pub mod responses;
 mod search_tools;
 pub mod sessions;
@@ -86,6 +87,12 @@ pub struct Gateway {
     /// mounted (a state store), and someone can answer there (no authentication, or a policy with
     /// `"approve": true` or `"operator": true`).
     pub web_approvals: bool,
+    /// This gateway's id, random per process: which gateway runs a yielded execution (`remote`).
+    pub gateway_id: String,
+    /// On PostgreSQL: the liveness lock other gateways see this one alive by.
+    pub liveness: Option<crate::store::pg::liveness::Liveness>,
+    /// Other gateways seen without their liveness lock, and since when.
+    pub suspects: remote::Suspects,
 }
 
 impl Gateway {

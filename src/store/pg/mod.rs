@@ -15,6 +15,7 @@
 mod audit;
 mod capabilities;
 mod graph;
+pub mod liveness;
 mod oauth;
 mod rate;
 mod schema;
@@ -22,6 +23,7 @@ mod session_state;
 pub mod tls;
 mod tokens;
 pub mod url;
+mod yielded;
 
 use super::StoreError;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};

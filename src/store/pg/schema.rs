@@ -137,6 +137,21 @@ const MIGRATIONS: &[&str] = &[
         at TIMESTAMPTZ NOT NULL
      );
      CREATE INDEX rate_starts_by_principal ON rate_starts (principal, at);",
+    // 6: SQLite's migration 13: yielded executions (`store::yielded`).
+    "CREATE TABLE yielded_executions (
+        id TEXT PRIMARY KEY,
+        scope TEXT NOT NULL,
+        gateway TEXT NOT NULL,
+        started_at DOUBLE PRECISION NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL,
+        cancel_requested BOOLEAN NOT NULL DEFAULT FALSE,
+        outcome TEXT,
+        outcome_nonce BYTEA,
+        outcome_sealed BYTEA,
+        outcome_bytes BIGINT
+     );
+     CREATE INDEX yielded_by_gateway ON yielded_executions (gateway);
+     CREATE INDEX yielded_by_update ON yielded_executions (updated_at);",
 ];
 
 /// The schema version this build writes.
