@@ -26,16 +26,25 @@ pub const MAX_OUTCOME_BYTES: u64 = 16 * 1024 * 1024;
 pub enum Look {
     /// No such row for this scope (unknown, read already, expired, or another scope's).
     Unknown,
-    /// Its outcome (the row is deleted when this is the answer of [`Store::take_yield`]).
-    Finished(StoredValue),
+    /// Its outcome, written at `at` (ms since the epoch); the row is deleted when this is the
+    /// answer of [`Store::take_yield`].
+    Finished { outcome: StoredValue, at: f64 },
     /// Still running on `gateway`, started at `started_at` (ms since the epoch).
     Running { gateway: String, started_at: f64 },
 }
 
 impl Look {
-    fn of(gateway: String, started_at: f64, outcome: Option<StoredValue>) -> Look {
+    pub(super) fn of(
+        gateway: String,
+        started_at: f64,
+        updated_at: f64,
+        outcome: Option<StoredValue>,
+    ) -> Look {
         match outcome {
-            Some(v) => Look::Finished(v),
+            Some(outcome) => Look::Finished {
+                outcome,
+                at: updated_at,
+            },
             None => Look::Running {
                 gateway,
                 started_at,
@@ -169,18 +178,20 @@ impl Store {
         self.write(|tx| {
             let row = tx
                 .prepare_cached(
-                    "SELECT gateway, started_at, outcome, outcome_nonce, outcome_sealed, outcome_bytes
+                    "SELECT gateway, started_at, updated_at, outcome, outcome_nonce, outcome_sealed,
+                        outcome_bytes
                      FROM yielded_executions WHERE id = ?1 AND scope = ?2",
                 )?
                 .query_row(params![id, key], |r| {
                     Ok((
                         r.get::<_, String>(0)?,
                         r.get::<_, f64>(1)?,
-                        outcome_of(r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?),
+                        r.get::<_, f64>(2)?,
+                        outcome_of(r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?),
                     ))
                 })
                 .optional()?;
-            let Some((gateway, started_at, outcome)) = row else {
+            let Some((gateway, started_at, updated_at, outcome)) = row else {
                 return Ok(Look::Unknown);
             };
             if outcome.is_some() && set.is_empty() {
@@ -191,7 +202,7 @@ impl Store {
                     params![id, now_ms],
                 )?;
             }
-            Ok(Look::of(gateway, started_at, outcome))
+            Ok(Look::of(gateway, started_at, updated_at, outcome))
         })
     }
 
@@ -276,6 +287,13 @@ pub(crate) mod tests {
         StoredValue::Json(text.into())
     }
 
+    fn finished(text: &str, at: f64) -> Look {
+        Look::Finished {
+            outcome: json(text),
+            at,
+        }
+    }
+
     fn running(gateway: &str, started_at: f64) -> Look {
         Look::Running {
             gateway: gateway.into(),
@@ -312,12 +330,12 @@ pub(crate) mod tests {
         assert!(!s.forget_yield(&a, "e1", "g1").unwrap(), "finished");
         assert_eq!(
             s.request_cancel(&a, "e1", 15.0).unwrap(),
-            Look::Finished(json("{\"a\":1}")),
+            finished("{\"a\":1}", 14.0),
             "a cancel does not take the outcome"
         );
         assert_eq!(
             s.take_yield(&a, "e1", 16.0).unwrap(),
-            Look::Finished(json("{\"a\":1}"))
+            finished("{\"a\":1}", 14.0)
         );
         assert_eq!(s.take_yield(&a, "e1", 17.0).unwrap(), Look::Unknown);
         let sealed = StoredValue::Sealed {
@@ -327,7 +345,13 @@ pub(crate) mod tests {
         };
         s.record_yield(&a, "e2", "g1", 20.0).unwrap();
         assert!(s.finish_yield("e2", "g1", &sealed, 21.0).unwrap());
-        assert_eq!(s.take_yield(&a, "e2", 22.0).unwrap(), Look::Finished(sealed));
+        assert_eq!(
+            s.take_yield(&a, "e2", 22.0).unwrap(),
+            Look::Finished {
+                outcome: sealed,
+                at: 21.0
+            }
+        );
         s.record_yield(&a, "e3", "g1", 30.0).unwrap();
         assert!(s.forget_yield(&a, "e3", "g1").unwrap(), "stopped gateway");
         assert_eq!(s.take_yield(&a, "e3", 31.0).unwrap(), Look::Unknown);
@@ -352,8 +376,8 @@ pub(crate) mod tests {
                 for _ in 0..2 {
                     let (store, a, id, got) = (super::super::suites::reopen(s), &a, &id, &got);
                     scope.spawn(move || {
-                        if let Look::Finished(v) = store.take_yield(a, id, 3.0).unwrap() {
-                            assert_eq!(v, json("\"done\""));
+                        if let Look::Finished { outcome, .. } = store.take_yield(a, id, 3.0).unwrap() {
+                            assert_eq!(outcome, json("\"done\""));
                             got.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                         }
                     });

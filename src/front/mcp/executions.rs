@@ -136,11 +136,16 @@ impl Executions {
 
     /// The session of `owner` sent a request: first drops what expired (this session's too:
     /// an idle time past `ttl` ends before this request), then its outcomes live `ttl` from now.
-    pub fn touch(&self, owner: &SessionScope, ttl: Duration) {
+    /// Returns how long the session had been idle before (`None`: this gateway had not seen it
+    /// within the TTL), for the outcomes kept in the store (`remote`).
+    pub fn touch(&self, owner: &SessionScope, ttl: Duration) -> Option<Duration> {
         let mut inner = self.lock();
         let now = Instant::now();
+        let key = owner.key();
+        let idle = inner.seen.get(&key).map(|s| now.duration_since(*s));
         sweep(&mut inner, now, ttl);
-        inner.seen.insert(owner.key(), now);
+        inner.seen.insert(key, now);
+        idle
     }
 
     /// A new execution of `owner`, or `LIMIT_EXCEEDED` when `max_running` of its executions

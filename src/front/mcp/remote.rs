@@ -232,7 +232,7 @@ fn running_elsewhere(id: &str, started_at: f64) -> CallToolResult {
 /// gateway's, or its outcome went into its row).
 pub async fn wait(
     gateway: &Gateway,
-    owner: &SessionScope,
+    (owner, idle): (&SessionScope, Option<Duration>),
     id: &str,
     timeout: Duration,
     cancel: &CancellationToken,
@@ -250,8 +250,14 @@ pub async fn wait(
         };
         let (runner, started_at) = match look {
             Look::Unknown => return Err(super::wait_execution::unknown()),
-            Look::Finished(kept) => {
-                return Ok(match open(owner, id, kept) {
+            Look::Finished { outcome, at } => {
+                // Kept for the TTL from the later of its end and the session's last request
+                // (as this gateway saw it) before this one.
+                let since_end = Duration::from_millis((now_ms() - at).max(0.0) as u64);
+                if idle.map_or(since_end, |i| i.min(since_end)) >= gateway.session.ttl() {
+                    return Err(super::wait_execution::unknown());
+                }
+                return Ok(match open(owner, id, outcome) {
                     Ok((value, budget)) => {
                         let f = Finished::new(value, budget, None);
                         super::wait_execution::deliver(gateway, f, answer)
@@ -299,7 +305,7 @@ pub async fn wait(
 /// row, then waited for like the local path (up to `within`).
 pub async fn cancel(
     gateway: &Gateway,
-    owner: &SessionScope,
+    (owner, idle): (&SessionScope, Option<Duration>),
     id: &str,
     within: Duration,
     answer: AnswerKey,
@@ -313,7 +319,10 @@ pub async fn cancel(
         .await
     {
         Ok(Look::Unknown) => Err(super::wait_execution::unknown()),
-        Ok(_) => wait(gateway, owner, id, within, &CancellationToken::new(), answer).await,
+        Ok(_) => {
+            let never = CancellationToken::new();
+            wait(gateway, (owner, idle), id, within, &never, answer).await
+        }
         Err(e) => Ok(unreachable(e)),
     }
 }
@@ -350,7 +359,9 @@ pub fn watch(gateway: Arc<Gateway>, stop: CancellationToken) {
             }
             if swept.elapsed() >= SWEEP_EVERY {
                 swept = Instant::now();
-                let ttl = gateway.session.ttl_ms;
+                // Reads apply the TTL exactly (see `wait`); the sweeper only bounds what the
+                // store holds, with a margin for sessions still in use.
+                let ttl = gateway.session.ttl_ms.saturating_mul(2);
                 if let Err(e) = store.run(move |s| s.sweep_yields(ttl, now_ms())).await {
                     tracing::warn!("sweeping expired yielded executions failed: {e}");
                 }

@@ -104,7 +104,7 @@ fn execution_id<'a>(
 
 pub async fn wait(
     gateway: &Gateway,
-    owner: &SessionScope,
+    (owner, idle): (&SessionScope, Option<Duration>),
     args: JsonObject,
     cancel: CancellationToken,
     answer: AnswerKey,
@@ -121,7 +121,8 @@ pub async fn wait(
     let timeout = Duration::from_millis(timeout);
     let Some(entry) = gateway.executions.get(owner, id) else {
         // Not this gateway's: another's, through the store.
-        return super::remote::wait(gateway, owner, id, timeout, &cancel, answer).await;
+        let asker = (owner, idle);
+        return super::remote::wait(gateway, asker, id, timeout, &cancel, answer).await;
     };
     let watcher = notes
         .as_ref()
@@ -137,13 +138,13 @@ pub async fn wait(
     if !ended {
         return Ok(running(&entry));
     }
-    take(gateway, owner, &entry, answer).await
+    take(gateway, (owner, idle), &entry, answer).await
 }
 
 /// The outcome of `entry`, which ended: this gateway's copy, or the one its row holds.
 async fn take(
     gateway: &Gateway,
-    owner: &SessionScope,
+    (owner, idle): (&SessionScope, Option<Duration>),
     entry: &Execution,
     answer: AnswerKey,
 ) -> Result<CallToolResult, ErrorData> {
@@ -161,7 +162,8 @@ async fn take(
         // Its outcome went into its row (or a concurrent request of the session read it).
         None if entry.is_recorded() => {
             let never = CancellationToken::new();
-            super::remote::wait(gateway, owner, &entry.id, Duration::ZERO, &never, answer).await
+            let asker = (owner, idle);
+            super::remote::wait(gateway, asker, &entry.id, Duration::ZERO, &never, answer).await
         }
         None => Err(unknown()),
     }
@@ -169,14 +171,14 @@ async fn take(
 
 pub async fn cancel(
     gateway: &Gateway,
-    owner: &SessionScope,
+    (owner, idle): (&SessionScope, Option<Duration>),
     args: JsonObject,
     answer: AnswerKey,
 ) -> Result<CallToolResult, ErrorData> {
     let id = execution_id("cancel_execution", &args, &["execution_id"])?;
     let Some(entry) = gateway.executions.get(owner, id) else {
         // Not this gateway's: asked of its gateway through the store.
-        return super::remote::cancel(gateway, owner, id, CANCEL_WAIT, answer).await;
+        return super::remote::cancel(gateway, (owner, idle), id, CANCEL_WAIT, answer).await;
     };
     entry.cancel.cancel();
     if !entry.wait(CANCEL_WAIT).await {
@@ -186,7 +188,7 @@ pub async fn cancel(
         );
         return Ok(running(&entry));
     }
-    take(gateway, owner, &entry, answer).await
+    take(gateway, (owner, idle), &entry, answer).await
 }
 
 /// A finished execution's answer; its room in the unread-answer budget is now held for

@@ -72,10 +72,11 @@ impl Pg {
         tx: &super::Transaction<'_>,
         key: &str,
         id: &str,
-    ) -> Result<Option<(String, f64, Option<StoredValue>)>, StoreError> {
+    ) -> Result<Option<(String, f64, f64, Option<StoredValue>)>, StoreError> {
         Ok(tx
             .query_opt(
-                "SELECT gateway, started_at, outcome, outcome_nonce, outcome_sealed, outcome_bytes
+                "SELECT gateway, started_at, updated_at, outcome, outcome_nonce, outcome_sealed,
+                    outcome_bytes
                  FROM yielded_executions WHERE id = $1 AND scope = $2 FOR UPDATE",
                 &[&id, &key],
             )
@@ -84,7 +85,8 @@ impl Pg {
                 (
                     r.get(0),
                     r.get(1),
-                    outcome_of(r.get(2), r.get(3), r.get(4), r.get(5)),
+                    r.get(2),
+                    outcome_of(r.get(3), r.get(4), r.get(5), r.get(6)),
                 )
             }))
     }
@@ -98,7 +100,8 @@ impl Pg {
     ) -> Result<Look, StoreError> {
         let key = scope.key();
         self.write(async |tx| {
-            let Some((gateway, started_at, outcome)) = Self::row(tx, &key, id).await? else {
+            let Some((gateway, started_at, updated_at, outcome)) = Self::row(tx, &key, id).await?
+            else {
                 return Ok(Look::Unknown);
             };
             match &outcome {
@@ -116,13 +119,7 @@ impl Pg {
                     .await?;
                 }
             }
-            Ok(match outcome {
-                Some(v) => Look::Finished(v),
-                None => Look::Running {
-                    gateway,
-                    started_at,
-                },
-            })
+            Ok(Look::of(gateway, started_at, updated_at, outcome))
         })
     }
 
