@@ -201,55 +201,140 @@ async fn yielded_executions_are_waited_on_and_cancelled_through_any_gateway() {
     // Waited on through B: running, then the outcome, read once.
     let e1 = start_yielded(&a.addr, &token, &session, 1, &sleeper(1500, "one")).await;
     let args = |id: &str, t: u64| json!({"execution_id": id, "timeout_ms": t});
-    let r = call_as(&b.addr, &token, &session, 2, "wait_execution", args(&e1, 100)).await;
+    let r = call_as(
+        &b.addr,
+        &token,
+        &session,
+        2,
+        "wait_execution",
+        args(&e1, 100),
+    )
+    .await;
     let sc = &r["result"]["structuredContent"];
     assert_eq!(
         (&sc["status"], &sc["execution_id"], &sc["elsewhere"]),
         (&json!("running"), &json!(e1), &json!(true)),
         "{r}"
     );
-    let r = call_as(&b.addr, &token, &session, 3, "wait_execution", args(&e1, 10_000)).await;
+    let r = call_as(
+        &b.addr,
+        &token,
+        &session,
+        3,
+        "wait_execution",
+        args(&e1, 10_000),
+    )
+    .await;
     let sc = &r["result"]["structuredContent"];
-    assert_eq!((&sc["success"], &sc["result"]), (&json!(true), &json!("one")), "{r}");
+    assert_eq!(
+        (&sc["success"], &sc["result"]),
+        (&json!(true), &json!("one")),
+        "{r}"
+    );
     assert_eq!(r["result"]["isError"], json!(false), "{r}");
     for addr in [&a.addr, &b.addr] {
         let r = call_as(addr, &token, &session, 4, "wait_execution", args(&e1, 0)).await;
-        assert_eq!(r["error"]["data"]["code"], json!("INVALID_ARGUMENTS"), "{r}");
-        assert!(r["error"]["message"].as_str().unwrap().starts_with("no such execution"), "{r}");
+        assert_eq!(
+            r["error"]["data"]["code"],
+            json!("INVALID_ARGUMENTS"),
+            "{r}"
+        );
+        assert!(
+            r["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("no such execution"),
+            "{r}"
+        );
     }
 
     // Cancelled through B: A cancels it, B returns CANCELLED.
     let e2 = start_yielded(&a.addr, &token, &session, 5, &sleeper(30_000, "two")).await;
     let t0 = std::time::Instant::now();
-    let r = call_as(&b.addr, &token, &session, 6, "cancel_execution", json!({"execution_id": e2})).await;
+    let r = call_as(
+        &b.addr,
+        &token,
+        &session,
+        6,
+        "cancel_execution",
+        json!({"execution_id": e2}),
+    )
+    .await;
     let sc = &r["result"]["structuredContent"];
     assert_eq!(sc["error"]["code"], json!("CANCELLED"), "{r}");
     assert_eq!(r["result"]["isError"], json!(true), "{r}");
-    assert!(t0.elapsed() < std::time::Duration::from_secs(5), "{:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        t0.elapsed()
+    );
     let r = call_as(&a.addr, &token, &session, 7, "wait_execution", args(&e2, 0)).await;
-    assert_eq!(r["error"]["data"]["code"], json!("INVALID_ARGUMENTS"), "{r}");
+    assert_eq!(
+        r["error"]["data"]["code"],
+        json!("INVALID_ARGUMENTS"),
+        "{r}"
+    );
 
     // A killed while it runs one: B says so within a few seconds, and forgets the id.
     let e3 = start_yielded(&a.addr, &token, &session, 8, &sleeper(30_000, "three")).await;
     a.child.start_kill().unwrap(); // SIGKILL
     a.child.wait().await.unwrap();
     let t0 = std::time::Instant::now();
-    let r = call_as(&b.addr, &token, &session, 9, "wait_execution", args(&e3, 10_000)).await;
+    let r = call_as(
+        &b.addr,
+        &token,
+        &session,
+        9,
+        "wait_execution",
+        args(&e3, 10_000),
+    )
+    .await;
     let waited = t0.elapsed();
     let sc = &r["result"]["structuredContent"];
     assert_eq!(sc["error"]["code"], json!("SANDBOX_UNAVAILABLE"), "{r}");
     let message = sc["error"]["message"].as_str().unwrap();
-    assert!(message.starts_with("the gateway running it stopped"), "{message}");
+    assert!(
+        message.starts_with("the gateway running it stopped"),
+        "{message}"
+    );
     assert!(message.contains("Run the script again"), "{message}");
     assert!(waited < std::time::Duration::from_secs(6), "{waited:?}");
-    let r = call_as(&b.addr, &token, &session, 10, "wait_execution", args(&e3, 0)).await;
-    assert_eq!(r["error"]["data"]["code"], json!("INVALID_ARGUMENTS"), "{r}");
+    let r = call_as(
+        &b.addr,
+        &token,
+        &session,
+        10,
+        "wait_execution",
+        args(&e3, 0),
+    )
+    .await;
+    assert_eq!(
+        r["error"]["data"]["code"],
+        json!("INVALID_ARGUMENTS"),
+        "{r}"
+    );
 
     // B keeps serving: the same session, and a new one.
     let r = execute_as(&b.addr, &token, &session, 11, "return 'after'").await;
-    assert_eq!(r.reply(11)["result"]["structuredContent"]["result"], json!("after"), "{r:?}");
+    assert_eq!(
+        r.reply(11)["result"]["structuredContent"]["result"],
+        json!("after"),
+        "{r:?}"
+    );
     let fresh = open_session_as(&b.addr, &token).await;
     let e4 = start_yielded(&b.addr, &token, &fresh, 12, &sleeper(300, "four")).await;
-    let r = call_as(&b.addr, &token, &fresh, 13, "wait_execution", args(&e4, 10_000)).await;
-    assert_eq!(r["result"]["structuredContent"]["result"], json!("four"), "{r}");
+    let r = call_as(
+        &b.addr,
+        &token,
+        &fresh,
+        13,
+        "wait_execution",
+        args(&e4, 10_000),
+    )
+    .await;
+    assert_eq!(
+        r["result"]["structuredContent"]["result"],
+        json!("four"),
+        "{r}"
+    );
 }

@@ -323,9 +323,17 @@ pub(crate) mod tests {
         );
         assert_eq!(s.cancel_requests("g1").unwrap(), vec!["e1".to_string()]);
         assert!(s.cancel_requests("g2").unwrap().is_empty());
-        assert!(!s.finish_yield("e1", "g2", &json("1"), 14.0).unwrap(), "not g2's");
-        assert!(s.finish_yield("e1", "g1", &json("{\"a\":1}"), 14.0).unwrap());
-        assert!(!s.finish_yield("e1", "g1", &json("2"), 14.0).unwrap(), "once");
+        assert!(
+            !s.finish_yield("e1", "g2", &json("1"), 14.0).unwrap(),
+            "not g2's"
+        );
+        assert!(s
+            .finish_yield("e1", "g1", &json("{\"a\":1}"), 14.0)
+            .unwrap());
+        assert!(
+            !s.finish_yield("e1", "g1", &json("2"), 14.0).unwrap(),
+            "once"
+        );
         assert!(s.cancel_requests("g1").unwrap().is_empty(), "it ended");
         assert!(!s.forget_yield(&a, "e1", "g1").unwrap(), "finished");
         assert_eq!(
@@ -376,7 +384,9 @@ pub(crate) mod tests {
                 for _ in 0..2 {
                     let (store, a, id, got) = (super::super::suites::reopen(s), &a, &id, &got);
                     scope.spawn(move || {
-                        if let Look::Finished { outcome, .. } = store.take_yield(a, id, 3.0).unwrap() {
+                        if let Look::Finished { outcome, .. } =
+                            store.take_yield(a, id, 3.0).unwrap()
+                        {
                             assert_eq!(outcome, json("\"done\""));
                             got.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                         }

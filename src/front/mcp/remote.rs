@@ -263,7 +263,7 @@ pub async fn wait(
                         super::wait_execution::deliver(gateway, f, answer)
                     }
                     Err(e) => refused(e),
-                })
+                });
             }
             Look::Running {
                 gateway: runner,
@@ -314,10 +314,7 @@ pub async fn cancel(
         return Err(super::wait_execution::unknown());
     };
     let (o, i) = (owner.clone(), id.to_string());
-    match store
-        .run(move |s| s.request_cancel(&o, &i, now_ms()))
-        .await
-    {
+    match store.run(move |s| s.request_cancel(&o, &i, now_ms())).await {
         Ok(Look::Unknown) => Err(super::wait_execution::unknown()),
         Ok(_) => {
             let never = CancellationToken::new();
@@ -352,7 +349,9 @@ pub fn watch(gateway: Arc<Gateway>, stop: CancellationToken) {
                     Err(e) => {
                         if warned.is_none_or(|w| w.elapsed() > SWEEP_EVERY) {
                             warned = Some(Instant::now());
-                            tracing::warn!("cannot look for cancels asked through other gateways: {e}");
+                            tracing::warn!(
+                                "cannot look for cancels asked through other gateways: {e}"
+                            );
                         }
                     }
                 }
