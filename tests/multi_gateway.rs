@@ -156,6 +156,17 @@ async fn call_as(
     a.reply(id)
 }
 
+/// `wait_execution {execution_id, timeout_ms}` through `addr`: the JSON-RPC answer.
+async fn wait_on(
+    (addr, token, session): (&str, &str, &str),
+    id: i64,
+    execution: &str,
+    timeout_ms: u64,
+) -> serde_json::Value {
+    let args = json!({"execution_id": execution, "timeout_ms": timeout_ms});
+    call_as(addr, token, session, id, "wait_execution", args).await
+}
+
 /// A script that sleeps `ms` (a timer: no CPU) and returns `result`.
 fn sleeper(ms: u64, result: &str) -> String {
     format!("await new Promise(r => setTimeout(r, {ms})); return '{result}'")
@@ -200,31 +211,14 @@ async fn yielded_executions_are_waited_on_and_cancelled_through_any_gateway() {
 
     // Waited on through B: running, then the outcome, read once.
     let e1 = start_yielded(&a.addr, &token, &session, 1, &sleeper(1500, "one")).await;
-    let args = |id: &str, t: u64| json!({"execution_id": id, "timeout_ms": t});
-    let r = call_as(
-        &b.addr,
-        &token,
-        &session,
-        2,
-        "wait_execution",
-        args(&e1, 100),
-    )
-    .await;
+    let r = wait_on((&b.addr, &token, &session), 2, &e1, 100).await;
     let sc = &r["result"]["structuredContent"];
     assert_eq!(
         (&sc["status"], &sc["execution_id"], &sc["elsewhere"]),
         (&json!("running"), &json!(e1), &json!(true)),
         "{r}"
     );
-    let r = call_as(
-        &b.addr,
-        &token,
-        &session,
-        3,
-        "wait_execution",
-        args(&e1, 10_000),
-    )
-    .await;
+    let r = wait_on((&b.addr, &token, &session), 3, &e1, 10_000).await;
     let sc = &r["result"]["structuredContent"];
     assert_eq!(
         (&sc["success"], &sc["result"]),
@@ -233,7 +227,7 @@ async fn yielded_executions_are_waited_on_and_cancelled_through_any_gateway() {
     );
     assert_eq!(r["result"]["isError"], json!(false), "{r}");
     for addr in [&a.addr, &b.addr] {
-        let r = call_as(addr, &token, &session, 4, "wait_execution", args(&e1, 0)).await;
+        let r = wait_on((addr, &token, &session), 4, &e1, 0).await;
         assert_eq!(
             r["error"]["data"]["code"],
             json!("INVALID_ARGUMENTS"),
@@ -268,7 +262,7 @@ async fn yielded_executions_are_waited_on_and_cancelled_through_any_gateway() {
         "{:?}",
         t0.elapsed()
     );
-    let r = call_as(&a.addr, &token, &session, 7, "wait_execution", args(&e2, 0)).await;
+    let r = wait_on((&a.addr, &token, &session), 7, &e2, 0).await;
     assert_eq!(
         r["error"]["data"]["code"],
         json!("INVALID_ARGUMENTS"),
@@ -280,15 +274,7 @@ async fn yielded_executions_are_waited_on_and_cancelled_through_any_gateway() {
     a.child.start_kill().unwrap(); // SIGKILL
     a.child.wait().await.unwrap();
     let t0 = std::time::Instant::now();
-    let r = call_as(
-        &b.addr,
-        &token,
-        &session,
-        9,
-        "wait_execution",
-        args(&e3, 10_000),
-    )
-    .await;
+    let r = wait_on((&b.addr, &token, &session), 9, &e3, 10_000).await;
     let waited = t0.elapsed();
     let sc = &r["result"]["structuredContent"];
     assert_eq!(sc["error"]["code"], json!("SANDBOX_UNAVAILABLE"), "{r}");
@@ -299,15 +285,7 @@ async fn yielded_executions_are_waited_on_and_cancelled_through_any_gateway() {
     );
     assert!(message.contains("Run the script again"), "{message}");
     assert!(waited < std::time::Duration::from_secs(6), "{waited:?}");
-    let r = call_as(
-        &b.addr,
-        &token,
-        &session,
-        10,
-        "wait_execution",
-        args(&e3, 0),
-    )
-    .await;
+    let r = wait_on((&b.addr, &token, &session), 10, &e3, 0).await;
     assert_eq!(
         r["error"]["data"]["code"],
         json!("INVALID_ARGUMENTS"),
@@ -323,15 +301,7 @@ async fn yielded_executions_are_waited_on_and_cancelled_through_any_gateway() {
     );
     let fresh = open_session_as(&b.addr, &token).await;
     let e4 = start_yielded(&b.addr, &token, &fresh, 12, &sleeper(300, "four")).await;
-    let r = call_as(
-        &b.addr,
-        &token,
-        &fresh,
-        13,
-        "wait_execution",
-        args(&e4, 10_000),
-    )
-    .await;
+    let r = wait_on((&b.addr, &token, &fresh), 13, &e4, 10_000).await;
     assert_eq!(
         r["result"]["structuredContent"]["result"],
         json!("four"),
