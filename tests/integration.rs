@@ -25,6 +25,7 @@ mod error_codes;
 mod forged_codes;
 mod fresh_randomness;
 mod gateway_checks;
+mod gateway_sessions;
 mod host_death;
 mod hostile_budget;
 mod hostile_memory;

@@ -186,7 +186,17 @@ pub(super) const MIGRATIONS: &[&str] = &[
     // values were sealed, or with nothing to seal with), and loads as such.
     "ALTER TABLE state_values ADD COLUMN value_nonce BLOB;
      ALTER TABLE state_values ADD COLUMN value_sealed BLOB;",
-    // 13: yielded executions (`store::yielded`): which gateway runs each one, a cancel asked
+    // 13: MCP sessions of `serve --http`, kept so that they go on after a restart (or through
+    // another gateway on PostgreSQL): `store::mcp_sessions`.
+    "CREATE TABLE mcp_sessions (
+        id TEXT PRIMARY KEY,
+        tenant TEXT NOT NULL,
+        principal TEXT NOT NULL,
+        init TEXT NOT NULL,
+        seen_ms INTEGER NOT NULL
+     );
+     CREATE INDEX mcp_sessions_by_seen ON mcp_sessions (seen_ms);",
+    // 14: yielded executions (`store::yielded`): which gateway runs each one, a cancel asked
     // for through another gateway, and its outcome once it ended (JSON text, or sealed: nonce
     // and ciphertext, `outcome` then ''); `outcome_bytes` is set exactly when it ended.
     "CREATE TABLE yielded_executions (

@@ -18,6 +18,7 @@ mod capabilities;
 mod capability_parts;
 mod graph;
 pub mod location;
+pub mod mcp_sessions;
 mod migrations;
 pub mod oauth;
 mod owner_only;

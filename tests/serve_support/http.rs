@@ -278,9 +278,18 @@ pub fn execute_body(id: i64, args: Value) -> Value {
 }
 
 pub async fn delete(addr: &str, session: &str) -> Answer {
-    let req = format!(
-        "DELETE /mcp HTTP/1.1\r\nhost: {addr}\r\nmcp-session-id: {session}\r\nmcp-protocol-version: {PROTOCOL}\r\nconnection: close\r\n\r\n"
+    delete_with(addr, session, &[]).await
+}
+
+/// `DELETE /mcp` of `session` with `extra` headers (an authorization, say).
+pub async fn delete_with(addr: &str, session: &str, extra: &[(&str, &str)]) -> Answer {
+    let mut req = format!(
+        "DELETE /mcp HTTP/1.1\r\nhost: {addr}\r\nmcp-session-id: {session}\r\nmcp-protocol-version: {PROTOCOL}\r\nconnection: close\r\n"
     );
+    for (k, v) in extra {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
     exchange(addr, req.as_bytes()).await
 }
 

@@ -16,6 +16,7 @@ mod audit;
 mod capabilities;
 mod graph;
 pub mod liveness;
+mod mcp_sessions;
 mod oauth;
 mod rate;
 mod schema;

@@ -137,7 +137,17 @@ const MIGRATIONS: &[&str] = &[
         at TIMESTAMPTZ NOT NULL
      );
      CREATE INDEX rate_starts_by_principal ON rate_starts (principal, at);",
-    // 6: SQLite's migration 13: yielded executions (`store::yielded`).
+    // 6: SQLite's migration 13: MCP sessions of `serve --http` kept for any gateway
+    // (`store::mcp_sessions`).
+    "CREATE TABLE mcp_sessions (
+        id TEXT PRIMARY KEY,
+        tenant TEXT NOT NULL,
+        principal TEXT NOT NULL,
+        init TEXT NOT NULL,
+        seen_ms BIGINT NOT NULL
+     );
+     CREATE INDEX mcp_sessions_by_seen ON mcp_sessions (seen_ms);",
+    // 7: SQLite's migration 14: yielded executions (`store::yielded`).
     "CREATE TABLE yielded_executions (
         id TEXT PRIMARY KEY,
         scope TEXT NOT NULL,

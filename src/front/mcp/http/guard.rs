@@ -5,6 +5,8 @@
 
 use super::super::jsonrpc;
 use super::super::Gateway;
+use super::front_state::*;
+use super::kept_sessions::{adopt, keep, FOREIGN_SESSION};
 use super::*;
 use crate::front::mcp::sessions::SESSION_HEADER;
 use axum::body::Body;
@@ -12,50 +14,10 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::session::SessionManager;
-use std::collections::HashMap;
-use std::net::IpAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
-/// The client's address, put on every request by the accept loop.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct ClientAddr(pub(super) IpAddr);
-
-#[derive(Debug)]
-pub(super) struct SessionInfo {
-    pub(super) client: IpAddr,
-    pub(super) created: Instant,
-    pub(super) initialized: bool,
-    /// The principal (its [`Principal::id`](crate::context::principal::Principal)) and
-    /// tenant that opened the session; no other may use it.
-    pub(super) principal: String,
-    pub(super) tenant: String,
-}
-
-/// What the middleware shares.
-pub(super) struct Front {
-    pub(super) gateway: Arc<Gateway>,
-    pub(super) manager: Arc<LocalSessionManager>,
-    pub(super) sessions: Mutex<HashMap<String, SessionInfo>>,
-    /// Initializations admitted and not answered yet, per [`CapKey`]: counted against the caps
-    /// so concurrent requests cannot all pass the check.
-    pub(super) reserved: Mutex<HashMap<CapKey, usize>>,
-    pub(super) opts: HttpOptions,
-    /// Permits for [`MAX_BUFFERED_BODY_BYTES`].
-    pub(super) bodies: Arc<Semaphore>,
-    /// Body bytes each caller holds now (bounded by [`MAX_BUFFERED_BODY_BYTES_PER_CALLER`]).
-    pub(super) body_shares: Mutex<HashMap<CapKey, usize>>,
-    /// `None`: no authentication (loopback only); every caller is `anonymous`.
-    pub(super) auth: crate::front::mcp::auth::SharedAuth,
-}
-
 impl Front {
-    pub(super) fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, SessionInfo>> {
-        self.sessions.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// Ends sessions whose handshake is overdue; forgets sessions rmcp has closed.
     pub(super) async fn reap(&self) {
         let alive: std::collections::HashSet<String> = self
@@ -111,33 +73,6 @@ impl Front {
     }
 }
 
-impl Front {
-    /// Ends session `id`: forgets it, closes it in rmcp and cancels its executions.
-    async fn close(&self, id: &str) {
-        self.sessions().remove(id);
-        let _ = self.manager.close_session(&id.to_string().into()).await;
-        self.gateway.sessions.end(id);
-    }
-}
-
-pub(super) fn refuse(status: StatusCode, message: &str) -> Response {
-    let mut r = (
-        status,
-        [("content-type", "application/json")],
-        serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32000, "message": message}})
-            .to_string(),
-    )
-        .into_response();
-    if matches!(
-        status,
-        StatusCode::SERVICE_UNAVAILABLE | StatusCode::TOO_MANY_REQUESTS
-    ) {
-        r.headers_mut()
-            .insert("retry-after", HeaderValue::from_static(RETRY_AFTER_SECS));
-    }
-    r
-}
-
 pub(super) fn rpc_refusal(r: &jsonrpc::Refusal) -> Response {
     // A well-formed request with bad params is answered like any request; malformed messages
     // are a client error.
@@ -176,15 +111,21 @@ pub(super) async fn guard(
         .map(str::to_string);
     let client = req.extensions().get::<ClientAddr>().map(|c| c.0);
     if let Some(id) = &session {
-        let foreign = front
-            .sessions()
-            .get(id)
-            .is_some_and(|s| s.principal != principal.id || s.tenant != principal.tenant);
-        if foreign {
-            return refuse(
-                StatusCode::FORBIDDEN,
-                "this session was opened by another principal; open your own session (initialize)",
-            );
+        // `Some(foreign)` when this process holds the session.
+        let held = front.sessions().get_mut(id).map(|s| {
+            s.used = Instant::now();
+            s.principal != principal.id || s.tenant != principal.tenant
+        });
+        match held {
+            Some(true) => return refuse(StatusCode::FORBIDDEN, FOREIGN_SESSION),
+            Some(false) => {}
+            // Opened through another gateway (or before a restart): restored when the store
+            // keeps it for this principal.
+            None => {
+                if let Err(response) = adopt(&front, id, &principal, client).await {
+                    return response;
+                }
+            }
         }
     }
     match *req.method() {
@@ -327,7 +268,7 @@ pub(super) async fn guard(
                 // `ExecutionPermit`); the answer stream below holds it too.
                 parts.extensions.insert(permit.clone());
             }
-            let req = Request::from_parts(parts, Body::from(bytes));
+            let req = Request::from_parts(parts, Body::from(bytes.clone()));
             let response = next.run(req).await;
             if method == Some("initialize") {
                 let made = response
@@ -335,14 +276,20 @@ pub(super) async fn guard(
                     .get(SESSION_HEADER)
                     .and_then(|v| v.to_str().ok());
                 if let (Some(id), Some(client)) = (made, client) {
+                    // Kept before the answer leaves, so the client's next request finds it
+                    // whichever gateway it reaches.
+                    let kept = keep(&front, id, &principal, &bytes).await;
+                    let now = Instant::now();
                     front.sessions().insert(
                         id.to_string(),
                         SessionInfo {
                             client,
-                            created: Instant::now(),
+                            created: now,
                             initialized: false,
                             principal: principal.id.clone(),
                             tenant: principal.tenant.clone(),
+                            kept,
+                            used: now,
                         },
                     );
                 }
@@ -476,99 +423,4 @@ impl Drop for BodyShare<'_> {
             }
         }
     }
-}
-
-/// Whose sessions a cap counts: with authentication, an authenticated principal's (so callers
-/// behind one proxy address do not share a cap); without it (loopback, everyone `anonymous`),
-/// a client address's.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(super) enum CapKey {
-    Principal(String),
-    Address(IpAddr),
-}
-
-impl CapKey {
-    fn holds(&self, s: &SessionInfo) -> bool {
-        match self {
-            CapKey::Principal(id) => &s.principal == id,
-            CapKey::Address(ip) => &s.client == ip,
-        }
-    }
-}
-
-/// A place reserved for a session being initialized; given back when dropped (by then the
-/// session, if made, is recorded).
-pub(super) struct Reservation {
-    pub(super) front: Arc<Front>,
-    pub(super) key: CapKey,
-}
-
-impl Drop for Reservation {
-    fn drop(&mut self) {
-        let mut reserved = self
-            .front
-            .reserved
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        if let Some(n) = reserved.get_mut(&self.key) {
-            *n -= 1;
-            if *n == 0 {
-                reserved.remove(&self.key);
-            }
-        }
-    }
-}
-
-/// Reserves a place for a new session, or answers 503 when the server holds its maximum of
-/// sessions and 429 when this principal (with authentication) or this client address (without)
-/// holds its own.
-pub(super) fn reserve(
-    front: &Arc<Front>,
-    client: Option<IpAddr>,
-    principal: &crate::context::principal::Principal,
-) -> Result<Option<Reservation>, Box<Response>> {
-    let sessions = front.sessions();
-    let mut reserved = front.reserved.lock().unwrap_or_else(|p| p.into_inner());
-    let in_flight: usize = reserved.values().sum();
-    if sessions.len() + in_flight >= front.opts.max_sessions {
-        return Err(Box::new(refuse(
-            StatusCode::SERVICE_UNAVAILABLE,
-            &format!(
-                "the server holds its maximum of {} sessions (--max-sessions); retry later",
-                front.opts.max_sessions
-            ),
-        )));
-    }
-    let (key, cap, refusal) = if front.auth.is_some() {
-        (
-            CapKey::Principal(principal.id.clone()),
-            front.opts.max_sessions_per_principal,
-            format!(
-                "this principal holds its maximum of {} sessions (--max-sessions-per-principal); end some (DELETE) or retry later",
-                front.opts.max_sessions_per_principal
-            ),
-        )
-    } else {
-        let Some(client) = client else {
-            return Ok(None);
-        };
-        (
-            CapKey::Address(client),
-            front.opts.max_sessions_per_client,
-            format!(
-                "this client address holds its maximum of {} sessions (--max-sessions-per-client); end some (DELETE) or retry later",
-                front.opts.max_sessions_per_client
-            ),
-        )
-    };
-    let mine = sessions.values().filter(|s| key.holds(s)).count()
-        + reserved.get(&key).copied().unwrap_or(0);
-    if mine >= cap {
-        return Err(Box::new(refuse(StatusCode::TOO_MANY_REQUESTS, &refusal)));
-    }
-    *reserved.entry(key.clone()).or_default() += 1;
-    Ok(Some(Reservation {
-        front: front.clone(),
-        key,
-    }))
 }

@@ -5,11 +5,14 @@
 //! The middleware is [`guard`], one connection [`connection`]; this file sets them up.
 
 mod connection;
+mod front_state;
 mod guard;
+mod kept_sessions;
 
 use super::{Gateway, GatewayServer};
 use crate::front::cli::UsageError;
 use connection::*;
+use front_state::*;
 use guard::*;
 use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -134,6 +137,12 @@ pub async fn serve_http(
     config = config
         .with_allowed_origins(origins)
         .enforce_origin_validation();
+    if let Some(store) = &gateway.store {
+        config.session_store = Some(Arc::new(kept_sessions::StoredSessions {
+            store: store.clone(),
+            idle: opts.session_idle,
+        }));
+    }
     let ct = config.cancellation_token.clone();
     let mut session_config = SessionConfig::default();
     session_config.keep_alive = Some(opts.session_idle);
@@ -226,9 +235,13 @@ pub async fn serve_http(
         let stop = stop.clone();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_millis(500));
+            let mut renewed = std::time::Instant::now();
             loop {
                 tokio::select! {
-                    _ = tick.tick() => front.reap().await,
+                    _ = tick.tick() => {
+                        front.reap().await;
+                        kept_sessions::renew(&front, &mut renewed).await;
+                    }
                     () = stop.cancelled() => break,
                 }
             }
