@@ -3,12 +3,15 @@
 //! once through the CLI, and the official Python SDK driving both gateways at once. At the end
 //! the shared tool graph counts every call made through either gateway, and the shared audit log
 //! holds exactly one record per execution. A principal's executions per minute are counted
-//! across both gateways.
+//! across both gateways. A yielded execution started through one gateway is waited on and
+//! cancelled through the other, and a killed gateway's clients are told so.
 
 use crate::common::bin;
 use crate::pg_support::PgServer;
 use crate::serve_support::http::start_http_state;
-use crate::serve_support::team::{create_token, execute_as, open_session_as, results, sdk, url};
+use crate::serve_support::team::{
+    create_token, execute_as, open_session_as, post_as, results, sdk, url,
+};
 use mcp_sandbox::store::audit::AuditFilter;
 use mcp_sandbox::store::Store;
 use serde_json::json;
@@ -134,4 +137,174 @@ async fn executions_per_minute_are_counted_across_gateways() {
         })
         .unwrap();
     assert_eq!(records.len(), 4, "one record per execution that ran");
+}
+
+/// `tools/call` of `tool` with `args` through `addr` in `session`, as `token`: the JSON-RPC
+/// answer to request `id`.
+async fn call_as(
+    addr: &str,
+    token: &str,
+    session: &str,
+    id: i64,
+    tool: &str,
+    args: serde_json::Value,
+) -> serde_json::Value {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": tool, "arguments": args}});
+    let a = post_as(addr, Some(token), Some(session), &body).await;
+    assert_eq!(a.status, 200, "{tool} through {addr}: {a:?}");
+    a.reply(id)
+}
+
+/// `wait_execution {execution_id, timeout_ms}` through `addr`: the JSON-RPC answer.
+async fn wait_on(
+    (addr, token, session): (&str, &str, &str),
+    id: i64,
+    execution: &str,
+    timeout_ms: u64,
+) -> serde_json::Value {
+    let args = json!({"execution_id": execution, "timeout_ms": timeout_ms});
+    call_as(addr, token, session, id, "wait_execution", args).await
+}
+
+/// A script that sleeps `ms` (a timer: no CPU) and returns `result`.
+fn sleeper(ms: u64, result: &str) -> String {
+    format!("await new Promise(r => setTimeout(r, {ms})); return '{result}'")
+}
+
+/// Starts `code` through `addr` with `yield_after_ms: 100`; its execution id (it answered
+/// `running`).
+async fn start_yielded(addr: &str, token: &str, session: &str, id: i64, code: &str) -> String {
+    let r = call_as(
+        addr,
+        token,
+        session,
+        id,
+        "execute_code",
+        json!({"code": code, "yield_after_ms": 100}),
+    )
+    .await;
+    let sc = &r["result"]["structuredContent"];
+    assert_eq!(sc["status"], json!("running"), "{r}");
+    sc["execution_id"].as_str().unwrap().to_string()
+}
+
+/// Yielded executions reachable from any gateway (issue 31 item 3), driven over raw HTTP
+/// (JSON-RPC POSTs carrying gateway A's `Mcp-Session-Id` to gateway B, which continues the
+/// session from the store): an execution started through A is waited on through B (`running`,
+/// then its outcome, read once: A then answers like an unknown id); another one is cancelled
+/// through B and ends `CANCELLED` well within the cancel wait; then A is SIGKILLed while it runs
+/// a third, and a wait through B answers `SANDBOX_UNAVAILABLE` "the gateway running it stopped…"
+/// within a few seconds, the id is forgotten, and B keeps serving the session and new ones.
+#[tokio::test(flavor = "multi_thread")]
+async fn yielded_executions_are_waited_on_and_cancelled_through_any_gateway() {
+    let pg = PgServer::start();
+    let state = pg.database();
+    let config = json!({
+        "mcpServers": {"fixture": {"command": bin("fixture-mcp-server")}},
+        "sandbox": {"auth": {}}
+    });
+    let mut a = start_http_state(config.clone(), Some(&state), &[]).await;
+    let b = start_http_state(config, Some(&state), &[]).await;
+    let token = create_token(Path::new(&state), "ci", &[]);
+    let session = open_session_as(&a.addr, &token).await;
+
+    // Waited on through B: running, then the outcome, read once.
+    let e1 = start_yielded(&a.addr, &token, &session, 1, &sleeper(1500, "one")).await;
+    let r = wait_on((&b.addr, &token, &session), 2, &e1, 100).await;
+    let sc = &r["result"]["structuredContent"];
+    assert_eq!(
+        (&sc["status"], &sc["execution_id"], &sc["elsewhere"]),
+        (&json!("running"), &json!(e1), &json!(true)),
+        "{r}"
+    );
+    let r = wait_on((&b.addr, &token, &session), 3, &e1, 10_000).await;
+    let sc = &r["result"]["structuredContent"];
+    assert_eq!(
+        (&sc["success"], &sc["result"]),
+        (&json!(true), &json!("one")),
+        "{r}"
+    );
+    assert_eq!(r["result"]["isError"], json!(false), "{r}");
+    for addr in [&a.addr, &b.addr] {
+        let r = wait_on((addr, &token, &session), 4, &e1, 0).await;
+        assert_eq!(
+            r["error"]["data"]["code"],
+            json!("INVALID_ARGUMENTS"),
+            "{r}"
+        );
+        assert!(
+            r["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("no such execution"),
+            "{r}"
+        );
+    }
+
+    // Cancelled through B: A cancels it, B returns CANCELLED.
+    let e2 = start_yielded(&a.addr, &token, &session, 5, &sleeper(30_000, "two")).await;
+    let t0 = std::time::Instant::now();
+    let r = call_as(
+        &b.addr,
+        &token,
+        &session,
+        6,
+        "cancel_execution",
+        json!({"execution_id": e2}),
+    )
+    .await;
+    let sc = &r["result"]["structuredContent"];
+    assert_eq!(sc["error"]["code"], json!("CANCELLED"), "{r}");
+    assert_eq!(r["result"]["isError"], json!(true), "{r}");
+    assert!(
+        t0.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        t0.elapsed()
+    );
+    let r = wait_on((&a.addr, &token, &session), 7, &e2, 0).await;
+    assert_eq!(
+        r["error"]["data"]["code"],
+        json!("INVALID_ARGUMENTS"),
+        "{r}"
+    );
+
+    // A killed while it runs one: B says so within a few seconds, and forgets the id.
+    let e3 = start_yielded(&a.addr, &token, &session, 8, &sleeper(30_000, "three")).await;
+    a.child.start_kill().unwrap(); // SIGKILL
+    a.child.wait().await.unwrap();
+    let t0 = std::time::Instant::now();
+    let r = wait_on((&b.addr, &token, &session), 9, &e3, 10_000).await;
+    let waited = t0.elapsed();
+    let sc = &r["result"]["structuredContent"];
+    assert_eq!(sc["error"]["code"], json!("SANDBOX_UNAVAILABLE"), "{r}");
+    let message = sc["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("the gateway running it stopped"),
+        "{message}"
+    );
+    assert!(message.contains("Run the script again"), "{message}");
+    assert!(waited < std::time::Duration::from_secs(6), "{waited:?}");
+    let r = wait_on((&b.addr, &token, &session), 10, &e3, 0).await;
+    assert_eq!(
+        r["error"]["data"]["code"],
+        json!("INVALID_ARGUMENTS"),
+        "{r}"
+    );
+
+    // B keeps serving: the same session, and a new one.
+    let r = execute_as(&b.addr, &token, &session, 11, "return 'after'").await;
+    assert_eq!(
+        r.reply(11)["result"]["structuredContent"]["result"],
+        json!("after"),
+        "{r:?}"
+    );
+    let fresh = open_session_as(&b.addr, &token).await;
+    let e4 = start_yielded(&b.addr, &token, &fresh, 12, &sleeper(300, "four")).await;
+    let r = wait_on((&b.addr, &token, &fresh), 13, &e4, 10_000).await;
+    assert_eq!(
+        r["result"]["structuredContent"]["result"],
+        json!("four"),
+        "{r}"
+    );
 }

@@ -196,4 +196,21 @@ pub(super) const MIGRATIONS: &[&str] = &[
         seen_ms INTEGER NOT NULL
      );
      CREATE INDEX mcp_sessions_by_seen ON mcp_sessions (seen_ms);",
+    // 14: yielded executions (`store::yielded`): which gateway runs each one, a cancel asked
+    // for through another gateway, and its outcome once it ended (JSON text, or sealed: nonce
+    // and ciphertext, `outcome` then ''); `outcome_bytes` is set exactly when it ended.
+    "CREATE TABLE yielded_executions (
+        id TEXT PRIMARY KEY,
+        scope TEXT NOT NULL,
+        gateway TEXT NOT NULL,
+        started_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        cancel_requested INTEGER NOT NULL DEFAULT 0,
+        outcome TEXT,
+        outcome_nonce BLOB,
+        outcome_sealed BLOB,
+        outcome_bytes INTEGER
+     ) WITHOUT ROWID;
+     CREATE INDEX yielded_by_gateway ON yielded_executions (gateway);
+     CREATE INDEX yielded_by_update ON yielded_executions (updated_at);",
 ];

@@ -29,6 +29,7 @@ pub mod session_state;
 pub(crate) mod suites;
 pub mod tokens;
 mod write_now;
+pub mod yielded;
 
 pub use capabilities::{
     capability_id, split_name, CapabilityQuota, CapabilityRecord, LastExecution, NewCapability,

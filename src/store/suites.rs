@@ -18,7 +18,7 @@ pub(crate) fn count(s: &Store, sql: &str) -> i64 {
 
 /// A second handle on the same data, as another gateway (another process) would have: its own
 /// connection (SQLite) or its own pool (PostgreSQL).
-fn reopen(s: &Store) -> Store {
+pub(crate) fn reopen(s: &Store) -> Store {
     Store::open(s.path()).unwrap()
 }
 
@@ -65,6 +65,10 @@ suites! {
     session_idle => crate::store::session_state::tests::an_idle_session_loses_its_values,
     rate_shared_starts => crate::store::rate::tests::starts_are_counted_per_principal,
     mcp_sessions => crate::store::mcp_sessions::tests::sessions_are_kept_renewed_and_swept,
+    yielded_read_once => crate::store::yielded::tests::read_once_by_its_scope,
+    yielded_two_takers => crate::store::yielded::tests::two_takers_get_it_once,
+    yielded_expiry => crate::store::yielded::tests::rows_expire,
+    yielded_liveness => crate::store::yielded::tests::liveness_of_unknown_gateways,
 }
 
 /// Writers (threads)…

@@ -66,6 +66,10 @@ pub struct Execution {
     done: watch::Sender<bool>,
     finished: Mutex<Option<Finished>>,
     pub started: Instant,
+    /// Whether it has a row in the store (`remote`): set when its request answered `running`.
+    recorded: std::sync::atomic::AtomicBool,
+    /// Orders recording the row and publishing the outcome (`remote::record`, `remote::publish`).
+    pub publish: tokio::sync::Mutex<()>,
 }
 
 impl Execution {
@@ -73,6 +77,22 @@ impl Execution {
     pub fn finish(&self, f: Finished) {
         *self.finished.lock().unwrap_or_else(|p| p.into_inner()) = Some(f);
         self.done.send_replace(true);
+    }
+
+    /// Ended with its outcome in the store (its row): wakes whoever waits, holds nothing.
+    pub fn finish_stored(&self) {
+        self.done.send_replace(true);
+    }
+
+    /// Marks it recorded in the store.
+    pub fn set_recorded(&self) {
+        self.recorded
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Whether it has a row in the store.
+    pub fn is_recorded(&self) -> bool {
+        self.recorded.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     pub fn is_finished(&self) -> bool {
@@ -116,11 +136,16 @@ impl Executions {
 
     /// The session of `owner` sent a request: first drops what expired (this session's too:
     /// an idle time past `ttl` ends before this request), then its outcomes live `ttl` from now.
-    pub fn touch(&self, owner: &SessionScope, ttl: Duration) {
+    /// Returns how long the session had been idle before (`None`: this gateway had not seen it
+    /// within the TTL), for the outcomes kept in the store (`remote`).
+    pub fn touch(&self, owner: &SessionScope, ttl: Duration) -> Option<Duration> {
         let mut inner = self.lock();
         let now = Instant::now();
+        let key = owner.key();
+        let idle = inner.seen.get(&key).map(|s| now.duration_since(*s));
         sweep(&mut inner, now, ttl);
-        inner.seen.insert(owner.key(), now);
+        inner.seen.insert(key, now);
+        idle
     }
 
     /// A new execution of `owner`, or `LIMIT_EXCEEDED` when `max_running` of its executions
@@ -159,6 +184,8 @@ impl Executions {
             done: watch::Sender::new(false),
             finished: Mutex::new(None),
             started: Instant::now(),
+            recorded: Default::default(),
+            publish: Default::default(),
         });
         inner.seen.insert(key, Instant::now());
         inner.runs.insert(id, e.clone());
@@ -185,6 +212,32 @@ impl Executions {
         drop(inner);
         let f = e.finished.lock().unwrap_or_else(|p| p.into_inner()).take();
         f
+    }
+
+    /// Forgets execution `id` (its outcome is in the store now).
+    pub fn remove(&self, id: &str) {
+        self.lock().runs.remove(id);
+    }
+
+    /// Whether a running execution has a row in the store (whose cancel another gateway may ask for).
+    pub fn any_recorded_running(&self) -> bool {
+        self.lock()
+            .runs
+            .values()
+            .any(|e| e.is_recorded() && !e.is_finished())
+    }
+
+    /// Cancels the running executions among `ids` (asked for through another gateway); how many.
+    pub fn cancel_ids(&self, ids: &[String]) -> usize {
+        let inner = self.lock();
+        let mut n = 0;
+        for e in ids.iter().filter_map(|id| inner.runs.get(id)) {
+            if e.is_recorded() && !e.cancel.is_cancelled() {
+                e.cancel.cancel();
+                n += 1;
+            }
+        }
+        n
     }
 
     /// Executions held now (running or unread).

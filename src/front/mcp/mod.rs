@@ -25,6 +25,7 @@ mod list_state;
 pub mod metrics;
 pub mod passthrough;
 pub mod rate;
+pub mod remote;
 pub mod responses;
 mod search_tools;
 pub mod sessions;
@@ -86,6 +87,12 @@ pub struct Gateway {
     /// mounted (a state store), and someone can answer there (no authentication, or a policy with
     /// `"approve": true` or `"operator": true`).
     pub web_approvals: bool,
+    /// This gateway's id, random per process: which gateway runs a yielded execution (`remote`).
+    pub gateway_id: String,
+    /// On PostgreSQL: the liveness lock other gateways see this one alive by.
+    pub liveness: Option<crate::store::pg::liveness::Liveness>,
+    /// Other gateways seen without their liveness lock, and since when.
+    pub suspects: remote::Suspects,
 }
 
 impl Gateway {
@@ -312,7 +319,8 @@ impl ServerHandler for GatewayServer {
         let tenant = principal.tenant.as_str();
         let owner = self.session_scope(&context, &principal);
         // Any request keeps the session's unread outcomes alive (`executions`).
-        self.gateway
+        let idle = self
+            .gateway
             .executions
             .touch(&owner, self.gateway.session.ttl());
         let result: CallToolResult = match request.name.as_ref() {
@@ -367,11 +375,12 @@ impl ServerHandler for GatewayServer {
             "wait_execution" => {
                 let notes = passthrough::notes(&context.peer, context.meta.get_progress_token());
                 let (ct, answer) = (context.ct.clone(), answer_key(&context));
-                wait_execution::wait(&self.gateway, &owner, args, ct, answer, notes).await?
+                let asker = (&owner, idle);
+                wait_execution::wait(&self.gateway, asker, args, ct, answer, notes).await?
             }
             "cancel_execution" => {
                 let answer = answer_key(&context);
-                wait_execution::cancel(&self.gateway, &owner, args, answer).await?
+                wait_execution::cancel(&self.gateway, (&owner, idle), args, answer).await?
             }
             "search_tools" => search_tools::call(&self.gateway, args, tenant).await?,
             "save_capability" => {

@@ -233,6 +233,23 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
     let web_approvals = args.http.is_some()
         && store.is_some()
         && crate::config::gateway::someone_may_approve(auth.is_some(), &config.sandbox.policies);
+    // This process's gateway id; on PostgreSQL it holds a lock other gateways see it alive by.
+    let gateway_id = uuid::Uuid::new_v4().to_string();
+    let liveness = match store.as_ref().and_then(|s| s.pg()) {
+        Some(pg) => {
+            let (pg, id) = (pg.clone(), gateway_id.clone());
+            match tokio::task::spawn_blocking(move || pg.hold_liveness(&id)).await {
+                Ok(Ok(l)) => Some(l),
+                Ok(Err(e)) => {
+                    return Err(UsageError(format!(
+                        "cannot mark this gateway alive in the state store: {e}"
+                    )))
+                }
+                Err(e) => return Err(UsageError(e.to_string())),
+            }
+        }
+        None => None,
+    };
     let gateway = Arc::new(Gateway {
         sandbox: sandbox.clone(),
         policy,
@@ -255,9 +272,13 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
         executions: Default::default(),
         pending: Default::default(),
         web_approvals,
+        gateway_id,
+        liveness,
+        suspects: Default::default(),
     });
     let grace = Duration::from_millis(args.shutdown_grace_ms);
     let stop = CancellationToken::new();
+    super::remote::watch(gateway.clone(), stop.clone());
     let write_timeout = Duration::from_millis(args.write_timeout_ms);
     let http_options = super::http::HttpOptions {
         allowed_origins: args.allow_origins.clone(),

@@ -77,7 +77,7 @@ pub fn cancel_schema() -> Value {
 
 /// The answer to an id that names nothing of the caller's: one and the same whether it is
 /// unknown or another session's.
-fn unknown() -> ErrorData {
+pub(super) fn unknown() -> ErrorData {
     let e = executions::unknown();
     ErrorData::invalid_params(e.message, Some(json!({"code": e.code.as_str()})))
 }
@@ -104,7 +104,7 @@ fn execution_id<'a>(
 
 pub async fn wait(
     gateway: &Gateway,
-    owner: &SessionScope,
+    (owner, idle): (&SessionScope, Option<Duration>),
     args: JsonObject,
     cancel: CancellationToken,
     answer: AnswerKey,
@@ -118,12 +118,17 @@ pub async fn wait(
         })?,
     }
     .min(MAX_WAIT_MS);
-    let entry = gateway.executions.get(owner, id).ok_or_else(unknown)?;
+    let timeout = Duration::from_millis(timeout);
+    let Some(entry) = gateway.executions.get(owner, id) else {
+        // Not this gateway's: another's, through the store.
+        let asker = (owner, idle);
+        return super::remote::wait(gateway, asker, id, timeout, &cancel, answer).await;
+    };
     let watcher = notes
         .as_ref()
         .map(|n| super::yielding::calls_progress(&entry.live, n.clone()));
     let ended = tokio::select! {
-        ended = entry.wait(Duration::from_millis(timeout)) => ended,
+        ended = entry.wait(timeout) => ended,
         () = cancel.cancelled() => false,
     };
     drop(watcher);
@@ -133,21 +138,48 @@ pub async fn wait(
     if !ended {
         return Ok(running(&entry));
     }
-    match gateway.executions.take(owner, id) {
-        Some(f) => Ok(deliver(gateway, f, answer)),
-        // Read by a concurrent request of the same session.
+    take(gateway, (owner, idle), &entry, answer).await
+}
+
+/// The outcome of `entry`, which ended: this gateway's copy, or the one its row holds.
+async fn take(
+    gateway: &Gateway,
+    (owner, idle): (&SessionScope, Option<Duration>),
+    entry: &Execution,
+    answer: AnswerKey,
+) -> Result<CallToolResult, ErrorData> {
+    match gateway.executions.take(owner, &entry.id) {
+        Some(f) => {
+            if entry.is_recorded() {
+                // Its row never got the outcome (the store failed): it goes too.
+                if let Some(store) = gateway.store.clone() {
+                    let id = entry.id.clone();
+                    let _ = store.run(move |s| s.delete_yield(&id)).await;
+                }
+            }
+            Ok(deliver(gateway, f, answer))
+        }
+        // Its outcome went into its row (or a concurrent request of the session read it).
+        None if entry.is_recorded() => {
+            let never = CancellationToken::new();
+            let asker = (owner, idle);
+            super::remote::wait(gateway, asker, &entry.id, Duration::ZERO, &never, answer).await
+        }
         None => Err(unknown()),
     }
 }
 
 pub async fn cancel(
     gateway: &Gateway,
-    owner: &SessionScope,
+    (owner, idle): (&SessionScope, Option<Duration>),
     args: JsonObject,
     answer: AnswerKey,
 ) -> Result<CallToolResult, ErrorData> {
     let id = execution_id("cancel_execution", &args, &["execution_id"])?;
-    let entry = gateway.executions.get(owner, id).ok_or_else(unknown)?;
+    let Some(entry) = gateway.executions.get(owner, id) else {
+        // Not this gateway's: asked of its gateway through the store.
+        return super::remote::cancel(gateway, (owner, idle), id, CANCEL_WAIT, answer).await;
+    };
     entry.cancel.cancel();
     if !entry.wait(CANCEL_WAIT).await {
         tracing::warn!(
@@ -156,10 +188,7 @@ pub async fn cancel(
         );
         return Ok(running(&entry));
     }
-    match gateway.executions.take(owner, id) {
-        Some(f) => Ok(deliver(gateway, f, answer)),
-        None => Err(unknown()),
-    }
+    take(gateway, (owner, idle), &entry, answer).await
 }
 
 /// A finished execution's answer; its room in the unread-answer budget is now held for

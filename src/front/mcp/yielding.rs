@@ -80,6 +80,7 @@ pub async fn run(
         .map(|n| calls_progress(&entry.live, n.clone()));
     let (task_gateway, task_entry, gone) = (gateway.clone(), entry.clone(), y.session_gone);
     let permit = y.permit;
+    let (task_owner, sensitive) = (owner.clone(), exec.request.policy.sensitive().is_some());
     tokio::spawn(async move {
         let (_permit, _held) = (permit, held);
         let cancel = task_entry.cancel.clone();
@@ -94,7 +95,8 @@ pub async fn run(
         };
         outcome.metrics.limits = applied;
         let (value, room) = super::execute_code::reserve_answer(&task_gateway, &outcome, budget);
-        task_entry.finish(Finished::new(value, budget, room));
+        let f = Finished::new(value, budget, room);
+        super::remote::publish(&task_gateway, &task_owner, &task_entry, f, sensitive).await;
     });
     let ended = tokio::select! {
         ended = entry.wait(after) => ended,
@@ -114,6 +116,9 @@ pub async fn run(
     if let Some(n) = &y.notes {
         n.close();
     }
+    // Still running: it gets its row in the store (any gateway may be asked for it), unless it
+    // ended meanwhile.
+    let ended = ended || !super::remote::record(gateway, &owner, &entry).await;
     match ended
         .then(|| gateway.executions.take(&owner, &entry.id))
         .flatten()

@@ -15,6 +15,7 @@
 mod audit;
 mod capabilities;
 mod graph;
+pub mod liveness;
 mod mcp_sessions;
 mod oauth;
 mod rate;
@@ -23,6 +24,7 @@ mod session_state;
 pub mod tls;
 mod tokens;
 pub mod url;
+mod yielded;
 
 use super::StoreError;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};

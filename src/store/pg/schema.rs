@@ -147,6 +147,21 @@ const MIGRATIONS: &[&str] = &[
         seen_ms BIGINT NOT NULL
      );
      CREATE INDEX mcp_sessions_by_seen ON mcp_sessions (seen_ms);",
+    // 7: SQLite's migration 14: yielded executions (`store::yielded`).
+    "CREATE TABLE yielded_executions (
+        id TEXT PRIMARY KEY,
+        scope TEXT NOT NULL,
+        gateway TEXT NOT NULL,
+        started_at DOUBLE PRECISION NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL,
+        cancel_requested BOOLEAN NOT NULL DEFAULT FALSE,
+        outcome TEXT,
+        outcome_nonce BYTEA,
+        outcome_sealed BYTEA,
+        outcome_bytes BIGINT
+     );
+     CREATE INDEX yielded_by_gateway ON yielded_executions (gateway);
+     CREATE INDEX yielded_by_update ON yielded_executions (updated_at);",
 ];
 
 /// The schema version this build writes.

@@ -440,11 +440,12 @@ mod tests {
             )
             .unwrap();
         {
-            // What the older build left: version 10 (without what migrations 11 and 12 add),
-            // its own table, one row.
+            // What the older build left: version 10 (without what migrations 11 and later
+            // add), its own table, one row.
             let conn = rusqlite::Connection::open(&path).unwrap();
             conn.execute_batch(
                 "DROP TABLE oauth_credentials; PRAGMA user_version = 10;
+                 DROP TABLE mcp_sessions; DROP TABLE yielded_executions;
                  ALTER TABLE state_values DROP COLUMN value_nonce;
                  ALTER TABLE state_values DROP COLUMN value_sealed;
                  CREATE TABLE IF NOT EXISTS oauth_credentials (
