@@ -31,7 +31,7 @@ pub fn records_lost() -> u64 {
 
 /// What becomes of an outcome whose record could not be committed: withheld (the default,
 /// `sandbox.audit.required`), or handed back as a counted, logged loss.
-fn unrecorded(e: StoreError, outcome: Outcome, loss_allowed: bool) -> Outcome {
+fn unrecorded(e: impl std::fmt::Display, outcome: Outcome, loss_allowed: bool) -> Outcome {
     if loss_allowed {
         let lost = LOST.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         tracing::error!(
@@ -228,6 +228,14 @@ impl Auditor {
     /// `SANDBOX_UNAVAILABLE` instead (nothing leaves the host unlogged).
     pub async fn commit(&self, header: AuditRecord, outcome: Outcome, args: &ArgsSink) -> Outcome {
         let ahead = args.written_ahead();
+        // With the loss allowed, a record whose write-ahead failed is lost at once: trying
+        // the whole record again would make the answer wait a second store timeout when the
+        // database hangs.
+        if self.options.loss_allowed {
+            if let Some(e) = args.write_ahead_failure() {
+                return unrecorded(e, outcome, true);
+            }
+        }
         // A small record is committed on this thread when the store can take it at once
         // (`Store::try_write_now`): two thread hand-offs less on every answer.
         if outcome.traces.len() <= INLINE_TRACE_EVENTS {
