@@ -242,3 +242,46 @@ impl Pg {
 pub(crate) fn big(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    /// A server that accepts but never answers (every process SIGSTOPped): an operation ends
+    /// with `NoAnswer` after the bound, its connection is taken out of the pool, and once the
+    /// server runs again the same store reads and writes (no reopen).
+    #[test]
+    fn a_hung_server_is_bounded_and_its_connection_dropped() {
+        let server = crate::store::suites::pg_support::PgServer::start();
+        let store = crate::store::Store::open(std::path::Path::new(&server.database())).unwrap();
+        let pg = store.pg().unwrap().clone();
+        assert_eq!(pg.schema_version().unwrap(), schema::known());
+        assert_eq!(pg.pool.status().size, 1);
+
+        let hung = server.hang();
+        let t = Instant::now();
+        let e = pg.schema_version().unwrap_err();
+        let took = t.elapsed();
+        assert!(matches!(e, StoreError::NoAnswer(s) if s == 5.0), "{e}");
+        assert!(
+            e.to_string()
+                .contains("the database did not answer within 5 s"),
+            "{e}"
+        );
+        assert!(
+            took >= OPERATION_TIMEOUT && took < OPERATION_TIMEOUT + Duration::from_secs(2),
+            "{took:?}"
+        );
+        // Taken out, not given back half read.
+        assert_eq!(pg.pool.status().size, 0);
+        hung.resume();
+
+        let t = Instant::now();
+        assert_eq!(pg.schema_version().unwrap(), schema::known());
+        store
+            .start_execution_counted("p", 10)
+            .expect("a write after the resume");
+        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    }
+}
