@@ -179,10 +179,14 @@ impl Pg {
         let no_answer = || StoreError::NoAnswer(within.as_secs_f64());
         self.block(async {
             let deadline = tokio::time::Instant::now() + within;
-            let mut client = tokio::time::timeout_at(deadline, self.pool.get())
-                .await
-                .map_err(|_| no_answer())?
-                .map_err(connect_err)?;
+            let mut client = match tokio::time::timeout_at(deadline, self.pool.get()).await {
+                Ok(Ok(client)) => client,
+                // The pool's own bounds (no free connection, no new one in time) say the same.
+                Err(_) | Ok(Err(deadpool_postgres::PoolError::Timeout(_))) => {
+                    return Err(no_answer())
+                }
+                Ok(Err(e)) => return Err(connect_err(e)),
+            };
             match tokio::time::timeout_at(deadline, op(&mut client)).await {
                 Ok(done) => done,
                 Err(_) => {
