@@ -31,6 +31,9 @@
 //!   this run) and `gateway_http_8_clients_pct` (8 HTTP clients' executions/s in percent of the
 //!   library's with 8 submitters).
 //! - `audit_*` and `audited_*`: the audit log's costs (see `audit/mod.rs`).
+//! - `store_postgres_exec_us` and `gateway_pg_execs_per_sec`: the PostgreSQL state store's time
+//!   per execution, and executions/s through one and two gateways on one database (see
+//!   `pg/mod.rs`; skipped, with `pg_skipped` saying why, without `initdb`).
 //! - `policy_check_us`: the host's time to decide one call under 20 conditioned rules (see
 //!   `policy/mod.rs`).
 //! - `redaction_mb_per_s`: replacing sensitive values by placeholders in a 10 MiB result with
@@ -47,6 +50,7 @@
 
 mod audit;
 mod gateway;
+mod pg;
 mod policy;
 mod redaction;
 mod state;
@@ -506,6 +510,9 @@ async fn bench() -> Value {
     if let (Value::Object(r), Value::Object(a)) = (&mut report, redaction::bench().await) {
         r.extend(a);
     }
+    if let (Value::Object(r), Value::Object(a)) = (&mut report, pg::bench().await) {
+        r.extend(a);
+    }
     report
 }
 
@@ -552,20 +559,23 @@ async fn concurrent_calls(local: &Catalog, mcp: &Catalog, runner: &RunnerCommand
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`. `gateway`, `audit`, `state`, `policy`, `redaction` or `telemetry` as an argument measures only those
+    // `cargo bench` passes `--bench`. `gateway`, `audit`, `state`, `policy`, `redaction`, `telemetry` or `pg` as an argument measures only those
     // keys (printed, not written to target/bench); other filter arguments are ignored.
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("tokio runtime");
     let only = |name: &str| std::env::args().skip(1).any(|a| a == name);
-    if only("gateway")
-        || only("audit")
-        || only("state")
-        || only("policy")
-        || only("redaction")
-        || only("telemetry")
-    {
+    let parts = [
+        "gateway",
+        "audit",
+        "state",
+        "policy",
+        "redaction",
+        "telemetry",
+        "pg",
+    ];
+    if parts.iter().any(|p| only(p)) {
         let (gw, au, st) = (only("gateway"), only("audit"), only("state"));
         let report = rt
             .block_on(async move {
@@ -596,6 +606,11 @@ fn main() {
                     if only("telemetry") {
                         let runner = RunnerCommand::new(release_bin("sandbox-runner"));
                         if let Value::Object(a) = telemetry::bench(&runner).await {
+                            out.extend(a);
+                        }
+                    }
+                    if only("pg") {
+                        if let Value::Object(a) = pg::bench().await {
                             out.extend(a);
                         }
                     }

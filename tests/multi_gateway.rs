@@ -1,6 +1,7 @@
 //! Several gateways on one PostgreSQL database (issue 31): two `serve --http` processes with
 //! `--state postgres://…` (a server of the test's own, tests/pg_support), one API token created
-//! once through the CLI, and the official Python SDK driving both gateways at once. At the end
+//! once through the CLI, and the official Python SDK driving both gateways at once (2,000
+//! executions: two clients on each gateway). At the end
 //! the shared tool graph counts every call made through either gateway, and the shared audit log
 //! holds exactly one record per execution. A principal's executions per minute are counted
 //! across both gateways. A yielded execution started through one gateway is waited on and
@@ -17,8 +18,14 @@ use mcp_sandbox::store::Store;
 use serde_json::json;
 use std::path::Path;
 
-/// Executions sent through each gateway (bounded: the whole test takes a few seconds).
-const PER_GATEWAY: usize = 150;
+/// Python SDK clients on each gateway, all at once, each one session.
+const CLIENTS_PER_GATEWAY: usize = 2;
+/// Executions each client sends (2 gateways × 2 clients × 500 = the issue's 2,000; each
+/// client's calls go on its command line, so they are kept well under the 128 KiB a single
+/// argument may take).
+const PER_CLIENT: usize = 500;
+/// Executions sent through each gateway.
+const PER_GATEWAY: usize = CLIENTS_PER_GATEWAY * PER_CLIENT;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn two_gateways_share_the_graph_the_tokens_and_the_audit_log() {
@@ -34,9 +41,11 @@ async fn two_gateways_share_the_graph_the_tokens_and_the_audit_log() {
     let token = create_token(Path::new(&state), "ci", &[]);
     let code = "await mcp.fixture.echo({message: 'a'}); \
                 return await mcp.fixture.echo({message: 'b'})";
-    let calls = json!(vec![json!({ "code": code }); PER_GATEWAY]);
+    let calls = json!(vec![json!({ "code": code }); PER_CLIENT]);
+    let t = std::time::Instant::now();
     let runs: Vec<_> = [url(&a), url(&b)]
         .into_iter()
+        .flat_map(|u| std::iter::repeat_n(u, CLIENTS_PER_GATEWAY))
         .map(|u| {
             let (token, calls) = (token.clone(), calls.clone());
             std::thread::spawn(move || sdk(&u, Some(&token), &calls))
@@ -45,12 +54,17 @@ async fn two_gateways_share_the_graph_the_tokens_and_the_audit_log() {
     for run in runs {
         let out = run.join().unwrap();
         let results = results(&out);
-        assert_eq!(results.len(), PER_GATEWAY, "{out}");
+        assert_eq!(results.len(), PER_CLIENT, "{out}");
         for r in &results {
             assert_eq!(r["is_error"], json!(false), "{r}");
             assert_eq!(r["out"]["result"], json!("b"), "{r}");
         }
     }
+    eprintln!(
+        "{} executions through two gateways in {:?}",
+        2 * PER_GATEWAY,
+        t.elapsed()
+    );
     let total = 2 * PER_GATEWAY as i64;
     let store = Store::open(Path::new(&state)).unwrap();
     let g = store.graph(None).unwrap();

@@ -40,7 +40,13 @@ struct Answered {
     message: String,
 }
 
-async fn drive(addr: String, code: String, stop: Arc<AtomicBool>, t0: Instant) -> Vec<Answered> {
+async fn drive(
+    addr: String,
+    code: String,
+    stop: Arc<AtomicBool>,
+    t0: Instant,
+    bound: Duration,
+) -> Vec<Answered> {
     let session = open_session(&addr).await;
     let mut out = Vec::new();
     let mut id = 10;
@@ -48,9 +54,9 @@ async fn drive(addr: String, code: String, stop: Arc<AtomicBool>, t0: Instant) -
         id += 1;
         let sent = t0.elapsed();
         let body = execute_body(id, json!({ "code": code }));
-        let answer = tokio::time::timeout(ANSWER_BOUND, post(&addr, Some(&session), &body))
+        let answer = tokio::time::timeout(bound, post(&addr, Some(&session), &body))
             .await
-            .unwrap_or_else(|_| panic!("no answer within {ANSWER_BOUND:?} (sent at {sent:?})"));
+            .unwrap_or_else(|_| panic!("no answer within {bound:?} (sent at {sent:?})"));
         let took = t0.elapsed() - sent;
         let sc = answer.reply(id)["result"]["structuredContent"].clone();
         let (code, message) = if sc["success"] == json!(true) {
@@ -98,37 +104,185 @@ fn graph_counts(store: &Store, tool: &str) -> (i64, i64) {
         .map_or((0, 0), |t| (t.calls, t.successes))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn postgres_stopped_mid_load_refuses_or_counts_and_resumes() {
-    let pg = PgServer::start();
-    let state = pg.database();
+/// The two gateways of these tests on database `state`: `required` (`sandbox.audit.required`
+/// true, the default) and `lossy` (false).
+async fn start_gateways(state: &str) -> (HttpServed, HttpServed) {
     let servers = json!({"fixture": {"command": crate::common::bin("fixture-mcp-server")}});
     let required = start_http_state(
         json!({"mcpServers": servers, "sandbox": {}}),
-        Some(&state),
+        Some(state),
         &[],
     )
     .await;
     let lossy = start_http_state(
         json!({"mcpServers": servers, "sandbox": {"audit": {"required": false}}}),
-        Some(&state),
+        Some(state),
         &[],
     )
     .await;
-    // Each gateway's executions are told apart in the shared database: by their code in the
-    // audit log, by their tool in the graph.
-    let code_required = "// required\nreturn await mcp.fixture.echo({message: 'x'})";
-    let code_lossy = "// lossy\nawait mcp.fixture.add({a: 1, b: 2}); return 'x'";
+    (required, lossy)
+}
+
+// Each gateway's executions are told apart in the shared database: by their code in the
+// audit log, by their tool in the graph.
+const CODE_REQUIRED: &str = "// required\nreturn await mcp.fixture.echo({message: 'x'})";
+const CODE_LOSSY: &str = "// lossy\nawait mcp.fixture.add({a: 1, b: 2}); return 'x'";
+
+/// [`WORKERS`] workers on each gateway, until [`Load::finish`].
+struct Load {
+    stop: Arc<AtomicBool>,
+    workers: Vec<(bool, tokio::task::JoinHandle<Vec<Answered>>)>,
+}
+
+impl Load {
+    fn start(required: &HttpServed, lossy: &HttpServed, t0: Instant, bound: Duration) -> Load {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut workers = Vec::new();
+        for (h, code) in [(required, CODE_REQUIRED), (lossy, CODE_LOSSY)] {
+            for _ in 0..WORKERS {
+                let w = tokio::spawn(drive(
+                    h.addr.clone(),
+                    code.to_string(),
+                    stop.clone(),
+                    t0,
+                    bound,
+                ));
+                workers.push((code == CODE_REQUIRED, w));
+            }
+        }
+        Load { stop, workers }
+    }
+
+    /// The answers of the required gateway and of the lossy one.
+    async fn finish(self) -> (Vec<Answered>, Vec<Answered>) {
+        self.stop.store(true, Ordering::Relaxed);
+        let (mut on_required, mut on_lossy) = (Vec::new(), Vec::new());
+        for (is_required, w) in self.workers {
+            let answers = w.await.unwrap();
+            if is_required {
+                on_required.extend(answers);
+            } else {
+                on_lossy.extend(answers);
+            }
+        }
+        (on_required, on_lossy)
+    }
+}
+
+fn count(v: &[Answered], f: &dyn Fn(&Answered) -> bool) -> usize {
+    v.iter().filter(|a| f(a)).count()
+}
+fn ok(a: &Answered) -> bool {
+    a.code == "OK"
+}
+fn refused(a: &Answered) -> bool {
+    a.code == "SANDBOX_UNAVAILABLE" && a.message.starts_with(REFUSED)
+}
+fn withheld(a: &Answered) -> bool {
+    a.code == "SANDBOX_UNAVAILABLE" && a.message.starts_with(WITHHELD)
+}
+
+/// Completed audit records with outcome OK whose code starts with `marker`.
+fn completed(state: &str, marker: &str) -> usize {
+    let store = Store::open(Path::new(state)).unwrap();
+    let records = store
+        .query_audit(&AuditFilter {
+            limit: 100_000,
+            ..Default::default()
+        })
+        .unwrap();
+    records
+        .iter()
+        .filter(|r| r.code.as_deref().is_some_and(|c| c.starts_with(marker)))
+        .filter(|r| r.outcome == "OK")
+        .count()
+}
+
+/// Admission of the required gateway reopens by itself: the first OK answer sent after the
+/// database came back (at `up_since`) arrives within `within` of it, every execution sent
+/// after it is OK, and there are more than 10 of those. Returns when it arrived.
+fn reopened(on_required: &[Answered], up_since: Duration, within: Duration) -> Duration {
+    let first_ok_after = on_required
+        .iter()
+        .filter(|a| a.sent > up_since && ok(a))
+        .map(|a| a.sent + a.took)
+        .min()
+        .expect("an OK answer after the restart");
+    assert!(
+        first_ok_after < up_since + within,
+        "reopened {:?} after the restart",
+        first_ok_after - up_since
+    );
+    for a in on_required.iter().filter(|a| a.sent > first_ok_after) {
+        assert!(ok(a), "after the reopening: {a:?}");
+    }
+    let after = count(on_required, &|a| a.sent > first_ok_after);
+    assert!(after > 10, "{after} executions after the reopening");
+    first_ok_after
+}
+
+/// The lossy gateway's missing records are exactly the ones it counted as lost (and it lost
+/// some); the required one lost none. Returns how many were lost.
+async fn audit_losses_counted(
+    state: &str,
+    required: &HttpServed,
+    lossy: &HttpServed,
+    on_lossy: &[Answered],
+) -> u64 {
+    let lost = metric(lossy, "mcp_sandbox_audit_records_lost_total").await;
+    eprintln!("lossy: {lost} audit records lost");
+    assert!(lost > 0, "no audit record lost while the database was down");
+    assert_eq!(lost as usize, on_lossy.len() - completed(state, "// lossy"));
+    assert_eq!(
+        metric(required, "mcp_sandbox_audit_records_lost_total").await,
+        0
+    );
+    lost
+}
+
+/// The graph: every execution that ran made its one call; the queued writes reached the
+/// database after the restart (the queue held them all: nothing lost on either gateway).
+async fn graph_complete(
+    state: &str,
+    required: &HttpServed,
+    lossy: &HttpServed,
+    ran_required: i64,
+    ok_required: i64,
+    ran_lossy: i64,
+) {
+    let store = Store::open(Path::new(state)).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let echo = graph_counts(&store, "fixture:echo");
+        let add = graph_counts(&store, "fixture:add");
+        if (echo.0, add) == (ran_required, (ran_lossy, ran_lossy)) {
+            assert!(echo.1 >= ok_required, "{echo:?}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "graph: echo {echo:?} of {ran_required} ran ({ok_required} OK), add {add:?} of {ran_lossy}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for h in [required, lossy] {
+        assert_eq!(
+            metric(h, "mcp_sandbox_learning_writes_lost_total").await,
+            0,
+            "{}",
+            h.stderr()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_stopped_mid_load_refuses_or_counts_and_resumes() {
+    let pg = PgServer::start();
+    let state = pg.database();
+    let (required, lossy) = start_gateways(&state).await;
 
     let t0 = Instant::now();
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut workers = Vec::new();
-    for (h, code) in [(&required, code_required), (&lossy, code_lossy)] {
-        for _ in 0..WORKERS {
-            let w = tokio::spawn(drive(h.addr.clone(), code.to_string(), stop.clone(), t0));
-            workers.push((code == code_required, w));
-        }
-    }
+    let load = Load::start(&required, &lossy, t0, ANSWER_BOUND);
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let down_from = t0.elapsed();
     // A fast stop keeps every commit the gateways were told of (an immediate stop of this
@@ -140,16 +294,7 @@ async fn postgres_stopped_mid_load_refuses_or_counts_and_resumes() {
     pg.restart();
     let up_since = t0.elapsed();
     tokio::time::sleep(Duration::from_millis(2500)).await;
-    stop.store(true, Ordering::Relaxed);
-    let (mut on_required, mut on_lossy) = (Vec::new(), Vec::new());
-    for (is_required, w) in workers {
-        let answers = w.await.unwrap();
-        if is_required {
-            on_required.extend(answers);
-        } else {
-            on_lossy.extend(answers);
-        }
-    }
+    let (on_required, on_lossy) = load.finish().await;
     let slowest = on_required
         .iter()
         .chain(&on_lossy)
@@ -159,11 +304,6 @@ async fn postgres_stopped_mid_load_refuses_or_counts_and_resumes() {
     assert!(slowest < ANSWER_BOUND, "{slowest:?}");
 
     // required: true — OK, or SANDBOX_UNAVAILABLE with one of the two documented messages.
-    let count = |v: &[Answered], f: &dyn Fn(&Answered) -> bool| v.iter().filter(|a| f(a)).count();
-    let ok = |a: &Answered| a.code == "OK";
-    let refused = |a: &Answered| a.code == "SANDBOX_UNAVAILABLE" && a.message.starts_with(REFUSED);
-    let withheld =
-        |a: &Answered| a.code == "SANDBOX_UNAVAILABLE" && a.message.starts_with(WITHHELD);
     for a in &on_required {
         assert!(ok(a) || refused(a) || withheld(a), "{a:?}");
         if a.sent + a.took < down_from {
@@ -193,22 +333,7 @@ async fn postgres_stopped_mid_load_refuses_or_counts_and_resumes() {
     );
     // Admission reopens by itself: within a probe period (1 s) and the restart, every
     // execution sent after the first OK answer after the restart is OK again.
-    let first_ok_after = on_required
-        .iter()
-        .filter(|a| a.sent > up_since && ok(a))
-        .map(|a| a.sent + a.took)
-        .min()
-        .expect("an OK answer after the restart");
-    assert!(
-        first_ok_after < up_since + Duration::from_millis(1500),
-        "reopened {:?} after the restart",
-        first_ok_after - up_since
-    );
-    for a in on_required.iter().filter(|a| a.sent > first_ok_after) {
-        assert!(ok(a), "after the reopening: {a:?}");
-    }
-    let after = count(&on_required, &|a| a.sent > first_ok_after);
-    assert!(after > 10, "{after} executions after the reopening");
+    reopened(&on_required, up_since, Duration::from_millis(1500));
 
     // required: false — every execution answered OK.
     for a in &on_lossy {
@@ -217,61 +342,30 @@ async fn postgres_stopped_mid_load_refuses_or_counts_and_resumes() {
 
     // The audit log: each OK answer of the required gateway has its completed record; the
     // lossy gateway's missing records are exactly the ones it counted as lost.
-    let store = Store::open(Path::new(&state)).unwrap();
-    let records = store
-        .query_audit(&AuditFilter {
-            limit: 100_000,
-            ..Default::default()
-        })
-        .unwrap();
-    let completed = |marker: &str| {
-        records
-            .iter()
-            .filter(|r| r.code.as_deref().is_some_and(|c| c.starts_with(marker)))
-            .filter(|r| r.outcome == "OK")
-            .count()
-    };
-    assert_eq!(completed("// required"), n_ok);
-    let lost = metric(&lossy, "mcp_sandbox_audit_records_lost_total").await;
-    eprintln!("lossy: {lost} audit records lost");
-    assert!(lost > 0, "no audit record lost while the database was down");
-    assert_eq!(lost as usize, on_lossy.len() - completed("// lossy"));
-    assert_eq!(
-        metric(&required, "mcp_sandbox_audit_records_lost_total").await,
-        0
-    );
+    assert_eq!(completed(&state, "// required"), n_ok);
+    audit_losses_counted(&state, &required, &lossy, &on_lossy).await;
 
     // The graph: every execution that ran made its one call; the queued writes reached the
     // database after the restart (the queue held them all: nothing lost).
     let ran_required = (n_ok + n_withheld) as i64;
-    let ran_lossy = on_lossy.len() as i64;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let echo = graph_counts(&store, "fixture:echo");
-        let add = graph_counts(&store, "fixture:add");
-        if (echo.0, add) == (ran_required, (ran_lossy, ran_lossy)) {
-            assert!(echo.1 >= n_ok as i64, "{echo:?}");
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "graph: echo {echo:?} of {ran_required} ran ({n_ok} OK), add {add:?} of {ran_lossy}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    for h in [&required, &lossy] {
-        assert_eq!(
-            metric(h, "mcp_sandbox_learning_writes_lost_total").await,
-            0,
-            "{}",
-            h.stderr()
-        );
-    }
-    // The lossy gateway ran executions through the outage: it logged the queueing and the
-    // resumption. The required one refuses at admission, so a learning write of its fails
-    // only when an execution's audit record was committed just before the stop and its graph
-    // write just after (a race the clean-clone CI once lost: no line then); when it logged the
-    // queueing, it logged the resumption too.
+    graph_complete(
+        &state,
+        &required,
+        &lossy,
+        ran_required,
+        n_ok as i64,
+        on_lossy.len() as i64,
+    )
+    .await;
+    logs_say_resumed(&required, &lossy);
+}
+
+/// The lossy gateway ran executions through the outage: it logged the queueing and the
+/// resumption. The required one refuses at admission, so a learning write of its fails only
+/// when an execution's audit record was committed just before the stop and its graph write
+/// just after (a race the clean-clone CI once lost: no line then); when it logged the queueing,
+/// it logged the resumption too.
+fn logs_say_resumed(required: &HttpServed, lossy: &HttpServed) {
     let lossy_err = lossy.stderr();
     assert!(
         lossy_err.contains("learning writes are queued and retried")
@@ -288,4 +382,102 @@ async fn postgres_stopped_mid_load_refuses_or_counts_and_resumes() {
     assert!(required
         .stderr()
         .contains("the audit store answers again; admitting executions"));
+}
+
+/// The store's bound on one operation (`store::pg::OPERATION_TIMEOUT`).
+const STORE_TIMEOUT: Duration = Duration::from_secs(5);
+/// What the store answers then, inside the gateways' messages.
+const NO_ANSWER: &str = "the database did not answer within 5 s";
+
+/// A hung database (every PostgreSQL process stopped with SIGSTOP: connections are accepted,
+/// nothing is answered) mid-load, for longer than the store's bound, then resumed: no answer
+/// waits more than that bound and a margin; the required gateway withholds the executions
+/// caught in the hang and refuses new ones, the lossy one answers everything and counts the
+/// records it lost; both go on without a restart once the database answers again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_hung_mid_load_answers_within_the_bound_and_resumes() {
+    let pg = PgServer::start();
+    let state = pg.database();
+    let (required, lossy) = start_gateways(&state).await;
+    let bound = STORE_TIMEOUT + Duration::from_secs(3);
+
+    let t0 = Instant::now();
+    let load = Load::start(&required, &lossy, t0, bound);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let hung_from = t0.elapsed();
+    let hung = pg.hang();
+    let hung_since = t0.elapsed();
+    tokio::time::sleep(STORE_TIMEOUT + Duration::from_secs(2)).await;
+    let up_from = t0.elapsed();
+    hung.resume();
+    let up_since = t0.elapsed();
+    tokio::time::sleep(Duration::from_millis(3000)).await;
+    let (on_required, on_lossy) = load.finish().await;
+    let slowest = on_required
+        .iter()
+        .chain(&on_lossy)
+        .map(|a| a.took)
+        .max()
+        .unwrap();
+    assert!(slowest < bound, "{slowest:?}");
+
+    for a in &on_required {
+        assert!(ok(a) || refused(a) || withheld(a), "{a:?}");
+        if a.sent + a.took < hung_from {
+            assert!(ok(a), "before the hang: {a:?}");
+        }
+        if a.sent > hung_since && a.sent + a.took < up_from {
+            assert!(!ok(a), "while the database hangs: {a:?}");
+        }
+        if withheld(a) {
+            // Caught in the hang: its write waited the store's bound, not forever.
+            assert!(a.message.contains(NO_ANSWER), "{a:?}");
+            assert!(
+                a.took >= STORE_TIMEOUT - Duration::from_millis(100),
+                "{a:?}"
+            );
+        }
+    }
+    let (n_ok, n_refused, n_withheld) = (
+        count(&on_required, &ok),
+        count(&on_required, &refused),
+        count(&on_required, &withheld),
+    );
+    eprintln!(
+        "hung: required: {} answers ({n_ok} OK, {n_refused} refused, {n_withheld} withheld); lossy: {} answers; slowest {slowest:?}",
+        on_required.len(),
+        on_lossy.len()
+    );
+    assert!(n_withheld >= 1, "the executions caught in the hang");
+    assert!(
+        n_refused > 10,
+        "refused at admission while hung: {n_refused}"
+    );
+    // The probe that was waiting on the hung database gets its answer when it resumes.
+    reopened(&on_required, up_since, Duration::from_millis(1500));
+
+    for a in &on_lossy {
+        assert!(ok(a), "{a:?}");
+    }
+    // Lossy answers caught in the hang waited one store bound (the write-ahead), not two.
+    let slow_lossy = count(&on_lossy, &|a| {
+        a.took >= STORE_TIMEOUT - Duration::from_millis(100)
+    });
+    assert!(slow_lossy >= 1, "no lossy execution caught in the hang");
+
+    assert_eq!(completed(&state, "// required"), n_ok);
+    audit_losses_counted(&state, &required, &lossy, &on_lossy).await;
+    graph_complete(
+        &state,
+        &required,
+        &lossy,
+        (n_ok + n_withheld) as i64,
+        n_ok as i64,
+        on_lossy.len() as i64,
+    )
+    .await;
+    logs_say_resumed(&required, &lossy);
+    for h in [&required, &lossy] {
+        assert!(h.stderr().contains(NO_ANSWER), "{}", h.stderr());
+    }
 }

@@ -9,6 +9,7 @@
 //!   with its own connection and MCP session, 2 s each.
 
 use serde_json::{json, Value};
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -18,7 +19,7 @@ const PROTOCOL: &str = "2025-06-18";
 const SCRIPT: &str = "return 1+1";
 
 /// A `serve` process and what it printed to find its port.
-struct Gateway {
+pub(crate) struct Gateway {
     child: Child,
     _state: tempfile::TempDir,
 }
@@ -30,22 +31,34 @@ impl Drop for Gateway {
     }
 }
 
-fn serve_command(bin: &Path, state: &Path) -> Command {
+fn serve_command(bin: &Path, state: &OsStr) -> Command {
     let mut cmd = Command::new(bin);
     cmd.arg("serve")
         .arg("--state")
-        .arg(state.join("state.db"))
+        .arg(state)
         // 64 clients from one address, each with its own session.
         .args(["--max-sessions-per-client", "256"])
         .env("MCP_SANDBOX_LOG", "error");
     cmd
 }
 
-/// Starts `serve --http 127.0.0.1:0` and returns it with its address.
+/// Starts `serve --http 127.0.0.1:0` on a state file of its own and returns it with its address.
 fn start_http(bin: &Path) -> (Gateway, std::net::SocketAddr) {
     let state = tempfile::tempdir().expect("tempdir");
-    let mut child = serve_command(bin, state.path())
+    let file = state.path().join("state.db");
+    start_http_on(bin, file.as_os_str(), &[], state)
+}
+
+/// Starts `serve --http 127.0.0.1:0 --state STATE ARGS`, keeping `dir` until it stops.
+pub(crate) fn start_http_on(
+    bin: &Path,
+    state_arg: &OsStr,
+    args: &[&OsStr],
+    state: tempfile::TempDir,
+) -> (Gateway, std::net::SocketAddr) {
+    let mut child = serve_command(bin, state_arg)
         .args(["--http", "127.0.0.1:0"])
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -77,7 +90,10 @@ fn start_http(bin: &Path) -> (Gateway, std::net::SocketAddr) {
 }
 
 /// One MCP client on one keep-alive connection.
-struct HttpClient {
+pub(crate) struct HttpClient {
+    /// What [`HttpClient::execute`] runs, and the result it must answer.
+    script: &'static str,
+    expect: Value,
     send: hyper::client::conn::http1::SendRequest<http_body_util::Full<bytes::Bytes>>,
     session: String,
     next_id: u64,
@@ -92,6 +108,8 @@ impl HttpClient {
             .expect("HTTP/1.1 handshake");
         tokio::spawn(conn);
         let mut c = HttpClient {
+            script: SCRIPT,
+            expect: json!(2),
             send,
             session: String::new(),
             next_id: 0,
@@ -142,20 +160,20 @@ impl HttpClient {
         (head, String::from_utf8_lossy(&body).into_owned())
     }
 
-    /// One `execute_code` of [`SCRIPT`]; panics unless it succeeded.
+    /// One `execute_code` of its script ([`SCRIPT`] unless told otherwise); panics unless it
+    /// answered the expected result.
     async fn execute(&mut self) {
         self.next_id += 1;
         let (head, body) = self
             .post(json!({
                 "jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
-                "params": {"name": "execute_code", "arguments": {"code": SCRIPT}}
+                "params": {"name": "execute_code", "arguments": {"code": self.script}}
             }))
             .await;
         assert_eq!(head.status, 200, "execute_code: {body}");
         let answer = sse_answer(&body, self.next_id);
         assert_eq!(
-            answer["result"]["structuredContent"]["result"],
-            json!(2),
+            answer["result"]["structuredContent"]["result"], self.expect,
             "execute_code failed: {body}"
         );
     }
@@ -198,7 +216,8 @@ struct Stdio1 {
 impl Stdio1 {
     fn start(bin: &Path) -> Stdio1 {
         let state = tempfile::tempdir().expect("tempdir");
-        let mut child = serve_command(bin, state.path())
+        let file = state.path().join("state.db");
+        let mut child = serve_command(bin, file.as_os_str())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -283,6 +302,34 @@ async fn http_throughput(addr: std::net::SocketAddr, clients: usize, window: Dur
     for _ in 0..clients {
         connected.push(HttpClient::connect(addr).await);
     }
+    throughput(connected, window).await
+}
+
+/// Executions per second of `clients` running `script` (answering `expect`), spread in turn
+/// over `addrs`, for `window` after `warm` unmeasured executions each.
+pub(crate) async fn spread_throughput(
+    addrs: &[std::net::SocketAddr],
+    clients: usize,
+    script: &'static str,
+    expect: Value,
+    warm: usize,
+    window: Duration,
+) -> f64 {
+    let mut connected = Vec::with_capacity(clients);
+    for i in 0..clients {
+        let mut c = HttpClient::connect(addrs[i % addrs.len()]).await;
+        c.script = script;
+        c.expect = expect.clone();
+        for _ in 0..warm {
+            c.execute().await;
+        }
+        connected.push(c);
+    }
+    throughput(connected, window).await
+}
+
+/// Executions per second of `connected` clients, each executing in a loop for `window`.
+async fn throughput(connected: Vec<HttpClient>, window: Duration) -> f64 {
     let t = Instant::now();
     let tasks: Vec<_> = connected
         .into_iter()

@@ -31,7 +31,7 @@ pub fn records_lost() -> u64 {
 
 /// What becomes of an outcome whose record could not be committed: withheld (the default,
 /// `sandbox.audit.required`), or handed back as a counted, logged loss.
-fn unrecorded(e: StoreError, outcome: Outcome, loss_allowed: bool) -> Outcome {
+fn unrecorded(e: impl std::fmt::Display, outcome: Outcome, loss_allowed: bool) -> Outcome {
     if loss_allowed {
         let lost = LOST.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         tracing::error!(
@@ -90,7 +90,7 @@ impl Auditor {
 
     /// What becomes of an outcome whose record could not be written (see [`unrecorded`]);
     /// with `required`, admission closes until the store answers again.
-    fn unrecorded(&self, e: StoreError, outcome: Outcome) -> Outcome {
+    fn unrecorded(&self, e: impl std::fmt::Display, outcome: Outcome) -> Outcome {
         if !self.options.loss_allowed {
             self.breaker.trip(&e);
         }
@@ -228,6 +228,12 @@ impl Auditor {
     /// `SANDBOX_UNAVAILABLE` instead (nothing leaves the host unlogged).
     pub async fn commit(&self, header: AuditRecord, outcome: Outcome, args: &ArgsSink) -> Outcome {
         let ahead = args.written_ahead();
+        // A record whose write-ahead failed is not tried again whole: withheld (or, with the
+        // loss allowed, counted lost) at once. Its store failed a moment ago; another try
+        // would make the answer wait a second store bound when the database hangs.
+        if let Some(e) = args.write_ahead_failure() {
+            return self.unrecorded(e, outcome);
+        }
         // A small record is committed on this thread when the store can take it at once
         // (`Store::try_write_now`): two thread hand-offs less on every answer.
         if outcome.traces.len() <= INLINE_TRACE_EVENTS {

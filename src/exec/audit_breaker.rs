@@ -11,7 +11,7 @@
 //! answers, admission reopens (that execution and the next ones run). No restart, no reopen.
 
 use crate::error::{ErrorCode, ExecError};
-use crate::store::{Store, StoreError};
+use crate::store::Store;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -57,7 +57,7 @@ impl AuditBreaker {
     }
 
     /// An audit record could not be written: admission closes until a probe succeeds.
-    pub fn trip(&self, e: &StoreError) {
+    pub fn trip(&self, e: &impl std::fmt::Display) {
         let mut inner = self.inner();
         inner.reason = e.to_string();
         // A failed write is not a probe: the next admission probes at once (unless one ran

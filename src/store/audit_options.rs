@@ -191,6 +191,14 @@ impl ArgsSink {
         }
     }
 
+    /// Why the write-ahead record could not be written, if it was tried and failed.
+    pub fn write_ahead_failure(&self) -> Option<String> {
+        self.ahead
+            .as_ref()
+            .and_then(|a| a.done.get())
+            .and_then(|r| r.as_ref().err().cloned())
+    }
+
     /// The id of the committed write-ahead record, if one was written.
     pub fn written_ahead(&self) -> Option<i64> {
         self.ahead

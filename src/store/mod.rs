@@ -78,6 +78,10 @@ pub enum StoreError {
     /// A failure of the PostgreSQL backend (connecting, a query, the pool).
     #[error("state store (PostgreSQL): {0}")]
     Postgres(String),
+    /// A PostgreSQL operation got no answer in time (a hung server or network); its connection
+    /// was closed.
+    #[error("state store (PostgreSQL): the database did not answer within {0} s (a stopped server or a network black hole?); the connection was closed, the next operation opens another")]
+    NoAnswer(f64),
     /// A PostgreSQL transaction aborted as a deadlock or serialization failure (run again).
     #[error("state store (PostgreSQL): a concurrent write conflicted; try again ({0})")]
     Conflict(String),

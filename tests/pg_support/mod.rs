@@ -64,6 +64,21 @@ fn bin_dir() -> PathBuf {
     found.pop().unwrap_or_default()
 }
 
+/// Why no server can be started here (no `initdb` found), or `None` when one can.
+pub fn unavailable() -> Option<String> {
+    let dir = bin_dir();
+    let found = if dir.as_os_str().is_empty() {
+        std::env::var_os("PATH")
+            .map(|p| std::env::split_paths(&p).any(|d| d.join("initdb").is_file()))
+            .unwrap_or(false)
+    } else {
+        dir.join("initdb").is_file()
+    };
+    (!found).then(|| {
+        "no PostgreSQL initdb found ($PG_BIN, /usr/lib/postgresql/*/bin or the PATH); install Debian's postgresql package".to_string()
+    })
+}
+
 fn is_root() -> bool {
     std::fs::metadata("/proc/self")
         .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
@@ -278,6 +293,100 @@ impl PgServer {
                 "start",
             ],
         );
+    }
+}
+
+/// Every process of a server stopped with `SIGSTOP` ([`PgServer::hang`]): it accepts
+/// connections (the kernel queues them) but answers nothing, like a hung host or a network
+/// black hole. Resumed (`SIGCONT`) by [`Hung::resume`] or when dropped, so a failing test never
+/// leaves the server stopped.
+pub struct Hung {
+    pids: Vec<u32>,
+    resumed: bool,
+}
+
+fn signal(name: &str, pids: &[u32]) {
+    if pids.is_empty() {
+        return;
+    }
+    let ok = Command::new("kill")
+        .arg(format!("-{name}"))
+        .args(pids.iter().map(u32::to_string))
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(ok, "kill -{name} {pids:?} failed");
+}
+
+/// The processes whose parent is `parent`.
+fn children(parent: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        // The fields after the command's closing parenthesis: state, then the parent's pid.
+        let ppid = std::fs::read_to_string(entry.path().join("stat"))
+            .ok()
+            .and_then(|s| {
+                let rest = s.rsplit_once(')')?.1.to_string();
+                rest.split_whitespace().nth(1)?.parse::<u32>().ok()
+            });
+        if ppid == Some(parent) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+impl Hung {
+    /// Lets the server run again.
+    pub fn resume(mut self) {
+        self.resumed = true;
+        signal("CONT", &self.pids);
+    }
+}
+
+impl Drop for Hung {
+    fn drop(&mut self) {
+        if !self.resumed {
+            // No assertion here: this may run while a failed test unwinds.
+            let _ = Command::new("kill")
+                .arg("-CONT")
+                .args(self.pids.iter().map(u32::to_string))
+                .status();
+        }
+    }
+}
+
+impl PgServer {
+    /// The postmaster's pid (the first line of `postmaster.pid`).
+    fn postmaster(&self) -> u32 {
+        let file = self.dir.path().join("data").join("postmaster.pid");
+        std::fs::read_to_string(&file)
+            .ok()
+            .and_then(|s| s.lines().next()?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no pid in {}", file.display()))
+    }
+
+    /// Stops every process of the server (`SIGSTOP`: the postmaster first, so it forks no new
+    /// one, then its children) until the returned guard resumes them.
+    pub fn hang(&self) -> Hung {
+        let postmaster = self.postmaster();
+        signal("STOP", &[postmaster]);
+        let mut pids = vec![postmaster];
+        let mut hung = Hung {
+            pids: pids.clone(),
+            resumed: false,
+        };
+        pids = children(postmaster);
+        signal("STOP", &pids);
+        hung.pids.extend(pids);
+        hung
     }
 }
 

@@ -5,7 +5,10 @@
 //! On a PostgreSQL state store shared by several gateways, executions per minute are counted in
 //! the database (`store::rate`), so the bound is the principal's across every gateway; running
 //! executions are counted by each gateway (a principal may run `max_concurrent` on each). While
-//! the database cannot be reached, each gateway counts alone, as with SQLite.
+//! the database cannot be reached, each gateway counts alone, as with SQLite: after a failed
+//! shared count the next [`LOCAL_AFTER_FAILURE`] are counted locally at once, then one request
+//! tries the database again (a hung database costs that request the store's operation bound,
+//! not every request).
 
 use crate::store::rate::SharedStart;
 use std::collections::{HashMap, VecDeque};
@@ -14,6 +17,9 @@ use std::time::{Duration, Instant};
 
 /// The window of `executions_per_minute`.
 pub const WINDOW: Duration = Duration::from_secs(60);
+/// After the shared count failed, executions are counted by this gateway alone this long before
+/// the database is tried again.
+pub const LOCAL_AFTER_FAILURE: Duration = Duration::from_secs(1);
 
 /// A principal's bounds (`None`: unbounded).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -48,6 +54,31 @@ struct Usage {
 #[derive(Default)]
 pub struct RateLimiter {
     usage: Mutex<HashMap<String, Usage>>,
+    /// Until when starts are counted locally because the shared count failed (or is being
+    /// tried again by one request).
+    local_until: Mutex<Option<Instant>>,
+}
+
+impl RateLimiter {
+    /// Whether this request counts in the database: not while it is known unreachable; the
+    /// first request after [`LOCAL_AFTER_FAILURE`] tries it (the others stay local meanwhile).
+    fn try_shared(&self) -> bool {
+        let mut until = self.local_until.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        if until.is_some_and(|t| now < t) {
+            return false;
+        }
+        if until.is_some() {
+            // This request tries; the others stay local for as long as it may take.
+            *until = Some(now + crate::store::pg::OPERATION_TIMEOUT + LOCAL_AFTER_FAILURE);
+        }
+        true
+    }
+
+    fn shared_answered(&self, answered: bool) {
+        let mut until = self.local_until.lock().unwrap_or_else(|p| p.into_inner());
+        *until = (!answered).then(|| Instant::now() + LOCAL_AFTER_FAILURE);
+    }
 }
 
 /// A running execution, counted until dropped.
@@ -147,6 +178,9 @@ pub async fn admit(
     let Some((store, max)) = shared.filter(|s| s.pg().is_some()).zip(rate.per_minute) else {
         return limiter.acquire(principal, rate);
     };
+    if !limiter.try_shared() {
+        return limiter.acquire(principal, rate);
+    }
     // Running executions first (local, and freed at once on a refusal below), so a request
     // refused for concurrency is not counted as a start.
     let permit = limiter.acquire(
@@ -157,7 +191,9 @@ pub async fn admit(
         },
     )?;
     let who = principal.to_string();
-    match store.run(move |s| s.start_execution_counted(&who, max)).await {
+    let counted = store.run(move |s| s.start_execution_counted(&who, max)).await;
+    limiter.shared_answered(counted.is_ok());
+    match counted {
         Ok(SharedStart::Counted | SharedStart::NotShared) => Ok(permit),
         Ok(SharedStart::Full { retry_after }) => {
             let secs = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);

@@ -164,7 +164,7 @@ impl Pg {
 
     pub fn prune_audit_to(&self, keep: u64) -> Result<usize, StoreError> {
         let keep = big(keep);
-        self.write(async |tx| {
+        self.write_within(super::LONG_OPERATION_TIMEOUT, async |tx| {
             let cut: Option<i64> = tx
                 .query_opt(
                     "SELECT id FROM audit ORDER BY id DESC LIMIT 1 OFFSET $1",
@@ -181,7 +181,7 @@ impl Pg {
     }
 
     pub fn prune_audit(&self, before_ms: f64) -> Result<usize, StoreError> {
-        self.write(async |tx| {
+        self.write_within(super::LONG_OPERATION_TIMEOUT, async |tx| {
             Ok(tx
                 .execute("DELETE FROM audit WHERE ts < $1", &[&before_ms])
                 .await? as usize)

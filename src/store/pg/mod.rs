@@ -11,6 +11,12 @@
 //! (two gateways updating the same rows in another order) is run again, up to
 //! [`WRITE_ATTEMPTS`] times: counters are `INSERT … ON CONFLICT DO UPDATE SET n = n + 1`, which
 //! PostgreSQL applies atomically per row, so no increment is lost.
+//!
+//! Every operation is bounded in time as a whole ([`OPERATION_TIMEOUT`]: waiting for a pooled
+//! connection, every query, every attempt): a server that accepts but never answers (its
+//! processes stopped, a network black hole) cannot apply a `statement_timeout`, so the bound is
+//! the client's. On a timeout the connection is taken out of the pool and closed (a connection
+//! whose answer is half read is never reused) and the caller gets [`StoreError::NoAnswer`].
 
 mod audit;
 mod capabilities;
@@ -38,6 +44,11 @@ pub use deadpool_postgres::Transaction;
 pub const POOL_SIZE: usize = 16;
 /// How long a query waits for a free connection, or a new connection for the server.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long one store operation may take, from waiting for a connection to its last answer.
+pub const OPERATION_TIMEOUT: Duration = Duration::from_secs(5);
+/// The bound of the long operations: the migrations at open (another gateway may hold their
+/// lock while it migrates) and the audit log's prunes (a large `DELETE`).
+pub const LONG_OPERATION_TIMEOUT: Duration = Duration::from_secs(60);
 /// How many times a write transaction runs when PostgreSQL aborts it as a deadlock or a
 /// serialization failure.
 pub const WRITE_ATTEMPTS: u32 = 5;
@@ -133,7 +144,7 @@ impl Pg {
             driver: Arc::new(Driver(Some(rt))),
             shown: Arc::from(url::shown(url)),
         };
-        pg.block(schema::migrate(&pg.pool))?;
+        pg.bounded(LONG_OPERATION_TIMEOUT, async |c| schema::migrate(c).await)?;
         Ok(pg)
     }
 
@@ -160,25 +171,61 @@ impl Pg {
         futures::executor::block_on(fut)
     }
 
-    /// Runs `f` with a pooled connection (reads).
+    /// Runs `op` with a pooled connection, all of it (the wait for the connection included)
+    /// within `within`. On a timeout the connection is taken out of the pool and closed, and
+    /// the answer is [`StoreError::NoAnswer`].
+    pub(crate) fn bounded<T>(
+        &self,
+        within: Duration,
+        op: impl AsyncFnOnce(&mut deadpool_postgres::Client) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let no_answer = || StoreError::NoAnswer(within.as_secs_f64());
+        self.block(async {
+            let deadline = tokio::time::Instant::now() + within;
+            let mut client = match tokio::time::timeout_at(deadline, self.pool.get()).await {
+                Ok(Ok(client)) => client,
+                // The pool's own bounds (no free connection, no new one in time) say the same.
+                Err(_) | Ok(Err(deadpool_postgres::PoolError::Timeout(_))) => {
+                    return Err(no_answer())
+                }
+                Ok(Err(e)) => return Err(connect_err(e)),
+            };
+            match tokio::time::timeout_at(deadline, op(&mut client)).await {
+                Ok(done) => done,
+                Err(_) => {
+                    // Closed (its task aborted) rather than given back half read.
+                    drop(deadpool_postgres::Object::take(client));
+                    Err(no_answer())
+                }
+            }
+        })
+    }
+
+    /// Runs `f` with a pooled connection (reads), within [`OPERATION_TIMEOUT`].
     pub(crate) fn read<T>(
         &self,
         f: impl AsyncFn(&deadpool_postgres::Client) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        self.block(async {
-            let client = self.pool.get().await.map_err(connect_err)?;
-            f(&client).await
-        })
+        self.bounded(OPERATION_TIMEOUT, async |c| f(c).await)
     }
 
     /// Runs `f` in one transaction, again when PostgreSQL aborts it as a deadlock or a
-    /// serialization failure (so `f` must only touch the database).
+    /// serialization failure (so `f` must only touch the database); every attempt within one
+    /// [`OPERATION_TIMEOUT`].
     pub(crate) fn write<T>(
         &self,
         f: impl AsyncFn(&Transaction<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        self.block(async {
-            let mut client = self.pool.get().await.map_err(connect_err)?;
+        self.write_within(OPERATION_TIMEOUT, f)
+    }
+
+    /// [`Pg::write`] within `within`.
+    pub(crate) fn write_within<T>(
+        &self,
+        within: Duration,
+        f: impl AsyncFn(&Transaction<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.bounded(within, async |client| {
             let mut attempt = 1;
             loop {
                 let tx = client.transaction().await?;
@@ -201,4 +248,47 @@ impl Pg {
 /// A `u64` count or size as PostgreSQL's `BIGINT`.
 pub(crate) fn big(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    /// A server that accepts but never answers (every process SIGSTOPped): an operation ends
+    /// with `NoAnswer` after the bound, its connection is taken out of the pool, and once the
+    /// server runs again the same store reads and writes (no reopen).
+    #[test]
+    fn a_hung_server_is_bounded_and_its_connection_dropped() {
+        let server = crate::store::suites::pg_support::PgServer::start();
+        let store = crate::store::Store::open(std::path::Path::new(&server.database())).unwrap();
+        let pg = store.pg().unwrap().clone();
+        assert_eq!(pg.schema_version().unwrap(), schema::known());
+        assert_eq!(pg.pool.status().size, 1);
+
+        let hung = server.hang();
+        let t = Instant::now();
+        let e = pg.schema_version().unwrap_err();
+        let took = t.elapsed();
+        assert!(matches!(e, StoreError::NoAnswer(s) if s == 5.0), "{e}");
+        assert!(
+            e.to_string()
+                .contains("the database did not answer within 5 s"),
+            "{e}"
+        );
+        assert!(
+            took >= OPERATION_TIMEOUT && took < OPERATION_TIMEOUT + Duration::from_secs(2),
+            "{took:?}"
+        );
+        // Taken out, not given back half read.
+        assert_eq!(pg.pool.status().size, 0);
+        hung.resume();
+
+        let t = Instant::now();
+        assert_eq!(pg.schema_version().unwrap(), schema::known());
+        store
+            .start_execution_counted("p", 10)
+            .expect("a write after the resume");
+        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    }
 }

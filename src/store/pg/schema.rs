@@ -3,7 +3,6 @@
 //! gateways starting at once apply each one exactly once.
 
 use super::super::StoreError;
-use deadpool_postgres::Pool;
 
 /// The advisory lock key of migrations (any constant; "mcpsbx" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6d63_7073_6278;
@@ -171,12 +170,11 @@ pub fn known() -> i64 {
 
 /// Brings the database's schema up to date, holding the migration lock (a session advisory
 /// lock: another gateway starting now waits for it, then finds nothing left to do).
-pub(super) async fn migrate(pool: &Pool) -> Result<(), StoreError> {
-    let mut client = pool.get().await.map_err(super::connect_err)?;
+pub(super) async fn migrate(client: &mut deadpool_postgres::Client) -> Result<(), StoreError> {
     client
         .execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK])
         .await?;
-    let result = apply(&mut client).await;
+    let result = apply(client).await;
     let unlocked = client
         .execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK])
         .await;
