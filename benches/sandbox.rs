@@ -50,6 +50,7 @@
 
 mod audit;
 mod gateway;
+mod only;
 mod pg;
 mod policy;
 mod redaction;
@@ -565,66 +566,7 @@ fn main() {
         .enable_all()
         .build()
         .expect("tokio runtime");
-    let only = |name: &str| std::env::args().skip(1).any(|a| a == name);
-    let parts = [
-        "gateway",
-        "audit",
-        "state",
-        "policy",
-        "redaction",
-        "telemetry",
-        "pg",
-    ];
-    if parts.iter().any(|p| only(p)) {
-        let (gw, au, st) = (only("gateway"), only("audit"), only("state"));
-        let report = rt
-            .block_on(async move {
-                tokio::spawn(async move {
-                    let mut out = serde_json::Map::new();
-                    if gw {
-                        if let Value::Object(g) = gateway::bench(&release_bin("mcp-sandbox")).await
-                        {
-                            out.extend(g);
-                        }
-                    }
-                    if au {
-                        let runner = RunnerCommand::new(release_bin("sandbox-runner"));
-                        if let Value::Object(a) = audit::bench(&runner).await {
-                            out.extend(a);
-                        }
-                    }
-                    if only("policy") {
-                        if let Value::Object(a) = policy::bench() {
-                            out.extend(a);
-                        }
-                    }
-                    if only("redaction") {
-                        if let Value::Object(a) = redaction::bench().await {
-                            out.extend(a);
-                        }
-                    }
-                    if only("telemetry") {
-                        let runner = RunnerCommand::new(release_bin("sandbox-runner"));
-                        if let Value::Object(a) = telemetry::bench(&runner).await {
-                            out.extend(a);
-                        }
-                    }
-                    if only("pg") {
-                        if let Value::Object(a) = pg::bench().await {
-                            out.extend(a);
-                        }
-                    }
-                    if st {
-                        let runner = RunnerCommand::new(release_bin("sandbox-runner"));
-                        if let Value::Object(a) = state::bench(&runner).await {
-                            out.extend(a);
-                        }
-                    }
-                    Value::Object(out)
-                })
-                .await
-            })
-            .expect("benchmark task");
+    if let Some(report) = only::run(&rt) {
         println!("{}", serde_json::to_string_pretty(&report).expect("json"));
         return;
     }

@@ -191,7 +191,9 @@ pub async fn admit(
         },
     )?;
     let who = principal.to_string();
-    let counted = store.run(move |s| s.start_execution_counted(&who, max)).await;
+    let counted = store
+        .run(move |s| s.start_execution_counted(&who, max))
+        .await;
     limiter.shared_answered(counted.is_ok());
     match counted {
         Ok(SharedStart::Counted | SharedStart::NotShared) => Ok(permit),
