@@ -2,8 +2,6 @@
 # Bounded libFuzzer run of every target in fuzz/ (the [[bin]]s of fuzz/Cargo.toml: frame decoder,
 # host session on arbitrary runner bytes, …).
 # Usage: scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 30)
-#        scripts/fuzz.sh --build-only           (compile the targets, run nothing: .ci/run builds
-#                                                them during the tests, at the lowest priority)
 #
 # Built with plain cargo and the coverage flags that cargo-fuzz passes (`-s none`: no sanitizer,
 # since ASan needs a nightly std that cannot be downloaded here), so a fresh machine does not
@@ -15,17 +13,11 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 secs="${1:-30}"
-build_only=false
-[[ "$secs" == "--build-only" ]] && build_only=true
 
 triple="$(rustc -vV | sed -n 's/^host: //p')"
 export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
 -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
 -Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing"
-if $build_only; then
-    cargo build --manifest-path fuzz/Cargo.toml --release --target "$triple" --bins --quiet
-    exit 0
-fi
 # The session target replays its input through the fake runner; any profile's build will do.
 fake="${FAKE_RUNNER:-}"
 if [[ -z "$fake" ]]; then
