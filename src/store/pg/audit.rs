@@ -6,23 +6,42 @@ use super::super::audit::{
     detail_column, labels_column, AuditCall, AuditFilter, AuditRecord, HEAD_COLUMNS,
 };
 use super::super::StoreError;
-use super::{big, Pg, Transaction};
+use super::{big, pipelined, Params, Pg, Transaction};
+use deadpool_postgres::GenericClient;
 
-async fn insert_head(tx: &Transaction<'_>, r: &AuditRecord) -> Result<i64, StoreError> {
+/// The write-ahead head of a record (also a whole record's first row).
+const INSERT_HEAD: &str = "INSERT INTO audit (ts, principal, tenant, client, front, code, code_sha256, code_bytes, outcome, duration_ms, labels, detail)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id";
+/// The completion of a write-ahead record.
+const COMPLETE_HEAD: &str =
+    "UPDATE audit SET outcome = $2, duration_ms = $3, labels = $4, detail = $5 WHERE id = $1";
+
+/// Inserts a record's head: in a transaction, or alone (its own transaction, one round trip).
+/// The statement is prepared once per connection.
+async fn insert_head(c: &impl GenericClient, r: &AuditRecord) -> Result<i64, StoreError> {
     let code_bytes = r.code_bytes.map(big);
     let labels = labels_column(&r.labels);
     let detail = detail_column(r.detail.as_ref());
-    Ok(tx
-        .query_one(
-            "INSERT INTO audit (ts, principal, tenant, client, front, code, code_sha256, code_bytes, outcome, duration_ms, labels, detail)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
-            &[
-                &r.ts, &r.principal, &r.tenant, &r.client, &r.front, &r.code, &r.code_sha256,
-                &code_bytes, &r.outcome, &r.duration_ms, &labels, &detail,
-            ],
-        )
-        .await?
-        .get(0))
+    let st = c.prepare_cached(INSERT_HEAD).await?;
+    Ok(c.query_one(
+        &st,
+        &[
+            &r.ts,
+            &r.principal,
+            &r.tenant,
+            &r.client,
+            &r.front,
+            &r.code,
+            &r.code_sha256,
+            &code_bytes,
+            &r.outcome,
+            &r.duration_ms,
+            &labels,
+            &detail,
+        ],
+    )
+    .await?
+    .get(0))
 }
 
 async fn insert_calls(tx: &Transaction<'_>, id: i64, r: &AuditRecord) -> Result<(), StoreError> {
@@ -35,25 +54,22 @@ async fn insert_calls(tx: &Transaction<'_>, id: i64, r: &AuditRecord) -> Result<
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
         )
         .await?;
-    for (seq, c) in r.calls.iter().enumerate() {
-        let seq = seq as i64;
-        tx.execute(
-            &stmt,
-            &[
-                &id,
-                &seq,
-                &c.kind,
-                &c.tool,
-                &c.args_sha256,
-                &c.args,
-                &c.error,
-                &c.duration_ms,
-                &c.approval,
-            ],
-        )
-        .await?;
-    }
-    Ok(())
+    let seqs: Vec<i64> = (0..r.calls.len() as i64).collect();
+    let writes = r.calls.iter().zip(&seqs).map(|(c, seq)| {
+        let p: Params<'_> = vec![
+            &id,
+            seq,
+            &c.kind,
+            &c.tool,
+            &c.args_sha256,
+            &c.args,
+            &c.error,
+            &c.duration_ms,
+            &c.approval,
+        ];
+        tx.execute_raw(&stmt, p)
+    });
+    pipelined(writes).await
 }
 
 /// One audit record and its calls, in an open transaction.
@@ -64,19 +80,20 @@ pub(super) async fn insert(tx: &Transaction<'_>, r: &AuditRecord) -> Result<i64,
 }
 
 impl Pg {
+    /// One statement, so no transaction around it (one round trip instead of three).
     pub fn begin_audit(&self, r: &AuditRecord) -> Result<i64, StoreError> {
-        self.write(async |tx| insert_head(tx, r).await)
+        self.bounded(super::OPERATION_TIMEOUT, async |c| {
+            insert_head(&*c, r).await
+        })
     }
 
     pub fn complete_audit(&self, id: i64, r: &AuditRecord) -> Result<(), StoreError> {
         self.write(async |tx| {
             let labels = labels_column(&r.labels);
             let detail = detail_column(r.detail.as_ref());
+            let st = tx.prepare_cached(COMPLETE_HEAD).await?;
             let n = tx
-                .execute(
-                    "UPDATE audit SET outcome = $2, duration_ms = $3, labels = $4, detail = $5 WHERE id = $1",
-                    &[&id, &r.outcome, &r.duration_ms, &labels, &detail],
-                )
+                .execute(&st, &[&id, &r.outcome, &r.duration_ms, &labels, &detail])
                 .await?;
             let id = if n == 0 {
                 insert_head(tx, r).await?

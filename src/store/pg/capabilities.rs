@@ -35,13 +35,13 @@ fn all(rows: Vec<tokio_postgres::Row>) -> Result<Vec<CapabilityRecord>, StoreErr
     rows.iter().map(|r| finish(raw(r))).collect()
 }
 
+/// Sets one key of `kv`.
+pub(super) const SET_KV: &str = "INSERT INTO kv (key, value) VALUES ($1, $2)
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value";
+
 pub(super) async fn set_kv(tx: &Transaction<'_>, key: &str, value: &str) -> Result<(), StoreError> {
-    tx.execute(
-        "INSERT INTO kv (key, value) VALUES ($1, $2)
-         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        &[&key, &value],
-    )
-    .await?;
+    let st = tx.prepare_cached(SET_KV).await?;
+    tx.execute(&st, &[&key, &value]).await?;
     Ok(())
 }
 

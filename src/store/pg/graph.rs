@@ -6,7 +6,7 @@ use super::super::graph::{
     nearest_rank, neighbourhood, sequences, stats_of, Edge, GraphSnapshot, P95_WINDOW,
 };
 use super::super::StoreError;
-use super::{Pg, Transaction};
+use super::{pipelined, Params, Pg, Transaction};
 use crate::trace::{now_ms, TraceEvent};
 use std::collections::BTreeMap;
 
@@ -21,16 +21,32 @@ struct Delta {
     durations: Vec<f64>,
 }
 
-/// Records one execution's traces in an open transaction. The execution's increments are
-/// summed per row first, then applied in one order (tools, then edges, each sorted): two
-/// gateways recording the same rows at once wait for each other instead of deadlocking.
-pub(super) async fn record(
-    tx: &Transaction<'_>,
-    tenant: &str,
-    traces: &[TraceEvent],
-    aborted: bool,
-) -> Result<(), StoreError> {
-    let now = now_ms();
+/// The statements of [`record`], prepared once per connection (deadpool's statement cache).
+const UPSERT_STATS: &str =
+    "INSERT INTO tool_stats (tool, calls, successes, failures, total_ms, last_seen, tenant)
+        VALUES ($1, $2, $3, $4, $5, $6, $7)
+     ON CONFLICT (tenant, tool) DO UPDATE SET calls = tool_stats.calls + excluded.calls,
+        successes = tool_stats.successes + excluded.successes,
+        failures = tool_stats.failures + excluded.failures,
+        total_ms = tool_stats.total_ms + excluded.total_ms,
+        last_seen = excluded.last_seen";
+/// The `i`-th ($3) of this execution's `k` ($4) successful durations of a tool goes to slot
+/// `successes - k + i` of the ring, `successes` read from the row the upsert above just wrote
+/// (in the same transaction, so no other writer's count is in between).
+const UPSERT_DURATION: &str = "INSERT INTO tool_durations (tool, slot, duration_ms, tenant)
+        SELECT $1, (s.successes - $4 + $3) % $6, $2, $5 FROM tool_stats s
+        WHERE s.tenant = $5 AND s.tool = $1
+     ON CONFLICT (tenant, tool, slot) DO UPDATE SET duration_ms = excluded.duration_ms";
+const UPSERT_EDGE: &str = "INSERT INTO edges (source, target, count, last_seen, tenant)
+        VALUES ($1, $2, $3, $4, $5)
+     ON CONFLICT (tenant, source, target) DO UPDATE SET count = edges.count + excluded.count,
+        last_seen = excluded.last_seen";
+
+/// What one execution adds to the graph: per tool, and per edge (source, target).
+type Deltas = (BTreeMap<String, Delta>, BTreeMap<(String, String), i64>);
+
+/// Sums one execution's calls per row (see [`record`]).
+fn deltas(traces: &[TraceEvent], aborted: bool) -> Deltas {
     let mut tools: BTreeMap<String, Delta> = BTreeMap::new();
     let mut edges: BTreeMap<(String, String), i64> = BTreeMap::new();
     for seq in sequences(traces) {
@@ -57,46 +73,73 @@ pub(super) async fn record(
                 .or_default() += 1;
         }
     }
+    (tools, edges)
+}
+
+/// Records one execution's traces (and, when given, the last execution) in an open
+/// transaction. The execution's increments are summed per row first, then applied in one order
+/// (tools, then edges, each sorted): two gateways recording the same rows at once wait for each
+/// other instead of deadlocking. The statements are prepared once per connection and
+/// [`pipelined`]: a tool's durations are sent after its counts, whose new value they read.
+pub(super) async fn record(
+    tx: &Transaction<'_>,
+    tenant: &str,
+    traces: &[TraceEvent],
+    aborted: bool,
+    last: Option<&str>,
+) -> Result<(), StoreError> {
+    let now = now_ms();
+    let (tools, edges) = deltas(traces, aborted);
+    let window = P95_WINDOW;
+    let last_key = super::super::capabilities::LAST_EXECUTION_KEY;
+    let stats = tx.prepare_cached(UPSERT_STATS).await?;
+    let duration = tx.prepare_cached(UPSERT_DURATION).await?;
+    let edge = tx.prepare_cached(UPSERT_EDGE).await?;
+    let kv = match last {
+        Some(_) => Some(tx.prepare_cached(super::capabilities::SET_KV).await?),
+        None => None,
+    };
+    // Each duration's index and its tool's count, in the tools' order (the statements'
+    // parameters borrow them).
+    let slots: Vec<(&String, &f64, i64, i64)> = tools
+        .iter()
+        .flat_map(|(tool, d)| {
+            let k = d.durations.len() as i64;
+            let skip = d.durations.len().saturating_sub(P95_WINDOW as usize);
+            d.durations
+                .iter()
+                .enumerate()
+                .skip(skip)
+                .map(move |(i, ms)| (tool, ms, i as i64, k))
+        })
+        .collect();
+    let mut writes = Vec::new();
+    let mut slots = slots.iter().peekable();
     for (tool, d) in &tools {
-        let successes: i64 = tx
-            .query_one(
-                "INSERT INTO tool_stats (tool, calls, successes, failures, total_ms, last_seen, tenant)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7)
-                 ON CONFLICT (tenant, tool) DO UPDATE SET calls = tool_stats.calls + excluded.calls,
-                    successes = tool_stats.successes + excluded.successes,
-                    failures = tool_stats.failures + excluded.failures,
-                    total_ms = tool_stats.total_ms + excluded.total_ms,
-                    last_seen = excluded.last_seen
-                 RETURNING successes",
-                &[tool, &d.calls, &d.successes, &d.failures, &d.total_ms, &now, &tenant],
-            )
-            .await?
-            .get(0);
-        // The k successes of this execution are the last k: slots (successes - k) … (successes - 1).
-        let first = successes - d.durations.len() as i64;
-        let skip = d.durations.len().saturating_sub(P95_WINDOW as usize);
-        for (i, ms) in d.durations.iter().enumerate().skip(skip) {
-            let slot = (first + i as i64).rem_euclid(P95_WINDOW);
-            tx.execute(
-                "INSERT INTO tool_durations (tool, slot, duration_ms, tenant)
-                    VALUES ($1, $2, $3, $4)
-                 ON CONFLICT (tenant, tool, slot) DO UPDATE SET duration_ms = excluded.duration_ms",
-                &[tool, &slot, ms, &tenant],
-            )
-            .await?;
+        let p: Params<'_> = vec![
+            tool,
+            &d.calls,
+            &d.successes,
+            &d.failures,
+            &d.total_ms,
+            &now,
+            &tenant,
+        ];
+        writes.push(tx.execute_raw(&stats, p));
+        while let Some((t, ms, i, k)) = slots.next_if(|s| s.0 == tool) {
+            let p: Params<'_> = vec![*t, *ms, i, k, &tenant, &window];
+            writes.push(tx.execute_raw(&duration, p));
         }
     }
     for ((source, target), n) in &edges {
-        tx.execute(
-            "INSERT INTO edges (source, target, count, last_seen, tenant)
-                VALUES ($1, $2, $3, $4, $5)
-             ON CONFLICT (tenant, source, target) DO UPDATE SET count = edges.count + excluded.count,
-                last_seen = excluded.last_seen",
-            &[source, target, n, &now, &tenant],
-        )
-        .await?;
+        let p: Params<'_> = vec![source, target, n, &now, &tenant];
+        writes.push(tx.execute_raw(&edge, p));
     }
-    Ok(())
+    if let (Some(kv), Some(text)) = (&kv, &last) {
+        let p: Params<'_> = vec![&last_key, text];
+        writes.push(tx.execute_raw(kv, p));
+    }
+    pipelined(writes).await
 }
 
 impl Pg {
@@ -108,18 +151,7 @@ impl Pg {
         aborted: bool,
         last: Option<&str>,
     ) -> Result<(), StoreError> {
-        self.write(async |tx| {
-            record(tx, tenant, traces, aborted).await?;
-            if let Some(text) = last {
-                super::capabilities::set_kv(
-                    tx,
-                    super::super::capabilities::LAST_EXECUTION_KEY,
-                    text,
-                )
-                .await?;
-            }
-            Ok(())
-        })
+        self.write(async |tx| record(tx, tenant, traces, aborted, last).await)
     }
 
     /// The tool graph of `tenant` (see `Store::graph`).

@@ -245,6 +245,28 @@ impl Pg {
     }
 }
 
+/// Statements of one pipeline sent before the first answer is awaited.
+pub const PIPELINE_DEPTH: usize = 256;
+
+/// One statement's parameters, borrowed.
+pub(crate) type Params<'a> = Vec<&'a (dyn tokio_postgres::types::ToSql + Sync)>;
+
+/// Runs `writes` (statements of one transaction) pipelined: up to [`PIPELINE_DEPTH`] are sent
+/// before their answers are read, in the order given, which is the order PostgreSQL runs them
+/// in; the first that fails aborts the transaction and is the answer. One round trip for a
+/// batch instead of one per statement.
+pub(crate) async fn pipelined<F>(writes: impl IntoIterator<Item = F>) -> Result<(), StoreError>
+where
+    F: std::future::Future<Output = Result<u64, tokio_postgres::Error>>,
+{
+    use futures::{StreamExt, TryStreamExt};
+    futures::stream::iter(writes)
+        .buffered(PIPELINE_DEPTH)
+        .try_for_each(|_| async { Ok(()) })
+        .await?;
+    Ok(())
+}
+
 /// A `u64` count or size as PostgreSQL's `BIGINT`.
 pub(crate) fn big(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
