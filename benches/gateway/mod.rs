@@ -7,6 +7,13 @@
 //! - `gateway_stdio_exec_ms`: the same over `serve`'s stdin/stdout (newline-delimited JSON-RPC).
 //! - `gateway_http_execs_per_sec`: executions per second with 1, 8 and 64 such clients, each
 //!   with its own connection and MCP session, 2 s each.
+//! - `gateway_http_paced_exec_ms` / `gateway_stdio_paced_exec_ms`: the same one client, each
+//!   request sent [`PACE`] after the previous answer, so the runner pool has refilled (as between
+//!   an agent's turns, which are seconds apart). The two keys above send the next request as soon
+//!   as an answer arrives: that execution then shares the two cores with the refill of the runner
+//!   the previous one used (a zygote fork, the new runner's lockdown and pre-fault, ~0.5 ms of
+//!   CPU). `pooled_exec_ms`, the library's figure, waits for a full pool before each sample, so
+//!   the paced keys are the like-for-like comparison with it (`gateway_*_paced_added_ms`).
 
 use serde_json::{json, Value};
 use std::ffi::OsStr;
@@ -17,6 +24,8 @@ use std::time::{Duration, Instant};
 
 const PROTOCOL: &str = "2025-06-18";
 const SCRIPT: &str = "return 1+1";
+/// The pause before each request of the paced measurements (a refill takes ~0.7 ms).
+pub(crate) const PACE: Duration = Duration::from_millis(3);
 
 /// A `serve` process and what it printed to find its port.
 pub(crate) struct Gateway {
@@ -281,14 +290,23 @@ impl Stdio1 {
     }
 }
 
-/// Milliseconds of each of `n` sequential executions, after `warm` unmeasured ones.
-async fn http_latency(addr: std::net::SocketAddr, warm: usize, n: usize) -> Vec<f64> {
+/// Milliseconds of each of `n` sequential executions, after `warm` unmeasured ones, each sent
+/// `pause` after the previous answer.
+async fn http_latency(
+    addr: std::net::SocketAddr,
+    warm: usize,
+    n: usize,
+    pause: Duration,
+) -> Vec<f64> {
     let mut c = HttpClient::connect(addr).await;
     for _ in 0..warm {
         c.execute().await;
     }
     let mut ms = Vec::with_capacity(n);
     for _ in 0..n {
+        if !pause.is_zero() {
+            tokio::time::sleep(pause).await;
+        }
         let t = Instant::now();
         c.execute().await;
         ms.push(t.elapsed().as_secs_f64() * 1000.0);
@@ -351,10 +369,31 @@ async fn throughput(connected: Vec<HttpClient>, window: Duration) -> f64 {
     total as f64 / t.elapsed().as_secs_f64()
 }
 
-/// The gateway's keys, measured against the release `mcp-sandbox` at `bin`.
-pub async fn bench(bin: &Path) -> Value {
+/// Milliseconds of each of `n` sequential executions over stdio, after `warm` unmeasured ones,
+/// each sent `pause` after the previous answer.
+fn stdio_latency(s: &mut Stdio1, warm: usize, n: usize, pause: Duration) -> Vec<f64> {
+    for _ in 0..warm {
+        s.execute();
+    }
+    let mut ms = Vec::with_capacity(n);
+    for _ in 0..n {
+        if !pause.is_zero() {
+            std::thread::sleep(pause);
+        }
+        let t = Instant::now();
+        s.execute();
+        ms.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    ms
+}
+
+/// The gateway's keys, measured against the release `mcp-sandbox` at `bin`; with the library's
+/// pooled execution p50 (`pooled_p50`, same run) and its executions/s with 8 submitters
+/// (`library_8`), also what the gateway adds to the one and the share it reaches of the other.
+pub async fn bench(bin: &Path, pooled_p50: Option<f64>, library_8: Option<f64>) -> Value {
     let (http, addr) = start_http(bin);
-    let http_ms = http_latency(addr, 50, 500).await;
+    let http_ms = http_latency(addr, 50, 500, Duration::ZERO).await;
+    let http_paced_ms = http_latency(addr, 0, 300, PACE).await;
     let mut eps = serde_json::Map::new();
     for clients in [1usize, 8, 64] {
         let rate = http_throughput(addr, clients, Duration::from_secs(2)).await;
@@ -363,25 +402,38 @@ pub async fn bench(bin: &Path) -> Value {
     drop(http);
 
     let bin = bin.to_path_buf();
-    let stdio_ms = tokio::task::spawn_blocking(move || {
+    let (stdio_ms, stdio_paced_ms) = tokio::task::spawn_blocking(move || {
         let mut s = Stdio1::start(&bin);
-        for _ in 0..50 {
-            s.execute();
-        }
-        let mut ms = Vec::with_capacity(500);
-        for _ in 0..500 {
-            let t = Instant::now();
-            s.execute();
-            ms.push(t.elapsed().as_secs_f64() * 1000.0);
-        }
-        ms
+        let back_to_back = stdio_latency(&mut s, 50, 500, Duration::ZERO);
+        (back_to_back, stdio_latency(&mut s, 0, 300, PACE))
     })
     .await
     .expect("stdio client");
 
-    json!({
+    let mut g = json!({
         "gateway_http_exec_ms": super::percentiles(http_ms),
         "gateway_stdio_exec_ms": super::percentiles(stdio_ms),
+        "gateway_http_paced_exec_ms": super::percentiles(http_paced_ms),
+        "gateway_stdio_paced_exec_ms": super::percentiles(stdio_paced_ms),
         "gateway_http_execs_per_sec": eps,
-    })
+    });
+    if let Some(pooled) = pooled_p50 {
+        for (key, from) in [
+            ("gateway_http_added_ms", "gateway_http_exec_ms"),
+            ("gateway_stdio_added_ms", "gateway_stdio_exec_ms"),
+            ("gateway_http_paced_added_ms", "gateway_http_paced_exec_ms"),
+            (
+                "gateway_stdio_paced_added_ms",
+                "gateway_stdio_paced_exec_ms",
+            ),
+        ] {
+            let p50 = g[from]["p50"].as_f64().unwrap_or(0.0);
+            g[key] = json!(super::round(p50 - pooled));
+        }
+    }
+    if let Some(library_8) = library_8 {
+        let http_8 = g["gateway_http_execs_per_sec"]["8"].as_f64().unwrap_or(0.0);
+        g["gateway_http_8_clients_pct"] = json!(super::round(http_8 / library_8 * 100.0));
+    }
+    g
 }

@@ -27,7 +27,12 @@ pub fn run(rt: &tokio::runtime::Runtime) -> Option<Value> {
             tokio::spawn(async move {
                 let mut out = serde_json::Map::new();
                 if gw {
-                    if let Value::Object(g) = gateway::bench(&release_bin("mcp-sandbox")).await {
+                    // The library's pooled execution in the same run, for the gateway's share.
+                    let runner = RunnerCommand::new(release_bin("sandbox-runner"));
+                    let pooled = super::pooled_p50(&runner).await;
+                    out.insert("pooled_exec_p50_ms".into(), serde_json::json!(pooled));
+                    let bin = release_bin("mcp-sandbox");
+                    if let Value::Object(g) = gateway::bench(&bin, Some(pooled), None).await {
                         out.extend(g);
                     }
                 }

@@ -454,6 +454,32 @@ pub(super) mod tests {
         assert_eq!(rows, P95_WINDOW);
     }
 
+    /// The ring of durations keeps exactly the last [`P95_WINDOW`] successes of a tool across
+    /// executions: each execution's durations go to the slots after the previous ones.
+    pub(crate) fn the_duration_ring_keeps_the_last_successes(s: &Store) {
+        let run = |n: usize, ms: f64| {
+            let traces: Vec<_> = (0..n)
+                .flat_map(|i| call("b:y", i, true, ms, None))
+                .collect();
+            s.record_traces(&traces, false).unwrap();
+        };
+        let with = |ms: f64| {
+            crate::store::suites::count(
+                s,
+                &format!("SELECT COUNT(*) FROM tool_durations WHERE duration_ms = {ms:.1}"),
+            )
+        };
+        let window = P95_WINDOW as usize;
+        run(window, 1.0);
+        run(3, 500.0);
+        assert_eq!((with(1.0), with(500.0)), (P95_WINDOW - 3, 3));
+        // The rest of the ring, and not the three newest, is overwritten next.
+        run(window - 3, 2.0);
+        assert_eq!((with(1.0), with(2.0), with(500.0)), (0, P95_WINDOW - 3, 3));
+        let rows = crate::store::suites::count(s, "SELECT COUNT(*) FROM tool_durations");
+        assert_eq!(rows, P95_WINDOW);
+    }
+
     #[test]
     fn nearest_rank_percentile() {
         let v: Vec<f64> = (1..=100).map(f64::from).collect();

@@ -51,6 +51,7 @@ macro_rules! suites {
 suites! {
     graph_mean_and_p95 => crate::store::graph::tests::mean_and_p95_over_successes_only,
     graph_duration_window => crate::store::graph::tests::the_duration_window_is_bounded,
+    graph_duration_ring => crate::store::graph::tests::the_duration_ring_keeps_the_last_successes,
     graph_concurrent_writers => crate::store::suites::concurrent_graph_writers_lose_no_increment,
     capabilities_versions => crate::store::capabilities::tests::new_code_makes_a_new_version_and_the_latest_wins,
     capabilities_concurrent_saves => crate::store::suites::concurrent_saves_give_each_version_once,

@@ -31,6 +31,16 @@ pub enum CryptoError {
     Seed(String),
 }
 
+/// Makes a generator once and drops it, so that its CPU feature detection (the `cpufeatures`
+/// flags of the ChaCha backend, set by `CPUID` on first use and kept in a static) is done here:
+/// called when the engine is made, in the zygote before any fork, every forked runner inherits
+/// the flags instead of running `CPUID` again in [`Random::reseed`] (in a VM each `CPUID` is a
+/// trap to the hypervisor: ~2 % of a pooled runner's CPU time in `perf`). No randomness is
+/// drawn from it.
+pub fn detect_cpu_features() {
+    let _ = StdRng::seed_from_u64(0);
+}
+
 /// The generator shared by the natives; empty until seeded.
 #[derive(Clone, Default)]
 pub struct Random(Rc<RefCell<Option<StdRng>>>);

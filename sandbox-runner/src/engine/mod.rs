@@ -82,6 +82,7 @@ impl Engine {
         let rt = Runtime::new().map_err(init)?;
         let ctx = Context::full(&rt).map_err(init)?;
         let random = crypto::Random::default();
+        crypto::detect_cpu_features();
         let clock = clock::Clock::default();
         let (prelude, inspect, web_bind) = ctx.with(|ctx| {
             // `crypto` first: the web globals add `crypto.subtle` to it.
