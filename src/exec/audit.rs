@@ -266,7 +266,7 @@ impl Auditor {
         if outcome.traces.len() <= INLINE_TRACE_EVENTS {
             let record = self.record_of(header.clone(), &outcome, args);
             if to_queue {
-                return self.queued(failure, ahead, record, outcome);
+                return self.enqueue(failure, ahead, record, outcome);
             }
             match self.store.try_commit_audit_now(ahead, &record) {
                 Some(Ok(())) => return outcome,
@@ -296,14 +296,14 @@ impl Auditor {
         match written {
             Ok((outcome, _, Some(Ok(())))) => outcome,
             Ok((outcome, record, Some(Err(e)))) => self.unrecorded(e, ahead, record, outcome),
-            Ok((outcome, record, None)) => self.queued(failure, ahead, record, outcome),
+            Ok((outcome, record, None)) => self.enqueue(failure, ahead, record, outcome),
             Err(e) => withheld(e),
         }
     }
 
     /// `record` joins the queue without a try (`required: false`): its write-ahead failed
     /// (`failure`), or records are queued already.
-    fn queued(
+    fn enqueue(
         &self,
         failure: Option<String>,
         ahead: Option<i64>,
