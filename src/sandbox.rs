@@ -126,6 +126,7 @@ impl Sandbox {
             zygotes_started: zygotes.started(),
             calls_in_flight: crate::exec::session::calls_in_flight(),
             audit_records_lost: crate::exec::audit::records_lost(),
+            audit_records_queued: self.audit.as_ref().map_or(0, |a| a.queued()),
             learning_writes_lost: crate::exec::learning::writes_lost(),
         }
     }
@@ -457,9 +458,15 @@ impl Sandbox {
             // Killing and reaping a runner takes milliseconds; the bound only guards a bug.
             let _ = self.wait_idle(Duration::from_secs(10)).await;
         }
-        // Learning records still queued (the store down) get the grace period too; what is
-        // left then is counted as lost.
-        self.learned.drain(grace.max(LEARNING_DRAIN)).await;
+        // Learning records and audit records (`sandbox.audit.required: false`) still queued
+        // (the store down) get the grace period too; what is left then is counted as lost.
+        let within = grace.max(LEARNING_DRAIN);
+        let audit = async {
+            if let Some(a) = &self.audit {
+                a.drain(within).await;
+            }
+        };
+        tokio::join!(self.learned.drain(within), audit);
     }
 
     /// Whether shutdown has begun.

@@ -93,6 +93,7 @@ async fn metrics_count_the_executions_run() {
         "mcp_sandbox_executions_queued",
         "mcp_sandbox_pool_idle_runners",
         "mcp_sandbox_zygote_up",
+        "mcp_sandbox_audit_records_queued",
     ] {
         assert_eq!(families[gauge], "gauge", "{gauge}: {families}");
     }
@@ -108,6 +109,10 @@ async fn metrics_count_the_executions_run() {
     );
     assert_eq!(
         sample(&parsed, "mcp_sandbox_audit_records_lost_total", json!({})),
+        0.0
+    );
+    assert_eq!(
+        sample(&parsed, "mcp_sandbox_audit_records_queued", json!({})),
         0.0
     );
     assert_eq!(

@@ -1,7 +1,9 @@
 //! The audit log, host side: what each execution records (see [`crate::store::audit`]) and the
 //! rule that the record is committed before the outcome is handed back. If the record cannot be
 //! written, the caller gets `SANDBOX_UNAVAILABLE` instead of the outcome: nothing is returned
-//! that the log does not hold.
+//! that the log does not hold. With `sandbox.audit.required: false` the outcome is returned and
+//! the record is queued and retried instead ([`AuditQueue`]); only a record the queue drops is
+//! lost, and counted.
 
 use crate::context::principal::Caller;
 use crate::error::{ErrorCode, ExecError};
@@ -15,31 +17,15 @@ use crate::trace::{TraceEvent, TraceKind};
 use std::collections::HashMap;
 
 pub use crate::exec::audit_breaker::AuditBreaker;
+pub use crate::exec::audit_queue::{records_lost, AuditQueue};
 pub use crate::store::audit_options::*;
 
 /// Most trace events of an execution whose record is built and committed on the async worker
 /// that finished it (a record of 100,000 calls is built on a blocking thread).
 const INLINE_TRACE_EVENTS: usize = 64;
 
-/// Audit records lost while the store could not take them (`sandbox.audit.required: false`).
-static LOST: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// How many audit records this process lost (`sandbox.audit.required: false`).
-pub fn records_lost() -> u64 {
-    LOST.load(std::sync::atomic::Ordering::Relaxed)
-}
-
-/// What becomes of an outcome whose record could not be committed: withheld (the default,
-/// `sandbox.audit.required`), or handed back as a counted, logged loss.
-fn unrecorded(e: impl std::fmt::Display, outcome: Outcome, loss_allowed: bool) -> Outcome {
-    if loss_allowed {
-        let lost = LOST.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        tracing::error!(
-            lost,
-            "audit record lost (sandbox.audit.required is false): {e}"
-        );
-        return outcome;
-    }
+/// The outcome withheld because its record could not be committed (`sandbox.audit.required`).
+fn withheld(e: impl std::fmt::Display) -> Outcome {
     tracing::error!("could not write the audit record; withholding the outcome: {e}");
     Outcome::failed(ExecError::new(
         ErrorCode::SandboxUnavailable,
@@ -56,6 +42,8 @@ pub struct Auditor {
     options: AuditOptions,
     /// Closed admission while the store is known down (`required`; see [`AuditBreaker`]).
     breaker: std::sync::Arc<AuditBreaker>,
+    /// Records the store could not take, retried (`required: false`; see [`AuditQueue`]).
+    queue: AuditQueue,
 }
 
 impl Auditor {
@@ -64,6 +52,7 @@ impl Auditor {
     pub fn new(store: Store, options: AuditOptions) -> Result<Self, StoreError> {
         let a = Auditor {
             breaker: AuditBreaker::new(store.clone()),
+            queue: AuditQueue::default(),
             store,
             options,
         };
@@ -88,13 +77,39 @@ impl Auditor {
         self.breaker.admit().await
     }
 
-    /// What becomes of an outcome whose record could not be written (see [`unrecorded`]);
-    /// with `required`, admission closes until the store answers again.
-    fn unrecorded(&self, e: impl std::fmt::Display, outcome: Outcome) -> Outcome {
-        if !self.options.loss_allowed {
-            self.breaker.trip(&e);
+    /// The auditor with a queue of other bounds (tests).
+    pub fn with_queue(self, queue: AuditQueue) -> Self {
+        Auditor { queue, ..self }
+    }
+
+    /// Audit records queued now, waiting for the store (`required: false`).
+    pub fn queued(&self) -> usize {
+        self.queue.queued()
+    }
+
+    /// Waits for the queued records to be written, at most `within`; what is left is counted
+    /// lost (`required: false`). For shutdown.
+    pub async fn drain(&self, within: std::time::Duration) {
+        self.queue.drain(within).await;
+    }
+
+    /// What becomes of an outcome whose record could not be written (`e`): with
+    /// `sandbox.audit.required` (the default) it is withheld and admission closes until the
+    /// store answers again; with `required: false` the record joins the queue and the outcome
+    /// is handed back.
+    fn unrecorded(
+        &self,
+        e: impl std::fmt::Display,
+        ahead: Option<i64>,
+        record: AuditRecord,
+        outcome: Outcome,
+    ) -> Outcome {
+        if self.options.loss_allowed {
+            self.queue.failed(&self.store, ahead, record, &e);
+            return outcome;
         }
-        unrecorded(e, outcome, self.options.loss_allowed)
+        self.breaker.trip(&e);
+        withheld(e)
     }
 
     /// Deletes records older than the retention period and past the retained count; returns
@@ -146,8 +161,13 @@ impl Auditor {
     }
 
     /// The sink of an execution's call notes, with its write-ahead record `header`: no tool
-    /// call leaves the host before that record is committed.
+    /// call leaves the host before that record is committed. With `required: false` while
+    /// records are queued, none: the record joins the queue whole when the execution ends, and
+    /// the execution does not wait on a store that failed a moment ago.
     pub fn start(&self, header: AuditRecord) -> ArgsSink {
+        if self.options.loss_allowed && self.queue.holding() {
+            return self.sink();
+        }
         self.sink()
             .with_write_ahead(self.store.clone(), header, self.options.loss_allowed)
     }
@@ -225,23 +245,35 @@ impl Auditor {
 
     /// Commits the record of `outcome` (completing the write-ahead record when one was
     /// written), then returns the outcome; if the record cannot be committed, returns
-    /// `SANDBOX_UNAVAILABLE` instead (nothing leaves the host unlogged).
+    /// `SANDBOX_UNAVAILABLE` instead (nothing leaves the host unlogged) — or, with
+    /// `required: false`, queues the record and returns the outcome.
     pub async fn commit(&self, header: AuditRecord, outcome: Outcome, args: &ArgsSink) -> Outcome {
         let ahead = args.written_ahead();
-        // A record whose write-ahead failed is not tried again whole: withheld (or, with the
-        // loss allowed, counted lost) at once. Its store failed a moment ago; another try
-        // would make the answer wait a second store bound when the database hangs.
-        if let Some(e) = args.write_ahead_failure() {
-            return self.unrecorded(e, outcome);
+        let failure = args.write_ahead_failure();
+        // A record whose write-ahead failed is not tried again at once: withheld, or queued
+        // whole. Its store failed a moment ago; another try would make the answer wait a
+        // second store bound when the database hangs. While records are queued, a new one
+        // joins their end.
+        if let (Some(e), false) = (&failure, self.options.loss_allowed) {
+            self.breaker.trip(e);
+            return withheld(e);
         }
+        let to_queue = self.options.loss_allowed && (failure.is_some() || self.queue.holding());
+        let _direct = self.queue.direct();
         // A small record is committed on this thread when the store can take it at once
         // (`Store::try_write_now`): two thread hand-offs less on every answer.
+        let mut built = None;
         if outcome.traces.len() <= INLINE_TRACE_EVENTS {
             let record = self.record_of(header.clone(), &outcome, args);
+            if to_queue {
+                return self.enqueue(failure, ahead, record, outcome);
+            }
             match self.store.try_commit_audit_now(ahead, &record) {
                 Some(Ok(())) => return outcome,
-                Some(Err(e)) => return self.unrecorded(e, outcome),
-                None => {}
+                Some(Err(e)) => return self.unrecorded(e, ahead, record, outcome),
+                // Written on a blocking thread as it is: building it again would find the
+                // calls' arguments taken (`ArgsSink::take`).
+                None => built = Some(record),
             }
         }
         let (auditor, args) = (self.clone(), args.clone());
@@ -250,21 +282,39 @@ impl Auditor {
         let written = self
             .store
             .run(move |s| {
-                let record = auditor.record_of(header, &outcome, &args);
+                let record = built.unwrap_or_else(|| auditor.record_of(header, &outcome, &args));
+                if to_queue {
+                    return Ok((outcome, record, None));
+                }
                 let done = match ahead {
                     Some(id) => s.complete_audit(id, &record),
                     None => s.append_audit(&record).map(|_| ()),
                 };
-                Ok(match done {
-                    Ok(()) => outcome,
-                    Err(e) => auditor.unrecorded(e, outcome),
-                })
+                Ok((outcome, record, Some(done)))
             })
             .await;
-        written.unwrap_or_else(|e| {
-            let failed = Outcome::failed(ExecError::new(ErrorCode::SandboxUnavailable, ""));
-            unrecorded(e, failed, false)
-        })
+        match written {
+            Ok((outcome, _, Some(Ok(())))) => outcome,
+            Ok((outcome, record, Some(Err(e)))) => self.unrecorded(e, ahead, record, outcome),
+            Ok((outcome, record, None)) => self.enqueue(failure, ahead, record, outcome),
+            Err(e) => withheld(e),
+        }
+    }
+
+    /// `record` joins the queue without a try (`required: false`): its write-ahead failed
+    /// (`failure`), or records are queued already.
+    fn enqueue(
+        &self,
+        failure: Option<String>,
+        ahead: Option<i64>,
+        record: AuditRecord,
+        outcome: Outcome,
+    ) -> Outcome {
+        match failure {
+            Some(e) => self.queue.failed(&self.store, ahead, record, &e),
+            None => self.queue.push(&self.store, ahead, record),
+        }
+        outcome
     }
 
     /// Records an execution refused before it ran: by the code's size and hash only (a
@@ -367,166 +417,5 @@ fn approval_text(e: &TraceEvent) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::trace::TraceEvent;
-
-    #[test]
-    fn hash_only_auditing_deletes_a_remembered_last_execution() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("state.db")).unwrap();
-        store
-            .set_last_execution(&crate::store::LastExecution {
-                code: "return 'secret plan'".into(),
-                success: true,
-                tool_calls: 0,
-                failed_calls: 0,
-                ts: 1.0,
-            })
-            .unwrap();
-        let full = AuditOptions {
-            code: AuditCode::Full,
-            args: AuditArgs::default(),
-            retain_days: None,
-            retain_records: None,
-            loss_allowed: false,
-        };
-        Auditor::new(store.clone(), full).unwrap();
-        assert!(store.last_execution().unwrap().is_some());
-        let hash = AuditOptions {
-            code: AuditCode::Hash,
-            ..full
-        };
-        Auditor::new(store.clone(), hash).unwrap();
-        assert!(store.last_execution().unwrap().is_none());
-    }
-
-    fn event(kind: TraceKind, id: usize) -> TraceEvent {
-        TraceEvent {
-            kind,
-            tool: "s:t".into(),
-            trace_id: format!("t{id}"),
-            parent_trace_id: None,
-            ts: 0.0,
-            success: Some(true),
-            duration_ms: Some(1.0),
-            error: None,
-            by: None,
-            rule: None,
-            transport: None,
-            key: None,
-            bytes: None,
-            label: None,
-            decision: None,
-            approver: None,
-        }
-    }
-
-    #[test]
-    fn a_record_of_100k_calls_is_built_in_one_linear_pass() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("s.db")).unwrap();
-        let a = Auditor::new(store, AuditOptions::default()).unwrap();
-        let mut traces = Vec::new();
-        for i in 0..100_000 {
-            traces.push(event(TraceKind::ToolStart, i));
-        }
-        for i in (0..100_000).rev() {
-            traces.push(event(TraceKind::ToolEnd, i));
-        }
-        traces.push(event(TraceKind::ApprovalGranted, 7));
-        let outcome = Outcome {
-            traces,
-            ..Outcome::failed(ExecError::new(ErrorCode::RuntimeError, "x"))
-        };
-        let header = a.header(&Caller::default(), "return 1", 0.0);
-        let t = std::time::Instant::now();
-        let r = a.record_of(header, &outcome, &a.sink());
-        // Quadratic, this took minutes; linear, well under a second.
-        assert!(
-            t.elapsed() < std::time::Duration::from_secs(5),
-            "{:?}",
-            t.elapsed()
-        );
-        assert_eq!(r.calls.len(), 100_000);
-        assert!(r.calls.iter().all(|c| c.duration_ms == Some(1.0)));
-        assert_eq!(r.calls[7].approval.as_deref(), Some("granted by unknown"));
-        assert_eq!(r.calls[8].approval, None);
-    }
-
-    #[test]
-    fn client_strings_are_bounded() {
-        let long = "x".repeat(1000);
-        let full = bounded(&long, AuditCode::Full);
-        assert!(
-            full.len() < 300 && full.ends_with("[cut: 1000 bytes in all]"),
-            "{full}"
-        );
-        let hash = bounded(&long, AuditCode::Hash);
-        assert_eq!(
-            hash,
-            format!("sha256:{} [1000 bytes]", sha256_hex(long.as_bytes()))
-        );
-        assert_eq!(bounded("short", AuditCode::Hash), "short");
-    }
-
-    /// The database down: with `sandbox.audit.required` (the default) the outcome is withheld
-    /// with SANDBOX_UNAVAILABLE saying the audit store is unreachable; with `required: false`
-    /// the outcome comes back and the loss is counted; once the server is back, records are
-    /// written again without reopening the store. A real PostgreSQL server, stopped and
-    /// restarted.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn the_database_down_withholds_or_counts_the_loss() {
-        let server = crate::store::suites::pg_support::PgServer::start();
-        let store = Store::open(std::path::Path::new(&server.database())).unwrap();
-        let required = Auditor::new(store.clone(), AuditOptions::default()).unwrap();
-        let lossy = Auditor::new(
-            store.clone(),
-            AuditOptions {
-                loss_allowed: true,
-                ..AuditOptions::default()
-            },
-        )
-        .unwrap();
-        let ok = || Outcome {
-            success: true,
-            result: serde_json::json!(1),
-            error: None,
-            ..Outcome::failed(ExecError::new(ErrorCode::RuntimeError, ""))
-        };
-        let commit = async |a: &Auditor| {
-            let header = a.header(&Caller::default(), "return 1", 0.0);
-            let t = std::time::Instant::now();
-            let out = a.commit(header, ok(), &a.sink()).await;
-            assert!(
-                t.elapsed() < std::time::Duration::from_secs(12),
-                "{:?}",
-                t.elapsed()
-            );
-            out
-        };
-        let records = || crate::store::suites::count(&store, "SELECT COUNT(*) FROM audit");
-        assert!(commit(&required).await.success);
-        assert_eq!(records(), 1);
-
-        server.checkpoint();
-        server.stop();
-        let out = commit(&required).await;
-        let e = out.error.expect("withheld");
-        assert_eq!(e.code, ErrorCode::SandboxUnavailable);
-        assert!(
-            e.message.contains("the audit store is unreachable"),
-            "{}",
-            e.message
-        );
-        let lost = records_lost();
-        let out = commit(&lossy).await;
-        assert!(out.success, "{out:?}");
-        assert_eq!(records_lost(), lost + 1);
-
-        server.restart();
-        let out = commit(&required).await;
-        assert!(out.success, "{out:?}");
-        assert_eq!(records(), 2);
-    }
-}
+#[path = "audit_tests.rs"]
+mod tests;

@@ -4,6 +4,7 @@ use super::*;
 use crate::error::ExecError;
 use crate::store::suites::pg_support::PgServer;
 use serde_json::json;
+use std::time::Instant;
 
 /// An outcome of one successful call of `s:t`.
 fn one_call() -> Outcome {

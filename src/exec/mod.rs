@@ -6,6 +6,7 @@
 
 pub mod audit;
 pub mod audit_breaker;
+pub mod audit_queue;
 pub mod budget;
 pub mod capability;
 pub mod capability_author;
@@ -22,6 +23,7 @@ pub mod passthrough;
 pub mod placeholders;
 pub mod pool;
 pub mod provenance;
+pub mod retry_queue;
 pub mod runner;
 pub mod runner_process;
 pub mod sealing;

@@ -204,6 +204,8 @@ fn complete(tx: &rusqlite::Transaction<'_>, id: i64, r: &AuditRecord) -> Result<
     insert_calls(tx, id, r)
 }
 
+/// The calls of record `id`; a call already there is left as it is, so a completion retried
+/// after a commit whose answer was lost writes none twice.
 fn insert_calls(
     tx: &rusqlite::Transaction<'_>,
     id: i64,
@@ -211,7 +213,7 @@ fn insert_calls(
 ) -> Result<(), StoreError> {
     let mut stmt = tx.prepare_cached(
         "INSERT INTO audit_calls (audit_id, seq, kind, tool, args_sha256, args, error, duration_ms, approval)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (audit_id, seq) DO NOTHING",
     )?;
     for (seq, c) in r.calls.iter().enumerate() {
         stmt.execute(params![
@@ -515,5 +517,32 @@ pub(super) mod tests {
         assert!(listed.iter().all(|r| r.detail.is_none()));
         assert_eq!(s.audit_record(id + 1000).unwrap(), None);
         assert_eq!(s.audit_tenants().unwrap(), ["acme", "default"]);
+    }
+
+    /// A completion retried (its first commit went through, its answer was lost): the record
+    /// and its calls are there once, and the retry succeeds (`required: false` retries it from
+    /// its queue until it does).
+    pub(crate) fn a_retried_completion_writes_its_calls_once(s: &Store) {
+        let mut ahead = record(1.0);
+        ahead.calls.clear();
+        ahead.outcome = RUNNING.into();
+        let id = s.begin_audit(&ahead).unwrap();
+        let mut done = record(1.0);
+        done.calls.push(AuditCall {
+            tool: "s:u".into(),
+            ..done.calls[0].clone()
+        });
+        s.complete_audit(id, &done).unwrap();
+        s.complete_audit(id, &done).unwrap();
+        let got = s.audit_record(id).unwrap().expect("the completed record");
+        assert_eq!((got.outcome.as_str(), got.calls), ("OK", done.calls));
+        assert_eq!(
+            crate::store::suites::count(s, "SELECT COUNT(*) FROM audit"),
+            1
+        );
+        assert_eq!(
+            crate::store::suites::count(s, "SELECT COUNT(*) FROM audit_calls"),
+            2
+        );
     }
 }

@@ -66,8 +66,11 @@ pub struct HostState {
     pub zygote_up: bool,
     pub zygotes_started: u64,
     pub calls_in_flight: usize,
-    /// Audit records this process lost (`sandbox.audit.required: false`, store unreachable).
+    /// Audit records this process lost (`sandbox.audit.required: false`: dropped from its
+    /// bounded queue while the store was unreachable, or still queued at shutdown).
     pub audit_records_lost: u64,
+    /// Audit records queued now, waiting for the store (`sandbox.audit.required: false`).
+    pub audit_records_queued: usize,
     /// Learning records (tool graph) this process dropped: its bounded queue was full while
     /// the store was down, or still held them at shutdown.
     pub learning_writes_lost: u64,
@@ -88,6 +91,7 @@ pub struct Metrics {
     zygote_up: Gauge,
     zygotes_started: Counter,
     audit_lost: Counter,
+    audit_queued: Gauge,
     learning_lost: Counter,
     calls_in_flight: Gauge,
     spans_exported: Counter,
@@ -121,6 +125,7 @@ impl Metrics {
             zygote_up: Gauge::default(),
             zygotes_started: Counter::default(),
             audit_lost: Counter::default(),
+            audit_queued: Gauge::default(),
             learning_lost: Counter::default(),
             calls_in_flight: Gauge::default(),
             spans_exported: Counter::default(),
@@ -182,8 +187,13 @@ impl Metrics {
         );
         registry.register(
             "audit_records_lost",
-            "Audit records lost while the state store could not take them (sandbox.audit.required: false)",
+            "Audit records dropped because the state store could not take them in time (sandbox.audit.required: false; bounded queue)",
             m.audit_lost.clone(),
+        );
+        registry.register(
+            "audit_records_queued",
+            "Audit records queued while the state store cannot take them, retried (sandbox.audit.required: false)",
+            m.audit_queued.clone(),
         );
         registry.register(
             "learning_writes_lost",
@@ -311,6 +321,7 @@ impl Metrics {
         self.pool_idle.set(state.pool_idle as i64);
         self.zygote_up.set(i64::from(state.zygote_up));
         self.calls_in_flight.set(state.calls_in_flight as i64);
+        self.audit_queued.set(state.audit_records_queued as i64);
         catch_up(&self.zygotes_started, state.zygotes_started);
         catch_up(&self.audit_lost, state.audit_records_lost);
         catch_up(&self.learning_lost, state.learning_writes_lost);

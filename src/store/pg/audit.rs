@@ -51,7 +51,7 @@ async fn insert_calls(tx: &Transaction<'_>, id: i64, r: &AuditRecord) -> Result<
     let stmt = tx
         .prepare_cached(
             "INSERT INTO audit_calls (audit_id, seq, kind, tool, args_sha256, args, error, duration_ms, approval)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (audit_id, seq) DO NOTHING",
         )
         .await?;
     let seqs: Vec<i64> = (0..r.calls.len() as i64).collect();
