@@ -183,13 +183,14 @@ async fn a_question_asked_on_one_gateway_is_answered_through_another() {
     );
 
     // A killed while its question waits: B lists it no more and answers 404.
-    let _run = run_as(
+    let lost = run_as(
         &a.addr,
         &alice,
         "return await mcp.fixture.echo({message: 'lost'})",
     )
     .await;
     let q = pending(&b.addr, &bob, 1).await.remove(0);
+    lost.abort(); // its connection to A breaks: not this test's subject
     a.child.start_kill().unwrap(); // SIGKILL
     a.child.wait().await.unwrap();
     let t0 = Instant::now();
@@ -197,7 +198,10 @@ async fn a_question_asked_on_one_gateway_is_answered_through_another() {
         assert!(t0.elapsed() < Duration::from_secs(10), "still listed on B");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    eprintln!("a killed gateway's question left B's list within {:?}", t0.elapsed());
+    eprintln!(
+        "a killed gateway's question left B's list within {:?}",
+        t0.elapsed()
+    );
     let approve = json!({"id": q["id"], "decision": "approve"});
     let (status, body) = answer_as(&b.addr, &bob, &approve, JSON, "").await;
     assert_eq!(

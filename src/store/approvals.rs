@@ -355,7 +355,10 @@ pub(crate) mod tests {
             .is_empty());
         let got = s.sync_approvals("ga", &[], &live(&["q1", "q2"])).unwrap();
         assert_eq!(got.len(), 1);
-        assert_eq!((got[0].id.as_str(), got[0].by.as_str()), ("q1", "token:bob"));
+        assert_eq!(
+            (got[0].id.as_str(), got[0].by.as_str()),
+            ("q1", "token:bob")
+        );
         assert_eq!(got[0].reason.as_ref().unwrap().len(), MAX_REASON_BYTES);
         assert!(s
             .sync_approvals("ga", &[], &live(&["q1", "q2"]))
@@ -383,8 +386,12 @@ pub(crate) mod tests {
     pub(crate) fn the_first_answer_wins(s: &Store) {
         for round in 0..10 {
             let id = format!("r{round}");
-            s.sync_approvals("ga", &[question(&id, "red", 1.0)], std::slice::from_ref(&id))
-                .unwrap();
+            s.sync_approvals(
+                "ga",
+                &[question(&id, "red", 1.0)],
+                std::slice::from_ref(&id),
+            )
+            .unwrap();
             let won = std::sync::atomic::AtomicUsize::new(0);
             std::thread::scope(|scope| {
                 for by in ["token:bob", "token:ops"] {
@@ -397,7 +404,9 @@ pub(crate) mod tests {
                 }
             });
             assert_eq!(won.into_inner(), 1, "round {round}");
-            let got = s.sync_approvals("ga", &[], std::slice::from_ref(&id)).unwrap();
+            let got = s
+                .sync_approvals("ga", &[], std::slice::from_ref(&id))
+                .unwrap();
             assert_eq!(got.len(), 1, "round {round}");
         }
         assert_eq!(

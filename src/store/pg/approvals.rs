@@ -132,11 +132,13 @@ impl Pg {
 
     pub fn approval_gateways(&self) -> Result<Vec<String>, StoreError> {
         self.read(async |c| {
-            Ok(c.query("SELECT DISTINCT gateway FROM pending_approvals", &[])
-                .await?
-                .iter()
-                .map(|r| r.get(0))
-                .collect())
+            Ok(
+                c.query("SELECT DISTINCT gateway FROM pending_approvals", &[])
+                    .await?
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect(),
+            )
         })
     }
 
