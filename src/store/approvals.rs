@@ -81,6 +81,9 @@ pub(super) fn check_live(live: &[String]) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// A row's `id, answer, reason, answered_by`.
+type AnswerColumns = (String, Option<String>, Option<String>, Option<String>);
+
 fn sqlite_question(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<PendingQuestion> {
     Ok(PendingQuestion {
         id: r.get(at)?,
@@ -133,7 +136,7 @@ impl Store {
                     ],
                 )?;
             }
-            let rows: Vec<(String, Option<String>, Option<String>, Option<String>)> = tx
+            let rows: Vec<AnswerColumns> = tx
                 .prepare_cached(
                     "SELECT id, answer, reason, answered_by FROM pending_approvals
                      WHERE gateway = ?1",
