@@ -41,7 +41,7 @@ fn stored(id: &str, web: &WebAnswer) -> StoredAnswer {
         id: id.to_string(),
         decision: decision.into(),
         reason,
-        by: web.principal.clone(),
+        by: super::cut(&web.principal),
     }
 }
 
