@@ -24,6 +24,7 @@ mod deadlock;
 mod error_codes;
 mod forged_codes;
 mod fresh_randomness;
+mod gateway_approvals;
 mod gateway_checks;
 mod gateway_sessions;
 mod host_death;

@@ -12,14 +12,14 @@ use serve_support::http::*;
 use serve_support::team::*;
 use std::time::{Duration, Instant};
 
-async fn get_as(addr: &str, token: &str) -> Value {
+pub(crate) async fn get_as(addr: &str, token: &str) -> Value {
     let a = crate::ui_access::get(addr, addr, "/ui/api/approvals", Some(token)).await;
     assert_eq!(a.status, 200, "{a:?}");
     serde_json::from_str(&a.body).unwrap()
 }
 
 /// `POST /ui/api/approvals` with `body`, `content_type` and extra header lines.
-async fn answer_as(
+pub(crate) async fn answer_as(
     addr: &str,
     token: &str,
     body: &Value,
@@ -39,7 +39,7 @@ async fn answer_as(
 }
 
 /// The questions `token` sees, once there are `n` (10 s at most).
-async fn pending(addr: &str, token: &str, n: usize) -> Vec<Value> {
+pub(crate) async fn pending(addr: &str, token: &str, n: usize) -> Vec<Value> {
     let start = Instant::now();
     loop {
         let list = get_as(addr, token).await["approvals"]
@@ -55,7 +55,7 @@ async fn pending(addr: &str, token: &str, n: usize) -> Vec<Value> {
 }
 
 /// Starts `code` as `token` in its own session; the task ends with its `execute_code` result.
-async fn run_as(addr: &str, token: &str, code: &str) -> tokio::task::JoinHandle<Value> {
+pub(crate) async fn run_as(addr: &str, token: &str, code: &str) -> tokio::task::JoinHandle<Value> {
     let s = open_session_as(addr, token).await;
     let (addr, token, code) = (addr.to_string(), token.to_string(), code.to_string());
     tokio::spawn(async move {
@@ -64,7 +64,7 @@ async fn run_as(addr: &str, token: &str, code: &str) -> tokio::task::JoinHandle<
     })
 }
 
-fn approval_events(outcome: &Value) -> Vec<Value> {
+pub(crate) fn approval_events(outcome: &Value) -> Vec<Value> {
     outcome["traces"]
         .as_array()
         .unwrap_or_else(|| panic!("no traces: {outcome}"))

@@ -4,7 +4,8 @@
 //! Calls an `ask` rule matches wait for a person's answer ([`approval`]); on `serve --http` the
 //! questions also wait on the web view ([`pending`]).
 //!
-//! May import `tools`, `context`, `error`, `trace`, `term`.
+//! May import `tools`, `store` (pending questions shared by several gateways), `context`, `error`,
+//! `trace`, `term`.
 
 pub mod approval;
 pub mod check_call;

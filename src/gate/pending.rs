@@ -8,42 +8,27 @@
 //! approval timeout ends the wait, or when the execution ends or is cancelled (the waiting
 //! future is dropped and with it the [`Ticket`]).
 //!
+//! On PostgreSQL the questions are also kept in the state store, so the web view of every
+//! gateway sharing it lists and answers them ([`shared`]).
+//!
 //! Bounded: at most [`MAX_PENDING`] questions at once (the next one is not shown on the page);
 //! each entry holds the question's arguments as the elicitation shows them (already cut to
 //! `QUESTION_ARGS_BYTES`) and names and a rule cut to [`MAX_FIELD_BYTES`].
 
+mod shared;
+
 use super::approval::{Answer, Question};
+pub use crate::store::approvals::PendingQuestion;
 use crate::trace::now_ms;
-use serde::Serialize;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, Notify};
 
 /// Questions waiting on the page at once, over every tenant.
 pub const MAX_PENDING: usize = 256;
 /// Names (principal, tenant, execution) and the rule are cut past this many bytes.
 pub const MAX_FIELD_BYTES: usize = 512;
-
-/// One waiting question as the page shows it.
-#[derive(Debug, Clone, Serialize)]
-pub struct PendingQuestion {
-    /// Random, unguessable; the page answers by it.
-    pub id: String,
-    pub tenant: String,
-    /// The principal whose execution made the call.
-    pub principal: String,
-    pub execution_id: Option<String>,
-    /// `server:tool`.
-    pub tool: String,
-    pub rule: String,
-    /// The same bounded text the elicitation shows (placeholders where secrets are kept from
-    /// the model).
-    pub arguments: String,
-    pub arguments_bytes: usize,
-    pub truncated: bool,
-    /// Milliseconds since the Unix epoch.
-    pub asked_at: f64,
-}
 
 /// An answer from the page, and the principal who gave it.
 #[derive(Debug, Clone)]
@@ -61,6 +46,9 @@ pub enum AnswerError {
     /// The caller may not answer this question (the message says why).
     #[error("{0}")]
     Forbidden(String),
+    /// The state store, which holds other gateways' questions, failed.
+    #[error("the state store failed: {0}")]
+    Store(String),
 }
 
 /// The registration could not be made.
@@ -71,12 +59,20 @@ pub struct Full;
 struct Entry {
     question: Arc<PendingQuestion>,
     reply: oneshot::Sender<WebAnswer>,
+    /// Written to the state store (other gateways list it).
+    kept: bool,
 }
 
 /// The gateway's waiting questions (shared by every session and the web view).
 #[derive(Default)]
 pub struct PendingApprovals {
     entries: Mutex<HashMap<String, Entry>>,
+    /// The state store and this gateway's id, when questions are shared through it.
+    shared: Option<shared::Shared>,
+    /// A question was asked or left: the store's rows are to be brought in line.
+    changed: Notify,
+    /// A question left since the last [`PendingApprovals::sync`].
+    stale: AtomicBool,
 }
 
 impl std::fmt::Debug for PendingApprovals {
@@ -119,9 +115,7 @@ impl Ticket {
 
 impl Drop for Ticket {
     fn drop(&mut self) {
-        if let Ok(mut e) = self.registry.entries.lock() {
-            e.remove(&self.id);
-        }
+        self.registry.remove(&self.id);
     }
 }
 
@@ -142,17 +136,21 @@ impl PendingApprovals {
             asked_at: now_ms(),
         };
         let (tx, rx) = oneshot::channel();
-        let mut entries = self.entries.lock().map_err(|_| Full)?;
-        if entries.len() >= MAX_PENDING {
-            return Err(Full);
+        {
+            let mut entries = self.entries.lock().map_err(|_| Full)?;
+            if entries.len() >= MAX_PENDING {
+                return Err(Full);
+            }
+            entries.insert(
+                id.clone(),
+                Entry {
+                    question: Arc::new(pending),
+                    reply: tx,
+                    kept: false,
+                },
+            );
         }
-        entries.insert(
-            id.clone(),
-            Entry {
-                question: Arc::new(pending),
-                reply: tx,
-            },
-        );
+        self.changed.notify_one();
         Ok(Ticket {
             registry: self.clone(),
             id,
@@ -187,9 +185,30 @@ impl PendingApprovals {
         let question = entries.get(id).ok_or_else(not_found)?.question.clone();
         allowed(&question)?;
         let entry = entries.remove(id).ok_or_else(not_found)?;
+        drop(entries);
+        self.left();
         // The waiter may have gone in the same instant (timeout): then nobody took the answer.
         entry.reply.send(answer).map_err(|_| not_found())?;
         Ok(question)
+    }
+
+    /// Removes question `id` (its wait ended).
+    fn remove(&self, id: &str) {
+        let removed = match self.entries.lock() {
+            Ok(mut e) => e.remove(id).is_some(),
+            Err(_) => false,
+        };
+        if removed {
+            self.left();
+        }
+    }
+
+    /// A question left the registry: its row, if any, is to be deleted.
+    fn left(&self) {
+        if self.shared.is_some() {
+            self.stale.store(true, Ordering::SeqCst);
+            self.changed.notify_one();
+        }
     }
 
     pub fn len(&self) -> usize {

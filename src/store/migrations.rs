@@ -213,4 +213,23 @@ pub(super) const MIGRATIONS: &[&str] = &[
      ) WITHOUT ROWID;
      CREATE INDEX yielded_by_gateway ON yielded_executions (gateway);
      CREATE INDEX yielded_by_update ON yielded_executions (updated_at);",
+    // 15: pending approvals (`store::approvals`): the questions waiting on a gateway's web view,
+    // so any gateway's web view lists and answers them; `answer` is set by the first answer.
+    "CREATE TABLE pending_approvals (
+        id TEXT PRIMARY KEY,
+        gateway TEXT NOT NULL,
+        tenant TEXT NOT NULL,
+        principal TEXT NOT NULL,
+        execution_id TEXT,
+        tool TEXT NOT NULL,
+        rule TEXT NOT NULL,
+        arguments TEXT NOT NULL,
+        arguments_bytes INTEGER NOT NULL,
+        truncated INTEGER NOT NULL,
+        asked_at REAL NOT NULL,
+        answer TEXT,
+        reason TEXT,
+        answered_by TEXT
+     ) WITHOUT ROWID;
+     CREATE INDEX pending_approvals_by_gateway ON pending_approvals (gateway);",
 ];

@@ -12,6 +12,7 @@
 //! A host killed in the middle of a write leaves the last committed state: the WAL makes each
 //! transaction atomic.
 
+pub mod approvals;
 pub mod audit;
 pub mod audit_options;
 mod capabilities;

@@ -71,6 +71,8 @@ suites! {
     yielded_two_takers => crate::store::yielded::tests::two_takers_get_it_once,
     yielded_expiry => crate::store::yielded::tests::rows_expire,
     yielded_liveness => crate::store::yielded::tests::liveness_of_unknown_gateways,
+    approvals_kept_and_answered_once => crate::store::approvals::tests::kept_listed_answered_once,
+    approvals_first_answer_wins => crate::store::approvals::tests::the_first_answer_wins,
 }
 
 /// Writers (threads)…

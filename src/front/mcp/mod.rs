@@ -12,6 +12,7 @@
 //! `isError: true`, never a protocol error. Servers that failed to start are reported by both.
 
 pub mod admission;
+mod approvals_sync;
 pub mod auth;
 mod capabilities;
 pub mod elicit;

@@ -49,7 +49,7 @@ pub struct Suspects(Mutex<HashMap<String, Instant>>);
 
 impl Suspects {
     /// How long `gateway` has been seen missing (`alive`: it is not, forget it).
-    fn missing_for(&self, gateway: &str, alive: bool) -> Duration {
+    pub(super) fn missing_for(&self, gateway: &str, alive: bool) -> Duration {
         let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
         if alive {
             m.remove(gateway);
@@ -65,7 +65,7 @@ impl Suspects {
 
 /// How long another gateway's lock must be missing before it is judged stopped: at once on
 /// SQLite (one gateway per file), `liveness::DEAD_AFTER` on PostgreSQL.
-fn dead_after(gateway: &Gateway) -> Duration {
+pub(super) fn dead_after(gateway: &Gateway) -> Duration {
     match gateway.store.as_ref().and_then(|s| s.pg()) {
         Some(_) => crate::store::pg::liveness::DEAD_AFTER,
         None => Duration::ZERO,

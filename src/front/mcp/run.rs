@@ -250,6 +250,12 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
         }
         None => None,
     };
+    // On PostgreSQL the questions are kept in the store, so every gateway's web view lists and
+    // answers them (`gate::pending::shared`); on SQLite (one gateway per file) they stay here.
+    let pending = match store.as_ref().filter(|s| web_approvals && s.pg().is_some()) {
+        Some(s) => crate::gate::pending::PendingApprovals::shared(s.clone(), gateway_id.clone()),
+        None => Default::default(),
+    };
     let gateway = Arc::new(Gateway {
         sandbox: sandbox.clone(),
         policy,
@@ -270,7 +276,7 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
         approval_timeout: args.policy.approval_timeout()?,
         session: config.sandbox.session,
         executions: Default::default(),
-        pending: Default::default(),
+        pending: Arc::new(pending),
         web_approvals,
         gateway_id,
         liveness,
@@ -279,6 +285,7 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
     let grace = Duration::from_millis(args.shutdown_grace_ms);
     let stop = CancellationToken::new();
     super::remote::watch(gateway.clone(), stop.clone());
+    super::approvals_sync::watch(gateway.clone(), stop.clone());
     let write_timeout = Duration::from_millis(args.write_timeout_ms);
     let http_options = super::http::HttpOptions {
         allowed_origins: args.allow_origins.clone(),

@@ -11,10 +11,15 @@
 //! name this server's own `Host`, and the body must be JSON (`Content-Type: application/json`),
 //! which a page elsewhere cannot send here without a CORS preflight this server never grants.
 //!
+//! With several gateways on one PostgreSQL database, the list holds the questions of every live
+//! gateway, and an answer through any gateway reaches the one whose execution asks
+//! (`gate::pending::shared`).
+//!
 //! Errors: `400 UI_BAD_REQUEST` (body), `415 UI_BAD_REQUEST` (content type), `403
 //! UI_CROSS_ORIGIN`, `403 PERMISSION_DENIED` (may not answer this one), `404 APPROVAL_NOT_FOUND`
-//! (never asked, answered already, timed out, its execution ended — or another tenant's, which
-//! is answered like a missing one).
+//! (never asked, answered already, timed out, its execution ended, its gateway stopped — or
+//! another tenant's, which is answered like a missing one), `503 UI_STORE_ERROR` (the state
+//! store, which holds other gateways' questions, failed).
 
 use super::routes::{refuse, viewer, Ui, UiAccess, Viewer};
 use crate::gate::approval::Answer;
@@ -92,9 +97,13 @@ pub(super) async fn list(State(ui): State<Ui>, req: Request) -> Response {
         Ok(v) => v,
         Err(r) => return *r,
     };
-    let questions = pending(&ui)
-        .map(|p| p.list(|q| may_answer(&v, q).is_ok()))
-        .unwrap_or_default();
+    // With several gateways on one PostgreSQL, every live gateway's questions (see
+    // `gate::pending::shared`); an operator's list spans every tenant.
+    let tenant = (!v.operator).then(|| v.principal.tenant.clone());
+    let questions = match pending(&ui) {
+        Some(p) => p.list_anywhere(tenant, |q| may_answer(&v, q).is_ok()).await,
+        None => Vec::new(),
+    };
     (
         StatusCode::OK,
         [("content-type", "application/json")],
@@ -189,7 +198,10 @@ pub(super) async fn answer(State(ui): State<Ui>, req: Request) -> Response {
         },
         principal: v.principal.name.clone(),
     };
-    match pending.answer(&body.id, |q| may_answer(&v, q), web) {
+    match pending
+        .answer_anywhere(&body.id, |q| may_answer(&v, q), web)
+        .await
+    {
         Ok(q) => {
             tracing::info!(
                 "approval {} of {} answered on the web view by {}: {}",
@@ -212,6 +224,14 @@ pub(super) async fn answer(State(ui): State<Ui>, req: Request) -> Response {
         ),
         Err(AnswerError::Forbidden(why)) => {
             refuse(StatusCode::FORBIDDEN, "PERMISSION_DENIED", &why)
+        }
+        Err(e @ AnswerError::Store(_)) => {
+            tracing::warn!("web view: {e}");
+            refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "UI_STORE_ERROR",
+                &format!("{e}; the question may belong to another gateway: retry, or answer it on the gateway that asks it"),
+            )
         }
     }
 }

@@ -18,6 +18,7 @@
 //! the client's. On a timeout the connection is taken out of the pool and closed (a connection
 //! whose answer is half read is never reused) and the caller gets [`StoreError::NoAnswer`].
 
+mod approvals;
 mod audit;
 mod capabilities;
 mod graph;

@@ -161,6 +161,24 @@ const MIGRATIONS: &[&str] = &[
      );
      CREATE INDEX yielded_by_gateway ON yielded_executions (gateway);
      CREATE INDEX yielded_by_update ON yielded_executions (updated_at);",
+    // 8: SQLite's migration 15: pending approvals (`store::approvals`).
+    "CREATE TABLE pending_approvals (
+        id TEXT PRIMARY KEY,
+        gateway TEXT NOT NULL,
+        tenant TEXT NOT NULL,
+        principal TEXT NOT NULL,
+        execution_id TEXT,
+        tool TEXT NOT NULL,
+        rule TEXT NOT NULL,
+        arguments TEXT NOT NULL,
+        arguments_bytes BIGINT NOT NULL,
+        truncated BOOLEAN NOT NULL,
+        asked_at DOUBLE PRECISION NOT NULL,
+        answer TEXT,
+        reason TEXT,
+        answered_by TEXT
+     );
+     CREATE INDEX pending_approvals_by_gateway ON pending_approvals (gateway);",
 ];
 
 /// The schema version this build writes.
