@@ -445,7 +445,7 @@ mod tests {
             let conn = rusqlite::Connection::open(&path).unwrap();
             conn.execute_batch(
                 "DROP TABLE oauth_credentials; PRAGMA user_version = 10;
-                 DROP TABLE mcp_sessions; DROP TABLE yielded_executions;
+                 DROP TABLE mcp_sessions; DROP TABLE yielded_executions; DROP TABLE pending_approvals;
                  ALTER TABLE state_values DROP COLUMN value_nonce;
                  ALTER TABLE state_values DROP COLUMN value_sealed;
                  CREATE TABLE IF NOT EXISTS oauth_credentials (
