@@ -11,7 +11,9 @@ use crate::common::bin;
 use crate::pg_support::PgServer;
 use crate::serve_support::http::start_http_state;
 use crate::serve_support::team::create_token;
-use crate::ui_approvals::{answer_as, approval_events, get_as, pending, run_as};
+use crate::ui_approvals::{
+    alices_echo_question, answer_as, approval_events, get_as, pending, run_as,
+};
 use mcp_sandbox::store::audit::AuditFilter;
 use mcp_sandbox::store::Store;
 use serde_json::{json, Value};
@@ -59,18 +61,7 @@ async fn a_question_asked_on_one_gateway_is_answered_through_another() {
     )
     .await;
     let q = pending(&b.addr, &bob, 1).await.remove(0);
-    assert_eq!(
-        (&q["tenant"], &q["principal"], &q["tool"], &q["rule"]),
-        (
-            &json!("red"),
-            &json!("token:alice"),
-            &json!("fixture:echo"),
-            &json!("config rule ask \"fixture:echo\"")
-        ),
-        "{q}"
-    );
-    assert_eq!(q["arguments"], json!("{\n  \"message\": \"hi\"\n}"));
-    let id = q["id"].as_str().unwrap().to_string();
+    let id = alices_echo_question(&q);
     // The same question through A, once (not twice: A's own from its registry only).
     assert_eq!(pending(&a.addr, &bob, 1).await[0]["id"], json!(id));
     assert_eq!(pending(&b.addr, &ops, 1).await[0]["id"], json!(id));

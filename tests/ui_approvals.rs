@@ -107,18 +107,7 @@ async fn a_teammate_approves_or_denies_a_pending_call_on_the_web_view() {
     )
     .await;
     let q = pending(&addr, &bob, 1).await.remove(0);
-    assert_eq!(
-        (&q["tenant"], &q["principal"], &q["tool"], &q["rule"]),
-        (
-            &json!("red"),
-            &json!("token:alice"),
-            &json!("fixture:echo"),
-            &json!("config rule ask \"fixture:echo\"")
-        ),
-        "{q}"
-    );
-    assert_eq!(q["arguments"], json!("{\n  \"message\": \"hi\"\n}"));
-    let id = q["id"].as_str().unwrap().to_string();
+    let id = alices_echo_question(&q);
     // Not to carol (another tenant), nor to alice (no "approve"), who may not answer it either.
     assert_eq!(get_as(&addr, &carol).await["approvals"], json!([]));
     assert_eq!(
@@ -244,4 +233,21 @@ async fn a_teammate_approves_or_denies_a_pending_call_on_the_web_view() {
         approvals.contains(&json!("denied by web (token:ops)")),
         "{approvals:?}"
     );
+}
+
+/// Checks that `q` is alice's question about `fixture:echo {message: "hi"}` (tenant red, the
+/// config's ask rule) as the page lists it, and returns its id.
+pub(crate) fn alices_echo_question(q: &Value) -> String {
+    assert_eq!(
+        (&q["tenant"], &q["principal"], &q["tool"], &q["rule"]),
+        (
+            &json!("red"),
+            &json!("token:alice"),
+            &json!("fixture:echo"),
+            &json!("config rule ask \"fixture:echo\"")
+        ),
+        "{q}"
+    );
+    assert_eq!(q["arguments"], json!("{\n  \"message\": \"hi\"\n}"));
+    q["id"].as_str().unwrap().to_string()
 }
