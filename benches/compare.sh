@@ -57,6 +57,13 @@ print("the gateway end to end (`serve`, return 1+1, one keep-alive client; Rust 
 for label, key in (("serve --http, p50 / p99 (ms)", "gateway_http_exec_ms"), ("serve over stdio, p50 / p99 (ms)", "gateway_stdio_exec_ms")):
     print(f"{label:42}{ours[key]['p50']:>10.3f}{ours[key]['p99']:>10.3f}")
 print(f"{'added to the pooled execution: HTTP / stdio (ms)':42}{ours['gateway_http_added_ms']:>10.3f}{ours['gateway_stdio_added_ms']:>10.3f}")
+# Paced: each request 3 ms after the previous answer (the pool refilled, as between an agent's
+# turns): the like-for-like comparison with the pooled execution.
+for label, key in (("paced, serve --http, p50 / p99 (ms)", "gateway_http_paced_exec_ms"), ("paced, serve over stdio, p50 / p99 (ms)", "gateway_stdio_paced_exec_ms")):
+    if key in ours:
+        print(f"{label:42}{ours[key]['p50']:>10.3f}{ours[key]['p99']:>10.3f}")
+if "gateway_http_paced_added_ms" in ours:
+    print(f"{'paced, added: HTTP / stdio (ms)':42}{ours['gateway_http_paced_added_ms']:>10.3f}{ours['gateway_stdio_paced_added_ms']:>10.3f}")
 print(f"{'serve --http executions/s, 1 / 8 / 64 clients':42}" + "".join(f"{ours['gateway_http_execs_per_sec'][k]:>8}" for k in ("1", "8", "64")))
 print(f"{'8 HTTP clients vs the library with 8 (%)':42}{ours['gateway_http_8_clients_pct']:>10.1f}")
 if "redaction_mb_per_s" in ours:

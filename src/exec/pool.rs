@@ -132,6 +132,13 @@ impl Inner {
             inner.starting.fetch_add(1, Ordering::SeqCst);
             let inner = inner.clone();
             tokio::spawn(async move {
+                // The refill is asked for as the execution that used a runner ends, before its
+                // answer has left the host: on the same worker, the answer's chain of tasks
+                // (the handler, rmcp's loop, the transport) would queue behind the fork request
+                // and the new runner's `/proc` check. Yielding defers it until this worker has
+                // nothing ready to run (tokio wakes yielded tasks before it parks), so the answer
+                // goes first (issue 33).
+                tokio::task::yield_now().await;
                 let deadline = tokio::time::Instant::now() + START_TIMEOUT;
                 let started = runner::start_for(
                     runner::Purpose::Pool,

@@ -212,6 +212,9 @@ pub fn retire(mut ready: ReadyRunner) {
     }
     let _ = ready.child.start_kill();
     tokio::spawn(async move {
+        // Reaped once this worker has nothing ready to run: the execution's answer first
+        // (see the pool's refill).
+        tokio::task::yield_now().await;
         let _ = ready.child.wait().await;
     });
 }

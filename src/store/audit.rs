@@ -186,9 +186,11 @@ impl Store {
 }
 
 fn complete(tx: &rusqlite::Transaction<'_>, id: i64, r: &AuditRecord) -> Result<(), StoreError> {
-    let n = tx.execute(
-        "UPDATE audit SET outcome = ?2, duration_ms = ?3, labels = ?4, detail = ?5 WHERE id = ?1",
-        params![
+    let n = tx
+        .prepare_cached(
+            "UPDATE audit SET outcome = ?2, duration_ms = ?3, labels = ?4, detail = ?5 WHERE id = ?1",
+        )?
+        .execute(params![
             id,
             r.outcome,
             r.duration_ms,

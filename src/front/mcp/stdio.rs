@@ -128,32 +128,41 @@ where
     let _ = to_rmcp.shutdown().await;
 }
 
-/// Passes rmcp's answers (whole lines) to `out`.
-async fn pump_answers<R: AsyncRead + Unpin>(from_rmcp: R, out: mpsc::Sender<Vec<u8>>) {
-    let mut reader = BufReader::new(from_rmcp);
-    loop {
-        let mut line = Vec::new();
-        match reader.read_until(b'\n', &mut line).await {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {
-                if out.send(line).await.is_err() {
-                    break;
-                }
-            }
-        }
-    }
-}
-
-/// Writes answers to the client; a write that waits longer than `timeout` (the client is not
-/// reading) ends the session through `gone`.
-async fn write_out<W: AsyncWrite + Unpin>(
+/// Writes rmcp's answers (whole lines read from `from_rmcp`) and the refusals of `pump_in`
+/// to the client, in one task: the answer path is one task hop shorter than a reader task
+/// passing lines to a writer (issue 33). A write that waits longer than `timeout` (the client
+/// is not reading) ends the session through `gone`. Ends when rmcp's side is closed.
+async fn write_out<R, W>(
+    from_rmcp: R,
     mut output: W,
-    mut lines: mpsc::Receiver<Vec<u8>>,
+    mut refusals: mpsc::Receiver<Vec<u8>>,
     timeout: Duration,
     gone: CancellationToken,
     written: Written,
-) {
-    while let Some(line) = lines.recv().await {
+) where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut answers = BufReader::new(from_rmcp);
+    // A line in progress stays here when the refusal branch wins a round: `read_until` keeps
+    // what it consumed in this buffer, so nothing is lost across rounds.
+    let mut partial = Vec::new();
+    let mut refusals_open = true;
+    loop {
+        let line = tokio::select! {
+            read = answers.read_until(b'\n', &mut partial) => match read {
+                // rmcp closed its side (a line it left unfinished still goes out).
+                Ok(0) | Err(_) if partial.is_empty() => break,
+                Ok(_) | Err(_) => std::mem::take(&mut partial),
+            },
+            refusal = refusals.recv(), if refusals_open => match refusal {
+                Some(line) => line,
+                None => {
+                    refusals_open = false;
+                    continue;
+                }
+            },
+        };
         let write = async {
             output.write_all(&line).await?;
             output.flush().await
@@ -203,11 +212,17 @@ where
     let (ours, theirs) = tokio::io::duplex(256 * 1024);
     let (our_read, our_write) = tokio::io::split(ours);
     let (their_read, their_write) = tokio::io::split(theirs);
-    // A few lines in the queue: past it rmcp's writes wait for the client.
+    // A few refusals in the queue: past it the reader waits for the client to read.
     let (tx, rx) = mpsc::channel::<Vec<u8>>(4);
-    tokio::spawn(pump_in(input, our_write, tx.clone(), MAX_LINE_BYTES));
-    tokio::spawn(pump_answers(our_read, tx));
-    tokio::spawn(write_out(output, rx, write_timeout, gone, written));
+    tokio::spawn(pump_in(input, our_write, tx, MAX_LINE_BYTES));
+    tokio::spawn(write_out(
+        our_read,
+        output,
+        rx,
+        write_timeout,
+        gone,
+        written,
+    ));
     (their_read, their_write)
 }
 
