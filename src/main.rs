@@ -11,10 +11,15 @@ fn main() {
             EnvFilter::try_from_env("MCP_SANDBOX_LOG").unwrap_or_else(|_| EnvFilter::new("warn")),
         )
         .init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder.enable_all();
+    // `serve` chooses its worker threads (`--worker-threads`); the other commands take Tokio's.
+    if let Command::Serve(args) = &cli.command {
+        if let Some(n) = args.runtime_workers() {
+            builder.worker_threads(n);
+        }
+    }
+    let runtime = match builder.build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("mcp-sandbox: cannot start the async runtime: {e}");

@@ -248,12 +248,25 @@ pub async fn start_for(
     deadline: TokioInstant,
     on_spawn: Option<&(dyn Fn(u32) + Send + Sync)>,
 ) -> Result<ReadyRunner, ExecError> {
+    let unavailable = |e: String| ExecError::new(ErrorCode::SandboxUnavailable, e);
+    // A runner for the pool is started off the async workers: asking the zygote to fork waits
+    // for its answer (a blocking read, ~0.1-0.3 ms), and with one worker (`serve` over stdio)
+    // that wait would delay the next request. An execution waiting for its runner asks inline:
+    // a hand-off to a blocking thread and back would add to its latency.
+    let spawned = match purpose {
+        Purpose::Pool => {
+            let (cmd, limits) = (cmd.clone(), *limits);
+            tokio::task::spawn_blocking(move || spawn(&cmd, &limits, purpose))
+                .await
+                .map_err(|e| unavailable(format!("starting a runner failed: {e}")))?
+        }
+        Purpose::Now => spawn(cmd, limits, purpose),
+    };
     let SpawnedRunner {
         mut child,
         socket,
         pid,
-    } = spawn(cmd, limits, purpose)
-        .map_err(|e| ExecError::new(ErrorCode::SandboxUnavailable, e.to_string()))?;
+    } = spawned.map_err(|e| unavailable(e.to_string()))?;
     if let Some(hook) = on_spawn {
         hook(pid);
     }
@@ -288,10 +301,17 @@ pub async fn start_for(
             Err(e) => Err(protocol_error(e.to_string())),
         },
     };
-    // The runner's word is a claim: each layer is taken from what the kernel shows.
-    let isolation = isolation.map(|claimed| {
+    // The runner's word is a claim: each layer is taken from what the kernel shows (a pooled
+    // runner's ~15 `/proc` reads off the async workers, as above).
+    let check = move |claimed: BTreeMap<String, String>| {
         crate::exec::isolation::verify(&claimed, &crate::exec::isolation::observe(pid))
-    });
+    };
+    let isolation = match (isolation, purpose) {
+        (Ok(claimed), Purpose::Pool) => tokio::task::spawn_blocking(move || check(claimed))
+            .await
+            .map_err(|e| unavailable(format!("checking a runner's isolation failed: {e}"))),
+        (isolation, _) => isolation.map(check),
+    };
     match isolation {
         Ok(isolation) => Ok(ReadyRunner {
             child,

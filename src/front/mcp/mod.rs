@@ -366,8 +366,8 @@ impl ServerHandler for GatewayServer {
                             .await?
                     }
                     Some(id) => {
-                        let (cancel, _forward) =
-                            sessions::either(&context.ct, &self.gateway.sessions.token(id));
+                        let (cancel, _registered) =
+                            self.gateway.sessions.request_token(id, &context.ct);
                         execute_code::call(gateway, request, args, cancel, answer, approvals, yielding)
                             .await?
                     }
