@@ -1,5 +1,5 @@
 use clap::Parser;
-use mcp_sandbox::front::cli::command::{Cli, Command};
+use mcp_sandbox::front::cli::command::{self, Cli, Command};
 use mcp_sandbox::front::cli::{self, EXIT_USAGE};
 use tracing_subscriber::EnvFilter;
 
@@ -13,10 +13,17 @@ fn main() {
         .init();
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     builder.enable_all();
-    // `serve` chooses its worker threads (`--worker-threads`); the other commands take Tokio's.
-    if let Command::Serve(args) = &cli.command {
-        if let Some(n) = args.runtime_workers() {
+    // `serve --worker-threads`, TOKIO_WORKER_THREADS (checked here: Tokio panics on garbage),
+    // `serve`'s default per front; the other commands take Tokio's otherwise.
+    let env = std::env::var_os(command::WORKER_THREADS_ENV);
+    match cli.runtime_workers(env.as_deref()) {
+        Ok(Some(n)) => {
             builder.worker_threads(n);
+        }
+        Ok(None) => {}
+        Err(e) => {
+            eprintln!("mcp-sandbox: {e}");
+            std::process::exit(EXIT_USAGE);
         }
     }
     let runtime = match builder.build() {

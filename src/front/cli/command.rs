@@ -10,6 +10,7 @@ use super::team::{AuditArgs, TokenArgs};
 use super::tools::ToolsArgs;
 use super::ui::UiArgs;
 use clap::{Parser, Subcommand};
+use std::ffi::OsStr;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -48,4 +49,101 @@ pub enum Command {
     /// Serve the web view of a state store (executions, waterfalls, the tool graph,
     /// capabilities) at http://ADDR/ui, loopback only; `serve --http` serves it too.
     Ui(UiArgs),
+}
+
+/// The variable that sets the async runtime's worker threads (Tokio's own name for it).
+pub const WORKER_THREADS_ENV: &str = "TOKIO_WORKER_THREADS";
+
+/// Most worker threads `--worker-threads` or [`WORKER_THREADS_ENV`] may ask for.
+pub const MAX_WORKER_THREADS: usize = 1024;
+
+/// The threads [`WORKER_THREADS_ENV`] asks for (`value`: its value, `None` when unset). Read
+/// here rather than by Tokio, which panics at start on a value it cannot use.
+pub fn workers_from_env(value: Option<&OsStr>) -> Result<Option<usize>, String> {
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    value
+        .to_str()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|n| (1..=MAX_WORKER_THREADS).contains(n))
+        .map(Some)
+        .ok_or_else(|| {
+            format!(
+                "{WORKER_THREADS_ENV}={} is not a number of threads from 1 to {MAX_WORKER_THREADS}; set it to one (e.g. 2) or unset it",
+                value.to_string_lossy()
+            )
+        })
+}
+
+impl Cli {
+    /// The async runtime's worker threads: `serve --worker-threads`, else
+    /// [`WORKER_THREADS_ENV`], else `serve`'s default for its front; `None` for the other
+    /// commands without the variable (Tokio's default: one per core).
+    pub fn runtime_workers(&self, env: Option<&OsStr>) -> Result<Option<usize>, String> {
+        if let Command::Serve(serve) = &self.command {
+            if let Some(n) = serve.worker_threads {
+                return Ok(Some(usize::from(n)));
+            }
+        }
+        if let Some(n) = workers_from_env(env)? {
+            return Ok(Some(n));
+        }
+        Ok(match &self.command {
+            Command::Serve(serve) => Some(serve.default_workers()),
+            _ => None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn workers(args: &[&str], env: Option<&str>) -> Result<Option<usize>, String> {
+        let cli = Cli::try_parse_from([&["mcp-sandbox"], args].concat()).unwrap();
+        cli.runtime_workers(env.map(OsStr::new))
+    }
+
+    #[test]
+    fn serve_picks_its_worker_threads() {
+        assert_eq!(workers(&["serve"], None), Ok(Some(1)), "stdio: one client");
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(
+            workers(&["serve", "--http", "127.0.0.1:0"], None),
+            Ok(Some((cores / 2).max(1)))
+        );
+        assert_eq!(
+            workers(&["serve", "--worker-threads", "3"], None),
+            Ok(Some(3))
+        );
+        // The flag wins over the variable, which wins over the defaults.
+        assert_eq!(
+            workers(&["serve", "--worker-threads", "5"], Some("7")),
+            Ok(Some(5))
+        );
+        assert_eq!(workers(&["serve"], Some("7")), Ok(Some(7)));
+        // Other commands: the variable, else Tokio's default.
+        assert_eq!(workers(&["check"], None), Ok(None));
+        assert_eq!(workers(&["check"], Some("2")), Ok(Some(2)));
+        for bad in ["0", "1025", "two"] {
+            let err = Cli::try_parse_from(["mcp-sandbox", "serve", "--worker-threads", bad])
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("--worker-threads"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_bad_thread_variable_is_a_usage_error_not_a_panic() {
+        for bad in ["", "0", "-1", "two", "1025", "99999999999999999999999"] {
+            let err = workers(&["serve"], Some(bad)).unwrap_err();
+            assert!(
+                err.starts_with(&format!(
+                    "{WORKER_THREADS_ENV}={bad} is not a number of threads from 1 to 1024"
+                )),
+                "{bad}: {err}"
+            );
+        }
+    }
 }

@@ -120,22 +120,15 @@ pub struct ServeArgs {
 }
 
 impl ServeArgs {
-    /// The async runtime's worker threads for this `serve`: `--worker-threads`, else
-    /// `TOKIO_WORKER_THREADS` (`None`: Tokio reads it), else 1 over stdio and one per two cores
-    /// with `--http`. See `--worker-threads`.
-    pub fn runtime_workers(&self) -> Option<usize> {
-        if let Some(n) = self.worker_threads {
-            return Some(usize::from(n));
-        }
-        if std::env::var_os("TOKIO_WORKER_THREADS").is_some() {
-            return None;
-        }
-        Some(match self.http {
+    /// `serve`'s worker threads when neither `--worker-threads` nor `TOKIO_WORKER_THREADS`
+    /// says: 1 over stdio, one per two cores (at least 1) with `--http`.
+    pub fn default_workers(&self) -> usize {
+        match self.http {
             None => 1,
             Some(_) => std::thread::available_parallelism()
                 .map_or(1, |n| n.get() / 2)
                 .max(1),
-        })
+        }
     }
 }
 
@@ -442,44 +435,4 @@ async fn serve_stdio(
         tracing::warn!("MCP session ended with an error: {e}");
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::front::cli::command::{Cli, Command};
-    use clap::Parser;
-
-    fn workers(args: &[&str]) -> Option<usize> {
-        let cli = Cli::try_parse_from([&["mcp-sandbox", "serve"], args].concat()).unwrap();
-        let Command::Serve(serve) = cli.command else {
-            panic!("not serve")
-        };
-        serve.runtime_workers()
-    }
-
-    #[test]
-    fn serve_picks_its_worker_threads() {
-        if std::env::var_os("TOKIO_WORKER_THREADS").is_some() {
-            // The variable wins over the defaults (Tokio reads it); the flag still wins.
-            assert_eq!(workers(&[]), None);
-        } else {
-            assert_eq!(workers(&[]), Some(1), "stdio: one client, one thread");
-            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-            assert_eq!(
-                workers(&["--http", "127.0.0.1:0"]),
-                Some((cores / 2).max(1))
-            );
-        }
-        assert_eq!(workers(&["--worker-threads", "3"]), Some(3));
-        assert_eq!(
-            workers(&["--http", "127.0.0.1:0", "--worker-threads", "5"]),
-            Some(5)
-        );
-        for bad in ["0", "1025", "two"] {
-            let err = Cli::try_parse_from(["mcp-sandbox", "serve", "--worker-threads", bad])
-                .unwrap_err()
-                .to_string();
-            assert!(err.contains("--worker-threads"), "{bad}: {err}");
-        }
-    }
 }
