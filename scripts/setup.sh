@@ -8,9 +8,12 @@
 #   - PostgreSQL's server binaries (Debian's postgresql package) when initdb is missing.
 # Needs only the Rust toolchain, node/npm and python3 (and apt-get as root for PostgreSQL and Chromium when missing).
 # Nothing is downloaded at test time.
+# `scripts/setup.sh --no-build` installs everything but builds nothing (CI times the build apart).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+build=1
+[[ "${1:-}" == "--no-build" ]] && build=0
 
 say() { printf 'setup [%3ds]: %s\n' "$SECONDS" "$*"; }
 need() {
@@ -98,6 +101,10 @@ fi
 # features: Cargo.toml unifies bitflags' so the dev-dependencies change no dependency), so after
 # that command this step compiles only the test harnesses, the benchmark and the examples.
 # In CI, `--timings` leaves target/cargo-timings/cargo-timing.html: where the build's time went.
+if [[ $build == 0 ]]; then
+    say "done (--no-build)"
+    exit 0
+fi
 timings=()
 [[ "${CI:-}" == true ]] && timings=(--timings)
 say "cargo build --release --workspace --all-targets"
