@@ -97,7 +97,7 @@ async fn error_details_are_useful() {
 
     let t = Instant::now();
     let o = run(&catalog, "await mcp.fixture.ech({ message: 'x' })").await;
-    assert!(t.elapsed().as_millis() < 2_000);
+    assert_not_hung(t.elapsed(), ms(5_000), ms(100), "a suggestion");
     let e = o.error.unwrap();
     assert_eq!(
         e.alternatives.as_deref(),

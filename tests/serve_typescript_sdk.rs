@@ -1,9 +1,9 @@
 //! `mcp-sandbox serve` with the official MCP TypeScript SDK (`@modelcontextprotocol/sdk`, pinned
 //! in package.json, installed by scripts/setup.sh) as the client — the SDK most MCP clients are
 //! built on — over stdio and streamable HTTP: it lists, calls and searches tools as the Python
-//! SDK does (tests/node/serve_client.mjs makes the checks), and its `execute_code` latency over
-//! HTTP is within 2× of the same client over stdio (before `TCP_NODELAY` it was 42 ms vs 3 ms:
-//! every answer waited for the client's delayed ACK).
+//! SDK does (tests/node/serve_client.mjs makes the checks), and its `execute_code` median over
+//! HTTP is within 20 ms of the same client's over stdio (before `TCP_NODELAY` it was 42 ms vs
+//! 3 ms: every answer waited for the client's delayed ACK).
 
 use crate::common::*;
 use serde_json::{json, Value};
@@ -135,10 +135,12 @@ fn typescript_sdk_over_stdio_and_http_with_no_http_stall() {
         http["p50_ms"].as_f64().unwrap(),
     );
     eprintln!("TypeScript SDK execute_code p50: stdio {stdio_p50:.2} ms, HTTP {http_p50:.2} ms");
-    // The stall this guards against added ~40 ms to every answer: HTTP stays within 2× of
-    // stdio plus 10 ms (a loaded 2-core machine gave 3.9 against 1.7 ms without any stall).
+    // A comparison, not a speed: the same client and server over the two transports meet the same
+    // machine. The stall this guards against put ~30 ms on the HTTP median (without TCP_NODELAY,
+    // a busy machine: 39.9 against 10.1 ms); without it the difference is the HTTP framing, 2 ms
+    // idle (3.9 against 1.7 ms) and 6 ms on a busy machine (22.2 against 16.0 ms).
     assert!(
-        http_p50 <= 2.0 * stdio_p50 + 10.0,
-        "HTTP p50 {http_p50:.2} ms is more than 2× the stdio p50 {stdio_p50:.2} ms + 10 ms (stdio: {stdio}, http: {http})"
+        http_p50 < stdio_p50 + 20.0,
+        "HTTP p50 {http_p50:.2} ms is more than the stdio p50 {stdio_p50:.2} ms + 20 ms (stdio: {stdio}, http: {http})"
     );
 }
