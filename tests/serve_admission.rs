@@ -41,9 +41,11 @@ fn outcome_error(a: &Answer, id: i64) -> Value {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn oversized_requests_behind_busy_slots_are_refused_at_once() {
-    let h = start_http(&[]).await;
+    // Calls may take 20 s here (the default per-call bound is 10 s).
+    let h = start_http_with(json!({"limits": {"call_timeout_ms": 25_000}}), &[]).await;
     let s = open_session(&h.addr).await;
-    // Busy for 20 s: the refusals must all come while every slot is still busy.
+    // Busy for 20 s (the refusals take 6 s on a busy machine, 1.5 s before them to fill the
+    // slots): the refusals must all come while every slot is still busy.
     let busy = fill_slots(&h, &s, 20_000);
     // Let the slots fill.
     tokio::time::sleep(Duration::from_millis(1500)).await;
