@@ -392,6 +392,7 @@ async fn postgres_stopped_mid_load_refuses_or_counts_and_resumes() {
     let up_from = t0.elapsed();
     pg.restart();
     let up_since = t0.elapsed();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
     wait_reopened(&load, up_since).await;
     let (on_required, on_lossy) = load.finish().await;
     let slowest = on_required
@@ -524,6 +525,7 @@ async fn postgres_hung_mid_load_answers_within_the_bound_and_resumes() {
     let up_from = t0.elapsed();
     hung.resume();
     let up_since = t0.elapsed();
+    tokio::time::sleep(Duration::from_millis(3000)).await;
     wait_reopened(&load, up_since).await;
     let (on_required, on_lossy) = load.finish().await;
     let slowest = on_required
