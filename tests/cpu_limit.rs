@@ -5,7 +5,7 @@
 use crate::common;
 use common::*;
 use mcp_sandbox::Limits;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 fn limits(cpu_ms: u64, memory_mb: u64) -> Limits {
     Limits {
@@ -30,8 +30,8 @@ async fn endless_promise_job_chains_hit_the_cpu_limit_not_the_wall_clock() {
         let o = run_with(&catalog, script, limits(300, 128)).await;
         let took = t.elapsed();
         assert_eq!(code(&o), "CPU_LIMIT", "{script}: {:?}", o.error);
-        // 300 ms of CPU; generous room for a loaded machine, far below the 20 s wall clock.
-        assert!(took < Duration::from_secs(8), "{script}: took {took:?}");
+        // 300 ms of CPU: the code says which budget ended it; far below the 20 s wall clock.
+        assert_not_hung(took, ms(30_000), ms(2_000), script);
     }
 }
 
@@ -51,11 +51,7 @@ async fn a_growing_promise_chain_hits_a_budget_not_the_wall_clock() {
         "{:?}",
         o.error
     );
-    assert!(
-        t.elapsed() < Duration::from_secs(8),
-        "took {:?}",
-        t.elapsed()
-    );
+    assert_not_hung(t.elapsed(), ms(40_000), ms(4_000), "the growing chain");
 }
 
 #[tokio::test]

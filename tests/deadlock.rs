@@ -33,8 +33,8 @@ async fn a_promise_nothing_can_settle_ends_at_once_with_deadlock() {
             "{}",
             e.message
         );
-        // Measured ~20 ms including the runner's start; the wall clock here is 20 s.
-        assert!(took < Duration::from_secs(2), "{script}: took {took:?}");
+        // The code says it was not the wall clock (20 s here); the bound is a hang guard.
+        assert_not_hung(took, ms(10_000), ms(100), script);
     }
 }
 
@@ -52,7 +52,7 @@ async fn a_call_in_flight_is_waited_for_before_deadlock() {
     let took = t.elapsed();
     assert_eq!(code(&o), "DEADLOCK", "{o:?}");
     assert!(took >= Duration::from_millis(300), "took {took:?}");
-    assert!(took < Duration::from_secs(5), "took {took:?}");
+    assert_not_hung(took, ms(10_000), ms(500), "the deadlock after the call");
     // And a call whose answer settles the promise is not a deadlock.
     let o = run_with(
         &local_catalog(),

@@ -18,7 +18,16 @@ async fn each_error_code_and_recovery() {
     let cases: Vec<(&str, Limits, &str)> = vec![
         ("let = ;", quick, "SYNTAX_ERROR"),
         ("throw new Error('boom')", quick, "RUNTIME_ERROR"),
-        ("while (true) {}", quick, "CPU_LIMIT"),
+        // The CPU budget, with the wall clock far away: on a busy machine the script gets less
+        // than a core, and 500 ms of CPU can take longer than 2 s of wall time.
+        (
+            "while (true) {}",
+            Limits {
+                timeout_ms: 60_000,
+                ..quick
+            },
+            "CPU_LIMIT",
+        ),
         (
             "await mcp.local.sleep({ ms: 5000 })",
             Limits {
@@ -97,7 +106,7 @@ async fn error_details_are_useful() {
 
     let t = Instant::now();
     let o = run(&catalog, "await mcp.fixture.ech({ message: 'x' })").await;
-    assert!(t.elapsed().as_millis() < 2_000);
+    assert_not_hung(t.elapsed(), ms(5_000), ms(100), "a suggestion");
     let e = o.error.unwrap();
     assert_eq!(
         e.alternatives.as_deref(),

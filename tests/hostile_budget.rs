@@ -70,7 +70,8 @@ fn long_tool_names_are_refused_before_anything_copies_them() {
         "{message}"
     );
     assert!(o["traces"].as_array().unwrap().is_empty(), "{o}");
-    assert!(run.elapsed.as_millis() < 4_000, "{:?}", run.elapsed);
+    // The code says it was refused, not timed out; the bound is a hang guard.
+    assert_not_hung(run.elapsed, ms(20_000), ms(1_000), "the refusal");
 }
 
 #[test]
@@ -105,10 +106,12 @@ fn arguments_that_would_grow_when_decoded_are_refused_undecoded() {
 
 #[test]
 fn a_runner_that_never_reads_its_results_is_ended() {
-    let (o, run) = attack("unread-results", &[]);
+    // A wall clock far away: how fast 60 results of 4 MiB come is the machine's speed (12 s in a
+    // debug build on a busy machine), what ends the run must be the unread-results budget.
+    let (o, run) = attack("unread-results", &["--timeout-ms", "150000"]);
     let (code, message) = error_of(&o);
     assert_eq!(code, "LIMIT_EXCEEDED", "{o}");
     assert!(message.contains("unread results"), "{message}");
-    // Well before the 30 s wall clock.
-    assert!(run.elapsed.as_secs() < 20, "{:?}", run.elapsed);
+    // Not the wall clock (that would be EXECUTION_TIMEOUT); a hang guard well under it.
+    assert_not_hung(run.elapsed, ms(140_000), ms(14_000), "unread results");
 }

@@ -6,7 +6,7 @@
 use crate::common;
 use common::*;
 use mcp_sandbox::{ExecRequest, Limits};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_runners_keep_host_memory_bounded() {
@@ -38,7 +38,7 @@ async fn hostile_runners_keep_host_memory_bounded() {
     let (o, took) = run_fake("huge-length", 5_000).await;
     assert_eq!(code(&o), "PROTOCOL_ERROR", "{o:?}");
     assert!(o.error.unwrap().message.contains("frame"));
-    assert!(took < Duration::from_secs(2), "{took:?}");
+    assert_not_hung(took, ms(4_000), ms(200), "the huge length");
     let after_huge = peak_rss_kib();
 
     let (o, _) = run_fake("deep-json", 5_000).await;
@@ -46,7 +46,7 @@ async fn hostile_runners_keep_host_memory_bounded() {
 
     let (o, took) = run_fake("flood", 2_000).await;
     assert_eq!(code(&o), "EXECUTION_TIMEOUT", "{o:?}");
-    assert!(took < Duration::from_secs(4), "{took:?}");
+    assert_not_hung(took, ms(30_000), ms(2_500), "the flood");
     let truncated = o.logs.last().unwrap();
     assert!(
         truncated.message.contains("log limit reached"),

@@ -26,7 +26,7 @@ async fn with_fake(mode: &str, limits: Limits) -> mcp_sandbox::Outcome {
 #[tokio::test(flavor = "multi_thread")]
 async fn protocol_violations_end_in_protocol_error() {
     let limits = Limits {
-        timeout_ms: 3_000,
+        timeout_ms: 30_000,
         ..Default::default()
     };
     for mode in [
@@ -42,11 +42,8 @@ async fn protocol_violations_end_in_protocol_error() {
         let t = Instant::now();
         let o = with_fake(mode, limits).await;
         assert_eq!(code(&o), "PROTOCOL_ERROR", "{mode}: {o:?}");
-        assert!(
-            t.elapsed().as_millis() < 2_900,
-            "{mode} took {:?}: it should not need the timeout",
-            t.elapsed()
-        );
+        // It should not need the 30 s timeout (which would end it as EXECUTION_TIMEOUT).
+        assert_not_hung(t.elapsed(), ms(20_000), ms(500), mode);
     }
 }
 
@@ -71,7 +68,7 @@ async fn silence_and_floods_end_at_the_wall_clock() {
         let t = Instant::now();
         let o = with_fake(mode, limits).await;
         assert_eq!(code(&o), "EXECUTION_TIMEOUT", "{mode}: {o:?}");
-        assert!(t.elapsed().as_millis() < 3_000, "{mode}: {:?}", t.elapsed());
+        assert_not_hung(t.elapsed(), ms(10_000), ms(1_000), mode);
         assert!(
             o.logs.len() < 40_000,
             "{mode}: the log budget bounds memory ({} lines)",
@@ -121,9 +118,9 @@ async fn after_a_valid_result_nothing_the_runner_does_changes_the_outcome() {
             o.traces.is_empty(),
             "{mode}: the late call is not read: {o:?}"
         );
-        assert!(
-            took.as_millis() < 700,
-            "{mode} took {took:?}: the host must not wait for the runner to exit"
-        );
+        // The host must not wait for the runner to exit: `complete-then-hang` never exits (it is
+        // killed in the background). Waiting for it would take the wall clock; the 1 s grace
+        // the host once gave it would also exceed this bound, which is still 10× the idle time.
+        assert_not_hung(took, ms(700), ms(70), mode);
     }
 }

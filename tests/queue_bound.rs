@@ -5,7 +5,7 @@ use crate::common;
 use common::*;
 use mcp_sandbox::{ExecRequest, QueueOptions, Sandbox};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_the_queue_bound_the_excess_is_refused_at_once() {
@@ -26,22 +26,31 @@ async fn over_the_queue_bound_the_excess_is_refused_at_once() {
             ..Default::default()
         };
         tasks.push(tokio::spawn(async move {
-            let t = Instant::now();
             let o = s.execute(req).await;
-            (o, t.elapsed())
+            (o, Instant::now())
         }));
     }
+    // "At once" is an order, not a speed: every refusal came before the first admitted
+    // execution ended, so none waited for a place to free up.
     let (mut ok, mut refused) = (0, 0);
+    let (mut first_done, mut last_refused) = (None::<Instant>, None::<Instant>);
     for t in tasks {
-        let (o, took) = t.await.unwrap();
+        let (o, at) = t.await.unwrap();
         if o.success {
             ok += 1;
+            first_done = Some(first_done.map_or(at, |f| f.min(at)));
         } else {
             assert_eq!(code(&o), "LIMIT_EXCEEDED", "{o:?}");
             assert!(o.error.unwrap().message.contains("busy"));
-            assert!(took < Duration::from_millis(100), "refused after {took:?}");
             refused += 1;
+            last_refused = Some(last_refused.map_or(at, |l| l.max(at)));
         }
     }
+    let (first_done, last_refused) = (first_done.unwrap(), last_refused.unwrap());
+    assert!(
+        last_refused < first_done,
+        "a refusal came {:?} after the first execution ended",
+        last_refused - first_done
+    );
     assert_eq!((ok, refused), (12, 88));
 }

@@ -250,9 +250,5 @@ async fn serve_fails_calls_of_a_server_without_tokens_at_once() {
             .contains("MCP server 'oa' is unavailable: needs `mcp-sandbox auth login oa` ("),
         "{out}"
     );
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        started.elapsed()
-    );
+    assert_not_hung(started.elapsed(), ms(5_000), ms(500), "the refusal");
 }

@@ -124,11 +124,7 @@ return out;
     assert_eq!(r["nowhere"]["code"], "SERVER_UNAVAILABLE", "{r}");
     let nowhere = r["nowhere"]["message"].as_str().unwrap();
     assert!(nowhere.contains("dns error"), "{nowhere}");
-    assert!(
-        started.elapsed() < Duration::from_secs(8),
-        "{:?}",
-        started.elapsed()
-    );
+    assert_not_hung(started.elapsed(), ms(8_000), ms(800), "both failures");
 }
 
 #[test]
@@ -185,10 +181,11 @@ async fn serve_reconnects_after_the_remote_server_restarts() {
     assert_eq!(out["error"]["code"], "SERVER_UNAVAILABLE", "{out}");
     let message = out["error"]["message"].as_str().unwrap();
     assert!(message.contains("Connection refused"), "{message}");
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        started.elapsed()
+    assert_not_hung(
+        started.elapsed(),
+        ms(5_000),
+        ms(500),
+        "the refused connection",
     );
 
     let _ev = Everything::start_on(port);

@@ -254,10 +254,8 @@ async fn sigstop_still_ends_at_the_wall_clock_with_sigkill() {
     let took = t.elapsed();
     assert_eq!(code(&o), "EXECUTION_TIMEOUT", "{o:?}");
     assert_eq!(o.logs[0].message, "stopping");
-    assert!(
-        took >= Duration::from_millis(800) && took < Duration::from_millis(1_800),
-        "{took:?}"
-    );
+    assert!(took >= Duration::from_millis(800), "{took:?}");
+    assert_not_hung(took, ms(10_000), ms(1_000), "the wall clock");
     // The stopped runner was killed and reaped: its pid is no longer a child of this process.
     assert!(
         !child_pids().contains(&handle.pid()),

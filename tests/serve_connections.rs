@@ -2,6 +2,7 @@
 //! half-sent header is closed after the header timeout, an idle keep-alive connection too,
 //! while a real client is served; past the connection cap, new connections get 503 and close.
 
+use crate::common::{assert_not_hung, ms};
 use crate::serve_support;
 use serde_json::json;
 use serve_support::http::*;
@@ -55,11 +56,7 @@ async fn half_sent_headers_and_idle_connections_are_closed_while_clients_are_ser
         json!(2),
         "{a:?}"
     );
-    assert!(
-        t.elapsed() < Duration::from_secs(2),
-        "served in {:?}",
-        t.elapsed()
-    );
+    assert_not_hung(t.elapsed(), ms(5_000), ms(200), "a real client's execution");
     // Every half-sent header is closed (2 s timeout; 40 s is the bound the issue sets).
     let closes = futures::future::join_all(
         half.into_iter()
@@ -72,10 +69,8 @@ async fn half_sent_headers_and_idle_connections_are_closed_while_clients_are_ser
         "{open} half-sent connections still open after 40 s"
     );
     let slowest = closes.iter().flatten().max().unwrap();
-    assert!(
-        *slowest < Duration::from_secs(10),
-        "slowest close {slowest:?}"
-    );
+    // A 2 s header timeout: the closes come at about 2 s.
+    assert_not_hung(*slowest, ms(30_000), ms(3_000), "the slowest close");
     assert!(
         closed_within(idle, Duration::from_secs(10)).await.is_some(),
         "idle connection kept"

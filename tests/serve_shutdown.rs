@@ -4,6 +4,7 @@
 //! runners after it (`SANDBOX_UNAVAILABLE` to the caller), shuts the MCP servers down and exits
 //! 0, leaving none of its runner or MCP server processes behind (checked in /proc).
 
+use crate::common::{assert_not_hung, ms};
 use crate::serve_support;
 use serde_json::json;
 use serve_support::*;
@@ -74,11 +75,7 @@ async fn sigterm_while_idle_exits_0_and_leaves_no_process() {
     let t = Instant::now();
     signal(served.pid, libc::SIGTERM);
     assert_eq!(exit_status(&mut served).await, 0, "{}", served.stderr());
-    assert!(
-        t.elapsed() < Duration::from_secs(5),
-        "idle shutdown took {:?}",
-        t.elapsed()
-    );
+    assert_not_hung(t.elapsed(), ms(5_000), ms(500), "the idle shutdown");
     assert_gone(&kids);
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(
@@ -126,9 +123,10 @@ async fn sigterm_kills_an_execution_that_outlives_the_grace_period() {
     assert_eq!(exit_status(&mut served).await, 0, "{}", served.stderr());
     let took = t.elapsed();
     assert!(
-        took >= Duration::from_millis(250) && took < Duration::from_secs(8),
+        took >= Duration::from_millis(250),
         "grace 300 ms, took {took:?}"
     );
+    assert_not_hung(took, ms(8_000), ms(800), "SIGTERM to exit");
     assert_gone(&kids);
 }
 

@@ -1,9 +1,9 @@
 //! `mcp-sandbox serve` with the official MCP TypeScript SDK (`@modelcontextprotocol/sdk`, pinned
 //! in package.json, installed by scripts/setup.sh) as the client — the SDK most MCP clients are
 //! built on — over stdio and streamable HTTP: it lists, calls and searches tools as the Python
-//! SDK does (tests/node/serve_client.mjs makes the checks), and its `execute_code` latency over
-//! HTTP is within 2× of the same client over stdio (before `TCP_NODELAY` it was 42 ms vs 3 ms:
-//! every answer waited for the client's delayed ACK).
+//! SDK does (tests/node/serve_client.mjs makes the checks), and prints its `execute_code`
+//! median over each (the delayed-ACK stall `TCP_NODELAY` prevents is checked by
+//! tests/serve_keepalive_latency.rs).
 
 use crate::common::*;
 use serde_json::{json, Value};
@@ -126,7 +126,7 @@ fn over_http(s: &Setup) -> Value {
 }
 
 #[test]
-fn typescript_sdk_over_stdio_and_http_with_no_http_stall() {
+fn typescript_sdk_over_stdio_and_http() {
     let s = setup();
     let stdio = over_stdio(&s);
     let http = over_http(&s);
@@ -134,11 +134,10 @@ fn typescript_sdk_over_stdio_and_http_with_no_http_stall() {
         stdio["p50_ms"].as_f64().unwrap(),
         http["p50_ms"].as_f64().unwrap(),
     );
+    // Printed, not asserted: the Node client's HTTP path costs far more CPU than its stdio path,
+    // so on a busy machine their medians part with no stall at all (two CPU burners: 48.6 against
+    // 12.7 ms), as much as the delayed-ACK stall once put between them (39.9 against 10.1 ms
+    // without TCP_NODELAY). That stall is checked by tests/serve_keepalive_latency.rs, against a
+    // client that ACKs at once on the same server and machine.
     eprintln!("TypeScript SDK execute_code p50: stdio {stdio_p50:.2} ms, HTTP {http_p50:.2} ms");
-    // The stall this guards against added ~40 ms to every answer: HTTP stays within 2× of
-    // stdio plus 10 ms (a loaded 2-core machine gave 3.9 against 1.7 ms without any stall).
-    assert!(
-        http_p50 <= 2.0 * stdio_p50 + 10.0,
-        "HTTP p50 {http_p50:.2} ms is more than 2× the stdio p50 {stdio_p50:.2} ms + 10 ms (stdio: {stdio}, http: {http})"
-    );
 }

@@ -51,17 +51,19 @@ struct Host {
 }
 
 fn start_host(script: &str, grace_ms: u64) -> Host {
-    start_host_with(script, grace_ms, &[])
+    let servers = json!({"fixture": {"command": bin("fixture-mcp-server")}});
+    start_host_with_servers(script, grace_ms, &[], servers)
 }
 
-fn start_host_with(script: &str, grace_ms: u64, flags: &[&str]) -> Host {
+fn start_host_with_servers(
+    script: &str,
+    grace_ms: u64,
+    flags: &[&str],
+    servers: serde_json::Value,
+) -> Host {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("config.json");
-    std::fs::write(
-        &config,
-        json!({"mcpServers": {"fixture": {"command": bin("fixture-mcp-server")}}}).to_string(),
-    )
-    .unwrap();
+    std::fs::write(&config, json!({ "mcpServers": servers }).to_string()).unwrap();
     let file = dir.path().join("script.js");
     std::fs::write(&file, script).unwrap();
     let child = Command::new(bin("mcp-sandbox"))
@@ -145,9 +147,10 @@ fn sigterm_kills_a_runner_that_outlives_the_grace_period() {
     );
     assert!(stderr.contains("SIGTERM: shut down cleanly"), "{stderr}");
     assert!(
-        took >= Duration::from_millis(250) && took < Duration::from_secs(5),
+        took >= Duration::from_millis(250),
         "grace 300 ms, took {took:?}"
     );
+    assert_not_hung(took, ms(5_000), ms(500), "SIGTERM to exit");
     for pid in kids {
         assert!(!alive(pid), "process {pid} outlived the host");
     }
@@ -155,15 +158,33 @@ fn sigterm_kills_a_runner_that_outlives_the_grace_period() {
 
 #[test]
 fn sigterm_during_a_storm_of_calls_ends_run_within_the_grace() {
-    // Issue 25 item 14: with tens of thousands of calls traced, `run` still honours SIGTERM at
-    // once (the grace, then exit), and the outcome it prints keeps what was done.
-    let host = start_host_with(
+    // Issue 25 item 14: with a thousand calls traced, `run` still honours SIGTERM at once (the
+    // grace, then exit), and the outcome it prints keeps what was done. The signal comes once the
+    // server has seen 1,001 calls (it logs each to a file), however long the machine took to make
+    // them: the calls are sequential, so by then at least 1,000 had ended and were traced.
+    let dir = tempfile::tempdir().unwrap();
+    let calls_log = dir.path().join("calls.log");
+    let host = start_host_with_servers(
         "for (let i = 0; i < 1000000; i++) await mcp.fixture.echo({message: 'x'}); return 'never'",
         300,
         &["--max-calls", "1000000"],
+        json!({"fixture": {
+            "command": bin("fixture-mcp-server"),
+            "env": {"FIXTURE_META_LOG": calls_log},
+        }}),
     );
     let kids = wait_for_runner(&host);
-    std::thread::sleep(Duration::from_millis(1500));
+    let seen = || {
+        std::fs::read_to_string(&calls_log)
+            .map(|s| s.lines().count())
+            .unwrap_or(0)
+    };
+    let started = Instant::now();
+    while seen() < 1001 {
+        assert_still_waiting(started.elapsed(), ms(60_000), ms(1_500), "1,001 calls");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_not_hung(started.elapsed(), ms(60_000), ms(1_500), "1,001 calls");
     let (status, outcome, stderr, took) = signal_and_wait(host, libc::SIGTERM);
     assert_eq!(status, 0, "stderr: {stderr}");
     assert_eq!(outcome["error"]["code"], "SANDBOX_UNAVAILABLE", "{outcome}");
@@ -173,9 +194,10 @@ fn sigterm_during_a_storm_of_calls_ends_run_within_the_grace() {
         .iter()
         .filter(|e| e["type"] == "tool_end")
         .count();
-    assert!(calls > 1000, "only {calls} calls were traced");
+    assert!(calls >= 1000, "only {calls} calls were traced");
     assert!(stderr.contains("SIGTERM: shut down cleanly"), "{stderr}");
-    assert!(took < Duration::from_secs(3), "grace 300 ms, took {took:?}");
+    // The 300 ms grace, then exit: a hang guard on the time from the signal to the exit.
+    assert_not_hung(took, ms(5_000), ms(500), "SIGTERM to exit");
     for pid in kids {
         assert!(!alive(pid), "process {pid} outlived the host");
     }
@@ -192,7 +214,7 @@ fn sigint_lets_the_running_execution_finish_within_the_grace_period() {
     assert_eq!(status, 0, "stderr: {stderr}");
     assert_eq!(outcome["success"], true, "{outcome}");
     assert_eq!(outcome["result"], "slept 400 ms");
-    assert!(took < Duration::from_secs(4), "{took:?}");
+    assert_not_hung(took, ms(5_000), ms(500), "SIGINT to exit");
     for pid in kids {
         assert!(!alive(pid), "process {pid} outlived the host");
     }
@@ -235,8 +257,7 @@ async fn shutdown_refuses_new_and_queued_work_and_kills_late_runners() {
     tokio::time::sleep(Duration::from_millis(50)).await;
     let t = Instant::now();
     sandbox.shutdown(Duration::from_millis(200)).await;
-    let took = t.elapsed();
-    assert!(took < Duration::from_secs(3), "{took:?}");
+    assert_not_hung(t.elapsed(), ms(3_000), ms(300), "shutdown");
     let running = running.await.unwrap();
     assert_eq!(code(&running), "SANDBOX_UNAVAILABLE", "{running:?}");
     assert_eq!(running.logs[0].message, "in");

@@ -5,7 +5,6 @@
 
 use crate::common;
 use common::*;
-use std::time::Duration;
 
 fn run_script(dir: &std::path::Path, code: &str) -> CliRun {
     let config = fixture_config_file(dir, serde_json::json!({}));
@@ -34,11 +33,8 @@ fn an_enormous_unknown_name_ends_within_the_wall_clock() {
     // The message names the tool cut short, not a megabyte of it.
     let message = o["error"]["message"].as_str().unwrap();
     assert!(message.len() < 1024, "{} bytes", message.len());
-    assert!(
-        run.elapsed < Duration::from_millis(2_500),
-        "{:?}",
-        run.elapsed
-    );
+    // Within its 2 s wall clock is the code (past it, EXECUTION_TIMEOUT); the bound guards hangs.
+    assert_not_hung(run.elapsed, ms(6_000), ms(600), "the enormous name");
 
     let run = run_script(dir.path(), "return await mcp.fixture.ech({})");
     let o = run.outcome();

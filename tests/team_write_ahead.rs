@@ -7,6 +7,7 @@
 //! not per address, once authenticated (item 7); slow request bodies time out and one caller's
 //! bodies cannot exhaust the shared budget (item 5).
 
+use crate::common::{assert_not_hung, ms};
 use crate::serve_support;
 use serde_json::{json, Value};
 use serve_support::http::*;
@@ -316,7 +317,12 @@ async fn slow_bodies_time_out_and_one_callers_bodies_do_not_starve_another() {
     let a = execute_as(&h.addr, &other, &s, 2, "return 'served'").await;
     assert_eq!(a.status, 200, "{a:?}");
     assert_eq!(structured(&a, 2)["result"], json!("served"));
-    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    assert_not_hung(
+        t.elapsed(),
+        ms(5_000),
+        ms(200),
+        "another principal's execution",
+    );
     // The slow caller's connections: 429 past its share, 408 once the body timeout passes.
     let mut timed_out = 0;
     for mut c in held {

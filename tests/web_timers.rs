@@ -31,7 +31,7 @@ async fn a_sleep_of_200_ms_takes_200_ms_of_wall_time() {
     let inside = o.result.as_u64().expect("a number");
     assert!(inside >= 200, "the script saw {inside} ms");
     assert!(took >= Duration::from_millis(200), "took {took:?}");
-    assert!(took < Duration::from_secs(3), "took {took:?}");
+    assert_not_hung(took, ms(3_000), ms(300), "a 200 ms timer");
     // Waiting is wall time, not CPU time: the execution's wall time covers the sleep.
     assert!(o.metrics.duration_ms >= 200.0, "{:?}", o.metrics);
 }
@@ -129,7 +129,7 @@ async fn a_timer_past_the_wall_clock_ends_with_execution_timeout() {
     assert_eq!(code(&o), "EXECUTION_TIMEOUT", "{o:?}");
     let took = t.elapsed();
     assert!(took >= Duration::from_millis(500), "took {took:?}");
-    assert!(took < Duration::from_secs(5), "took {took:?}");
+    assert_not_hung(took, ms(6_000), ms(600), "the 500 ms wall clock");
 }
 
 #[tokio::test]
@@ -152,7 +152,12 @@ async fn a_pending_timer_is_not_a_deadlock_but_nothing_left_is() {
     )
     .await;
     assert_eq!(code(&o), "DEADLOCK", "{o:?}");
-    assert!(t.elapsed() < Duration::from_secs(3));
+    assert_not_hung(
+        t.elapsed(),
+        ms(3_000),
+        ms(150),
+        "the deadlock after the timer",
+    );
 }
 
 #[tokio::test]

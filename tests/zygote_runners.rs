@@ -166,10 +166,8 @@ async fn a_killed_or_stopped_zygote_is_detected_and_replaced() {
     let o = run("return 3").await;
     let took = t.elapsed();
     assert_eq!(o.result, json!(3), "{o:?}");
-    assert!(
-        took >= Duration::from_millis(900) && took < Duration::from_secs(4),
-        "{took:?}"
-    );
+    assert!(took >= Duration::from_millis(900), "{took:?}");
+    assert_not_hung(took, ms(12_000), ms(1_200), "the fork request's timeout");
     let third = cmd.zygotes.pid().unwrap();
     assert!(third != second && third != first);
     assert_eq!(cmd.zygotes.started(), 3);
@@ -301,7 +299,7 @@ async fn random_kills_of_runners_and_of_the_zygote_leave_nothing_behind() {
         "{RUNS} runs in {took:?}: {counts:?}; zygotes started: {}",
         sandbox.runner().zygotes.started()
     );
-    assert!(took < Duration::from_secs(45), "{took:?}");
+    assert_not_hung(took, ms(120_000), ms(12_000), "the runs");
     // Runners are reaped in the background after their result: give them a moment. A zygote
     // killed after the last fork is reaped when the sandbox next forks or ends (below), so
     // only runners count here.

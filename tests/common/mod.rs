@@ -2,6 +2,9 @@
 //! `cargo build --workspace`, and building catalogs with real MCP servers.
 #![allow(dead_code)]
 
+mod hang;
+pub use hang::*;
+
 use mcp_sandbox::config::Config;
 use mcp_sandbox::tools::catalog::start_mcp_servers;
 use mcp_sandbox::{
