@@ -65,12 +65,21 @@ fn tool_end<'a>(out: &'a Value) -> &'a Value {
 fn a_deny_rule_sees_the_address_a_placeholder_stands_for() {
     let (r, mails) = session(
         json!({"deny": [{"tool": "mail:send_mail", "if": "args.to.exists(a, a.endsWith('@evil.example'))", "name": "no-evil"}]}),
-        json!([mint(), mail(json!(["{{R0:/result/0}}"])), mail(json!(["{{R0:/result/1}}"]))]),
+        json!([
+            mint(),
+            mail(json!(["{{R0:/result/0}}"])),
+            mail(json!(["{{R0:/result/1}}"]))
+        ]),
     );
     let evil = r[0]["result"][0].as_str().unwrap();
     assert!(evil.starts_with("⟪email:"), "{:?}", r[0]);
     let denied = "mail:send_mail is denied by the config rule \"no-evil\" (deny \"mail:send_mail\" if args.to.exists(a, a.endsWith('@evil.example'))); the call was not forwarded";
-    assert_eq!(r[1]["result"], json!(["PERMISSION_DENIED", denied]), "{:?}", r[1]);
+    assert_eq!(
+        r[1]["result"],
+        json!(["PERMISSION_DENIED", denied]),
+        "{:?}",
+        r[1]
+    );
     assert_eq!(tool_end(&r[1])["error"]["message"], json!(denied));
     // No flow rule is involved: no flow_decision.
     assert!(r[1]["traces"]
@@ -99,7 +108,12 @@ fn an_allow_rule_holds_on_the_resolved_addresses_only() {
         ]),
     );
     let refused = format!("mail:send_mail is allowed by the config only when its arguments satisfy rule \"one-address-at-example-org\" (allow \"mail:send_mail\" if {rule}); these do not; the call was not forwarded");
-    assert_eq!(r[1]["result"], json!(["PERMISSION_DENIED", refused]), "{:?}", r[1]);
+    assert_eq!(
+        r[1]["result"],
+        json!(["PERMISSION_DENIED", refused]),
+        "{:?}",
+        r[1]
+    );
     assert_eq!(tool_end(&r[1])["error"]["message"], json!(refused));
     assert_eq!(r[2]["result"][0], json!("ok"), "{:?}", r[2]);
     assert_eq!(mails.len(), 1, "{mails:?}");

@@ -65,7 +65,11 @@ fn a_running_executions_read_stops_another_executions_mail_at_once() {
     assert!(placeholder.starts_with("⟪email:"), "{placeholder}");
     let earlier = "mail:send_mail is egress; this execution read private data from crm:get_customer in an earlier execution of this session (config flow rule \"no-exfiltration\"); the call was not forwarded";
     // 1: refused, naming the read of the execution still running.
-    assert_eq!(out(1)["result"], json!(["PERMISSION_DENIED", earlier]), "{report}");
+    assert_eq!(
+        out(1)["result"],
+        json!(["PERMISSION_DENIED", earlier]),
+        "{report}"
+    );
     let decided = events(out(1), "flow_decision");
     assert_eq!(decided.len(), 1, "{report}");
     assert_eq!(decided[0]["decision"], json!("deny"));
@@ -81,11 +85,19 @@ fn a_running_executions_read_stops_another_executions_mail_at_once() {
         .collect();
     assert_eq!(
         added,
-        vec![(&json!("private"), &json!("crm:get_customer"), &json!("earlier"))],
+        vec![(
+            &json!("private"),
+            &json!("crm:get_customer"),
+            &json!("earlier")
+        )],
         "{report}"
     );
     assert_eq!(out(2)["result"], json!("done"), "{report}");
-    assert_eq!(out(3)["result"], json!(["PERMISSION_DENIED", earlier]), "{report}");
+    assert_eq!(
+        out(3)["result"],
+        json!(["PERMISSION_DENIED", earlier]),
+        "{report}"
+    );
     // The mailer received nothing.
     let received = std::fs::read_to_string(dir.path().join("mail.log")).unwrap_or_default();
     assert_eq!(received, "", "the address left: {received}");

@@ -30,7 +30,8 @@ fn config(dir: &Path, extra: Value) -> PathBuf {
     for (k, v) in extra.as_object().unwrap() {
         sandbox[k] = v.clone();
     }
-    let body = json!({"mcpServers": {"crm": fixture, "web": fixture, "mail": mail}, "sandbox": sandbox});
+    let body =
+        json!({"mcpServers": {"crm": fixture, "web": fixture, "mail": mail}, "sandbox": sandbox});
     let config = dir.join("mcp.json");
     std::fs::write(&config, body.to_string()).unwrap();
     config
@@ -102,9 +103,9 @@ fn assert_queued_mails_refused(out: &Value) {
         .unwrap();
     assert!(label_at < first_decision, "{out}");
     assert!(
-        !traces
-            .iter()
-            .any(|t| t["type"] == "tool_end" && t["tool"] == "mail:send_mail" && t["success"] == true),
+        !traces.iter().any(|t| t["type"] == "tool_end"
+            && t["tool"] == "mail:send_mail"
+            && t["success"] == true),
         "{out}"
     );
 }
@@ -120,7 +121,11 @@ fn run_judges_a_queued_egress_call_again_when_it_starts() {
     let out: Value = serde_json::from_slice(&r.stdout)
         .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&r.stderr)));
     assert_queued_mails_refused(&out);
-    assert_eq!(mails(dir.path()), Vec::<Value>::new(), "no mail reached the server");
+    assert_eq!(
+        mails(dir.path()),
+        Vec::<Value>::new(),
+        "no mail reached the server"
+    );
 }
 
 /// One `serve` session over stdio (the Python SDK client): the structured outcomes.
@@ -173,7 +178,10 @@ fn serve_decides_at_send_time_on_the_bytes_sent() {
     );
     let out = |i: usize| &results[i];
     let first = out(0)["result"].as_str().unwrap().to_string();
-    assert!(first.starts_with("⟪email:") && first.ends_with("1⟫"), "{first}");
+    assert!(
+        first.starts_with("⟪email:") && first.ends_with("1⟫"),
+        "{first}"
+    );
     // 1: refused when admitted; the log line then minted it (the outcome shows the address as
     // that very placeholder), but the mail never started.
     let next = out(1)["result"][0].as_str().unwrap().to_string();
@@ -190,17 +198,29 @@ fn serve_decides_at_send_time_on_the_bytes_sent() {
     assert_eq!(out(1)["logs"][0]["message"], json!(next), "{:?}", out(1));
     // 2: refused for the placeholder before any question.
     let far = out(2)["result"][0].as_str().unwrap().to_string();
-    assert_eq!(out(2)["result"][1], json!("PERMISSION_DENIED"), "{:?}", out(2));
-    assert!(
-        out(2)["result"][2]
-            .as_str()
-            .unwrap()
-            .starts_with(&format!("the arguments hold {far}, which is not a placeholder")),
+    assert_eq!(
+        out(2)["result"][1],
+        json!("PERMISSION_DENIED"),
         "{:?}",
         out(2)
     );
-    assert!(events(out(2), "approval_requested").is_empty(), "{:?}", out(2));
+    assert!(
+        out(2)["result"][2].as_str().unwrap().starts_with(&format!(
+            "the arguments hold {far}, which is not a placeholder"
+        )),
+        "{:?}",
+        out(2)
+    );
+    assert!(
+        events(out(2), "approval_requested").is_empty(),
+        "{:?}",
+        out(2)
+    );
     // 3: as through `run`.
     assert_queued_mails_refused(out(3));
-    assert_eq!(mails(dir.path()), Vec::<Value>::new(), "no mail reached the server");
+    assert_eq!(
+        mails(dir.path()),
+        Vec::<Value>::new(),
+        "no mail reached the server"
+    );
 }

@@ -49,19 +49,14 @@ fn server(log: &Log) -> InProcessServer {
                 }
             },
         )
-        .tool(
-            "send",
-            "Egress",
-            json!({"type": "object"}),
-            move |args| {
-                let log = send_log.clone();
-                async move {
-                    let to = args["to"].as_str().unwrap_or_default().to_string();
-                    log.lock().unwrap().push(Seen::Sent(to));
-                    Ok::<Value, ExecError>(json!("sent"))
-                }
-            },
-        )
+        .tool("send", "Egress", json!({"type": "object"}), move |args| {
+            let log = send_log.clone();
+            async move {
+                let to = args["to"].as_str().unwrap_or_default().to_string();
+                log.lock().unwrap().push(Seen::Sent(to));
+                Ok::<Value, ExecError>(json!("sent"))
+            }
+        })
         .tool(
             "hold",
             "Unlabelled, answers after ms milliseconds",
@@ -91,8 +86,10 @@ enum Op {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         (0u64..30, any::<bool>()).prop_map(|(ms, awaited)| Op::Read { ms, awaited }),
-        (any::<bool>(), any::<bool>())
-            .prop_map(|(placeholder, awaited)| Op::Send { placeholder, awaited }),
+        (any::<bool>(), any::<bool>()).prop_map(|(placeholder, awaited)| Op::Send {
+            placeholder,
+            awaited
+        }),
         (0u64..30).prop_map(|ms| Op::Hold { ms }),
         (0u64..20).prop_map(|ms| Op::Sleep { ms }),
     ]
@@ -139,10 +136,9 @@ fn policy() -> Policy {
         deny: vec!["egress".into()],
         ..Default::default()
     }];
-    let sensitive: SensitiveConfig = serde_json::from_value(
-        json!({"detect": ["email"], "reveal_to": {"email": ["p:send"]}}),
-    )
-    .unwrap();
+    let sensitive: SensitiveConfig =
+        serde_json::from_value(json!({"detect": ["email"], "reveal_to": {"email": ["p:send"]}}))
+            .unwrap();
     Policy::allow_all()
         .with_flow("config", &labels, &flows)
         .unwrap()
@@ -195,10 +191,7 @@ async fn case(ops: Vec<Op>, slots: u64) -> Result<(), TestCaseError> {
     // What went out carries the resolved value, never the placeholder.
     for s in &seen {
         if let Seen::Sent(to) = s {
-            prop_assert!(
-                to == "ann@evil.example" || to == "out@evil.example",
-                "{to}"
-            );
+            prop_assert!(to == "ann@evil.example" || to == "out@evil.example", "{to}");
         }
     }
     // The script's view agrees: each egress call either went out (`ok`) or was refused

@@ -324,7 +324,10 @@ pub struct SessionTaint {
 impl SessionTaint {
     /// Adds `source` unless its label is known; `true` when it was new.
     pub fn add(&self, source: &LabelSource) -> bool {
-        let mut read = self.read.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut read = self
+            .read
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if read.len() >= MAX_LABELS || read.iter().any(|s| s.label == source.label) {
             return false;
         }

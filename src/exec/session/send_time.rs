@@ -131,9 +131,8 @@ impl Outgoing {
         if let Some(p) = &self.placeholders {
             p.redact_value(&mut shown);
         }
-        let question =
-            crate::gate::approval::Question::new(&self.server, &self.tool, &shown, rule)
-                .in_execution(&self.request.execution_id);
+        let question = crate::gate::approval::Question::new(&self.server, &self.tool, &shown, rule)
+            .in_execution(&self.request.execution_id);
         let wait = self.approvals.wait(
             question,
             crate::gate::approval::Recording {
