@@ -52,7 +52,7 @@ fn mail(to: Value) -> Value {
     })
 }
 
-fn tool_end<'a>(out: &'a Value) -> &'a Value {
+fn tool_end(out: &Value) -> &Value {
     out["traces"]
         .as_array()
         .unwrap()
