@@ -294,6 +294,11 @@ pub struct Taint {
     started: Instant,
     /// What was read, and how many of those the trace has shown.
     read: Mutex<(Vec<LabelSource>, usize)>,
+    /// With `flow_scope: "session"`: the labels of every execution of the session running in
+    /// this process, read and written live (see [`SessionTaint`]).
+    session: std::sync::OnceLock<Arc<SessionTaint>>,
+    /// How many of the session's labels were taken in (it only grows).
+    pulled: std::sync::atomic::AtomicUsize,
 }
 
 impl Default for Taint {
@@ -301,7 +306,48 @@ impl Default for Taint {
         Taint {
             started: Instant::now(),
             read: Mutex::new((Vec::new(), 0)),
+            session: std::sync::OnceLock::new(),
+            pulled: Default::default(),
         }
+    }
+}
+
+/// What the executions of one session have read, shared live by every execution of it that
+/// runs in this process (`flow_scope: "session"`): a label one of them reads counts for the
+/// calls the others send from that moment, not only for the executions that start after it
+/// ends. Bounded like one execution's labels ([`MAX_LABELS`]).
+#[derive(Debug, Default)]
+pub struct SessionTaint {
+    read: Mutex<Vec<LabelSource>>,
+}
+
+impl SessionTaint {
+    /// Adds `source` unless its label is known; `true` when it was new.
+    pub fn add(&self, source: &LabelSource) -> bool {
+        let mut read = self
+            .read
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if read.len() >= MAX_LABELS || read.iter().any(|s| s.label == source.label) {
+            return false;
+        }
+        read.push(source.clone());
+        true
+    }
+
+    /// What the session has read so far.
+    pub fn read(&self) -> Vec<LabelSource> {
+        self.read
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    fn len(&self) -> usize {
+        self.read
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
     }
 }
 
@@ -310,12 +356,58 @@ impl Taint {
     /// label is new to this execution.
     pub fn add(&self, label: &str, tool: &str) -> bool {
         let at_ms = self.started.elapsed().as_secs_f64() * 1000.0;
-        self.push(LabelSource {
+        let source = LabelSource {
             label: label.to_string(),
             tool: tool.to_string(),
             at_ms,
             earlier: false,
-        })
+        };
+        let new = self.push(source.clone());
+        if let Some(session) = self.session.get() {
+            session.add(&source);
+        }
+        new
+    }
+
+    /// Joins the live labels of the session this execution belongs to: what it holds counts
+    /// here from now on, and what this execution reads counts there at once (what it read
+    /// before joining too).
+    pub fn share(&self, session: Arc<SessionTaint>) {
+        for source in self.with_read(<[LabelSource]>::to_vec) {
+            session.add(&source);
+        }
+        if self.session.set(session).is_ok() {
+            self.pull();
+        }
+    }
+
+    /// Takes in the labels the session's other executions read since the last look.
+    fn pull(&self) {
+        let Some(session) = self.session.get() else {
+            return;
+        };
+        let seen = self.pulled.load(std::sync::atomic::Ordering::Acquire);
+        if session.len() == seen {
+            return;
+        }
+        let theirs = session.read();
+        let count = theirs.len();
+        let mut read = self
+            .read
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for s in theirs {
+            if read.0.len() < MAX_LABELS && !read.0.iter().any(|r| r.label == s.label) {
+                read.0.push(LabelSource {
+                    earlier: true,
+                    at_ms: 0.0,
+                    ..s
+                });
+            }
+        }
+        // Stored while the lock is held: whoever sees the count sees these labels.
+        self.pulled
+            .store(count, std::sync::atomic::Ordering::Release);
     }
 
     /// Records labels read before this execution (the session's, or a loaded value's); the
@@ -324,11 +416,15 @@ impl Taint {
         sources
             .iter()
             .filter(|s| {
-                self.push(LabelSource {
+                let source = LabelSource {
                     earlier: true,
                     at_ms: 0.0,
                     ..(*s).clone()
-                })
+                };
+                if let Some(session) = self.session.get() {
+                    session.add(&source);
+                }
+                self.push(source)
             })
             .count()
     }
@@ -353,6 +449,7 @@ impl Taint {
     /// poisoned by a panic elsewhere still shows what it holds: forgetting labels would let a
     /// call through that a flow rule refuses.
     pub fn with_read<R>(&self, f: impl FnOnce(&[LabelSource]) -> R) -> R {
+        self.pull();
         let read = self
             .read
             .lock()
@@ -362,6 +459,7 @@ impl Taint {
 
     /// The labels read since the last call (for `label_added` trace events).
     pub fn untraced(&self) -> Vec<LabelSource> {
+        self.pull();
         let Ok(mut read) = self.read.lock() else {
             return Vec::new();
         };

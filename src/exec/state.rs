@@ -12,7 +12,7 @@
 //! row copied to another session or key does not open. A value that does not open fails with
 //! `SANDBOX_UNAVAILABLE` saying why and what to do, never as another value.
 
-use crate::context::flow::LabelSource;
+use crate::context::flow::{LabelSource, SessionTaint};
 use crate::context::session::{SessionOptions, SessionScope};
 use crate::error::{ErrorCode, ExecError};
 use crate::exec::sealing;
@@ -21,7 +21,8 @@ use crate::store::Store;
 use crate::tools::catalog::oauth_store::SealKey;
 use crate::trace::now_ms;
 use serde_json::{json, Value};
-use std::sync::Mutex;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 pub use sandbox_runner::protocol::STATE_SERVER;
@@ -122,6 +123,10 @@ pub struct SessionState {
     store: Store,
     options: SessionOptions,
     last_sweep: Mutex<Option<Instant>>,
+    /// The data-flow labels of the sessions that have executions running in this process, by
+    /// scope key, shared live by those executions (`flow_scope: "session"`); a session's entry
+    /// goes when its last execution ends (the store keeps its labels for the next ones).
+    live_labels: Mutex<HashMap<String, Weak<SessionTaint>>>,
 }
 
 impl SessionState {
@@ -130,7 +135,38 @@ impl SessionState {
             store,
             options,
             last_sweep: Mutex::new(None),
+            live_labels: Mutex::default(),
         }
+    }
+
+    /// The labels `scope`'s executions share live in this process: the running ones' entry,
+    /// or a new one seeded with what the store keeps of the session (fail closed: labels that
+    /// cannot be read stop the execution). An execution joins it with
+    /// [`crate::context::flow::Taint::share`] and still adds what it read to the store when it
+    /// ends ([`SessionState::add_session_labels`]), for executions on other gateways and after
+    /// a restart.
+    pub async fn live_labels(&self, scope: &SessionScope) -> Result<Arc<SessionTaint>, ExecError> {
+        let id = scope.key();
+        let live = self.live_entry(&id);
+        // Read from the store every time: another gateway sharing it may have added some.
+        let kept = self.session_labels(scope).await?;
+        for source in &kept {
+            live.add(source);
+        }
+        Ok(live)
+    }
+
+    fn live_entry(&self, id: &str) -> Arc<SessionTaint> {
+        let mut map = self.live_labels.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(live) = map.get(id).and_then(Weak::upgrade) {
+            return live;
+        }
+        if map.len() >= 1024 {
+            map.retain(|_, w| w.strong_count() > 0);
+        }
+        let live = Arc::new(SessionTaint::default());
+        map.insert(id.to_string(), Arc::downgrade(&live));
+        live
     }
 
     pub fn options(&self) -> &SessionOptions {
@@ -273,6 +309,18 @@ impl SessionState {
     ) -> Result<(), ExecError> {
         if labels.is_empty() {
             return Ok(());
+        }
+        // Executions of the session running now see them at once (`list_state` adds some).
+        let live = self
+            .live_labels
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&scope.key())
+            .and_then(Weak::upgrade);
+        if let Some(live) = live {
+            for source in &labels {
+                live.add(source);
+            }
         }
         let (scope, options) = (scope.clone(), self.options);
         self.store

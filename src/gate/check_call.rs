@@ -1,8 +1,10 @@
 //! The host's check of every call the runner asks for, before anything is forwarded: the server
 //! is available, the tool exists (else `TOOL_NOT_FOUND` with the closest names), the policy allows
 //! it (else `PERMISSION_DENIED`) and the arguments match the tool's `inputSchema` (else
-//! `INVALID_ARGUMENTS` listing each violation with its JSON path). The runner checks names too,
-//! but it is not trusted to have done so.
+//! `INVALID_ARGUMENTS` listing each violation with its JSON path), then the rules' conditions
+//! on the arguments. The runner checks names too, but it is not trusted to have done so. The
+//! session gives it the arguments with their placeholders resolved (the bytes the server would
+//! get), and evaluates the conditions again when the call is sent.
 
 use crate::context::RequestContext;
 use crate::error::{ErrorCode, ExecError};
@@ -67,12 +69,24 @@ pub fn check_call(
         .with_tool(qualified));
     }
     // Conditions on the arguments, once they are known to match the schema.
+    check_conditions(request, server, tool, args)
+}
+
+/// The conditions of the policy's allow, deny and ask rules on `args`: the arguments with
+/// their placeholders resolved, the bytes the server is sent. Evaluated when the call is
+/// admitted and again right before it is sent (`exec/session/send_time.rs`).
+pub fn check_conditions(
+    request: &RequestContext,
+    server: &str,
+    tool: &str,
+    args: &Value,
+) -> Result<(), ExecError> {
     if let Err(reason) = request.policy.check_call(server, tool, args) {
         return Err(ExecError::new(
             ErrorCode::PermissionDenied,
             format!("{reason}; the call was not forwarded"),
         )
-        .with_tool(qualified));
+        .with_tool(format!("{server}:{tool}")));
     }
     Ok(())
 }

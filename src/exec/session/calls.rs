@@ -39,8 +39,8 @@ pub(super) struct Queued {
     pub(super) args: Value,
     /// The frame's size when the arguments were too large to decode.
     pub(super) oversized: Option<u64>,
-    /// Why a flow rule makes the call wait for approval (set by `admit`).
-    pub(super) ask: Option<String>,
+    /// The flow rule's ask that admission traced (the question is asked when it is sent).
+    pub(super) ask: Option<super::send_time::Traced>,
 }
 
 impl Run {
@@ -142,9 +142,23 @@ impl Run {
             self.finish_call(q.id, Err(e), tx, max_frame);
             return None;
         }
-        if let Err(e) =
-            crate::gate::check_call::check_call(catalog, &self.request, &q.server, &q.tool, &q.args)
-        {
+        // Judged on the bytes the server would get: the placeholders resolved (one that does
+        // not resolve is refused here, after the names; `send_time` resolves again).
+        let qualified = format!("{}:{}", q.server, q.tool);
+        let resolved = super::send_time::resolve(
+            self.placeholders.as_deref(),
+            self.request.policy.sensitive().map(|s| &**s),
+            &qualified,
+            &q.args,
+        );
+        let judged = match &resolved {
+            Ok(Some(sent)) => sent,
+            _ => &q.args,
+        };
+        let checked =
+            crate::gate::check_call::check_call(catalog, &self.request, &q.server, &q.tool, judged)
+                .and(resolved.map(drop));
+        if let Err(e) = checked {
             self.finish_call(q.id, Err(e), tx, max_frame);
             return None;
         }
@@ -181,34 +195,24 @@ impl Run {
             )),
             audit_args: self.audit_args.clone(),
         };
-        // A call an `ask` rule matches waits for approval first, outside its call timeout.
-        let approval = q
-            .ask
-            .clone()
-            .or_else(|| {
-                self.request
-                    .policy
-                    .asks_call(&q.server, &q.tool, Some(&q.args))
-            })
-            .map(|rule| {
-                let question =
-                    crate::gate::approval::Question::new(&q.server, &q.tool, &q.args, &rule)
-                        .in_execution(&self.request.execution_id);
-                self.approvals.wait(
-                    question,
-                    crate::gate::approval::Recording {
-                        trace_id: ctx.trace_id.clone(),
-                        parent_trace_id: self.request.parent_trace_id.clone(),
-                        sink: self.children.clone(),
-                    },
-                )
-            });
+        // Every decision that depends on labels, placeholders, conditions or approvals is
+        // made again inside the future, right before the provider gets the bytes (`send_time`).
+        let outgoing = super::send_time::Outgoing {
+            server: q.server.clone(),
+            tool: q.tool.clone(),
+            args: q.args,
+            request: self.request.clone(),
+            placeholders: self.placeholders.clone(),
+            sensitive: self.request.policy.sensitive().cloned(),
+            approvals: self.approvals.clone(),
+            trace_id: ctx.trace_id.clone(),
+            sink: self.children.clone(),
+            traced: q.ask,
+            live: self.live.clone(),
+        };
         let provider = catalog.provider(&q.server).cloned();
-        let (tool, mut args) = (q.tool, q.args);
+        let tool = q.tool;
         let id = q.id;
-        let placeholders = self.placeholders.clone();
-        let sensitive = self.request.policy.sensitive().cloned();
-        let live = self.live.clone();
         Box::pin(async move {
             // Write-ahead audit: the execution's record is committed before its first call
             // leaves the host; if it cannot be, no call is made.
@@ -226,23 +230,10 @@ impl Run {
                     );
                 }
             }
-            if let Some(approval) = approval {
-                // Shown on `run`'s progress line while it waits.
-                let _shown = live.as_ref().map(|l| l.approval_wait(&qualified));
-                if let Err(e) = approval.await {
-                    return (id, Err(e));
-                }
-            }
-            // Placeholders become real values only here: after the gate, the flow rules and
-            // the approval, for a tool `reveal_to` allows.
-            let substituted = match (&placeholders, &sensitive) {
-                (Some(p), _) => p.substitute(&qualified, &mut args),
-                (None, Some(s)) => crate::exec::placeholders::refuse_any(s, &qualified, &args),
-                (None, None) => Ok(()),
+            let args = match outgoing.decide().await {
+                Ok(sent) => sent,
+                Err(e) => return (id, Err(e.with_tool(&qualified))),
             };
-            if let Err(e) = substituted {
-                return (id, Err(e.with_tool(&qualified)));
-            }
             let fut = match provider {
                 Some(p) => p.call(&tool, args, &ctx),
                 None => Box::pin(async move {

@@ -21,6 +21,7 @@ mod converse;
 mod finish;
 mod flow_calls;
 mod preflight;
+mod send_time;
 mod spawn;
 mod state_calls;
 
@@ -174,14 +175,15 @@ pub async fn execute_pooled(
         id = %run.request.execution_id,
         client = %run.request.client
     );
-    // With `flow_scope: "session"`, what the session's earlier executions read counts from
-    // the start, and what this one reads counts for the next ones (fail closed: labels that
-    // cannot be read or kept stop the execution).
+    // With `flow_scope: "session"`, what the session's other executions read counts from the
+    // start and, while they run beside this one in this process, from the moment they read it;
+    // what this one reads counts for them at once and for the next ones (fail closed: labels
+    // that cannot be read or kept stop the execution).
     let flow_session = flow_session(&run.request, top, req.state.as_ref());
     if let Some((scope, state)) = &flow_session {
-        match state.session_labels(scope).await {
-            Ok(earlier) => {
-                tree.taint.inherit(&earlier);
+        match state.live_labels(scope).await {
+            Ok(live) => {
+                tree.taint.share(live);
                 run.trace_labels();
             }
             Err(e) => return run.finish(Some(e), started),
