@@ -503,30 +503,20 @@ async fn bench() -> Value {
             "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim(),
         },
     });
-    if let (Value::Object(r), Value::Object(g)) = (&mut report, gateway) {
-        r.extend(g);
-    }
-    if let (Value::Object(r), Value::Object(a)) = (&mut report, audit::bench(&runner).await) {
-        r.extend(a);
-    }
-    if let (Value::Object(r), Value::Object(a)) = (&mut report, state::bench(&runner).await) {
-        r.extend(a);
-    }
-    if let (Value::Object(r), Value::Object(a)) = (&mut report, telemetry::bench(&runner).await) {
-        r.extend(a);
-    }
-    let polled = ui::bench(&release_bin("mcp-sandbox")).await;
-    if let (Value::Object(r), Value::Object(a)) = (&mut report, polled) {
-        r.extend(a);
-    }
-    if let (Value::Object(r), Value::Object(a)) = (&mut report, policy::bench()) {
-        r.extend(a);
-    }
-    if let (Value::Object(r), Value::Object(a)) = (&mut report, redaction::bench().await) {
-        r.extend(a);
-    }
-    if let (Value::Object(r), Value::Object(a)) = (&mut report, pg::bench().await) {
-        r.extend(a);
+    let parts = [
+        gateway,
+        audit::bench(&runner).await,
+        state::bench(&runner).await,
+        telemetry::bench(&runner).await,
+        ui::bench(&release_bin("mcp-sandbox")).await,
+        policy::bench(),
+        redaction::bench().await,
+        pg::bench().await,
+    ];
+    for part in parts {
+        if let (Value::Object(r), Value::Object(a)) = (&mut report, part) {
+            r.extend(a);
+        }
     }
     report
 }

@@ -8,7 +8,11 @@ use crate::pg_support::{PgServer, USER};
 
 /// `url` with the role `role` instead of the superuser.
 fn as_role(url: &str, role: &str) -> String {
-    url.replacen(&format!("postgres://{USER}@"), &format!("postgres://{role}@"), 1)
+    url.replacen(
+        &format!("postgres://{USER}@"),
+        &format!("postgres://{role}@"),
+        1,
+    )
 }
 
 #[test]
@@ -29,9 +33,15 @@ fn a_row_rights_role_runs_and_the_owner_migrates() {
 
     let migrated = cli_run(&["migrate", "--state", &owner]);
     let stdout = String::from_utf8_lossy(&migrated.stdout);
-    assert_eq!(migrated.status, 0, "{}", String::from_utf8_lossy(&migrated.stderr));
+    assert_eq!(
+        migrated.status,
+        0,
+        "{}",
+        String::from_utf8_lossy(&migrated.stderr)
+    );
     assert!(
-        stdout.starts_with("state store postgres://sandbox@localhost/") && stdout.contains(" is at schema version "),
+        stdout.starts_with("state store postgres://sandbox@localhost/")
+            && stdout.contains(" is at schema version "),
         "{stdout}"
     );
 
@@ -41,13 +51,33 @@ fn a_row_rights_role_runs_and_the_owner_migrates() {
         "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO gw; GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO gw",
     );
     let created = cli_run(&["token", "create", "ci", "--state", &gateway]);
-    assert_eq!(created.status, 0, "{}", String::from_utf8_lossy(&created.stderr));
+    assert_eq!(
+        created.status,
+        0,
+        "{}",
+        String::from_utf8_lossy(&created.stderr)
+    );
     let listed = cli_run(&["token", "list", "--state", &gateway]);
-    assert_eq!(listed.status, 0, "{}", String::from_utf8_lossy(&listed.stderr));
+    assert_eq!(
+        listed.status,
+        0,
+        "{}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
     assert!(String::from_utf8_lossy(&listed.stdout).contains("ci"));
     let audit = cli_run(&["audit", "--state", &gateway]);
-    assert_eq!(audit.status, 0, "{}", String::from_utf8_lossy(&audit.stderr));
+    assert_eq!(
+        audit.status,
+        0,
+        "{}",
+        String::from_utf8_lossy(&audit.stderr)
+    );
     // Opening again (a gateway restarting) reads the version only: still no schema right needed.
     let again = cli_run(&["migrate", "--state", &gateway]);
-    assert_eq!(again.status, 0, "{}", String::from_utf8_lossy(&again.stderr));
+    assert_eq!(
+        again.status,
+        0,
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
 }

@@ -53,7 +53,8 @@ async fn a_server_that_pages_for_ever_is_refused_at_its_page_bound() {
         "server 'endless' did not finish its tool list within 7 pages of tools/list (its bound \"maxToolListPages\"); its list was refused: raise \"maxToolListPages\" in its entry if it really needs more pages"
     );
     assert!(
-        reason("endless_default").contains("server 'endless_default' did not finish its tool list within 100 pages"),
+        reason("endless_default")
+            .contains("server 'endless_default' did not finish its tool list within 100 pages"),
         "{failed:?}"
     );
 }
@@ -126,13 +127,15 @@ async fn a_flood_of_list_changed_makes_one_listing_in_flight_and_one_queued() {
         .finish();
     let _guard = tracing::subscriber::set_default(subscriber);
     // Listing n (from 1) holds 2 + 10·n tools: the first two fit in 25, the third does not.
-    let (catalog, failed) = start(json!({"h": hostile(&["--flood"], json!({"maxTools": 25}))})).await;
+    let (catalog, failed) =
+        start(json!({"h": hostile(&["--flood"], json!({"maxTools": 25}))})).await;
     assert!(failed.is_empty(), "{failed:?}");
     assert_eq!(catalog.tools().len(), 12);
     let flooded = run(&catalog, "return await mcp.h.flood({count: 1000})").await;
     assert_eq!(flooded.result, json!("sent"), "{flooded:?}");
     // The second listing (500 ms) covers the first notification, a third all the others.
-    let warning = "server 'h' lists more than 25 tools (its bound \"maxTools\"); its list was refused";
+    let warning =
+        "server 'h' lists more than 25 tools (its bound \"maxTools\"); its list was refused";
     let since = Instant::now();
     while !logs.text().contains(warning) {
         assert!(
@@ -143,11 +146,16 @@ async fn a_flood_of_list_changed_makes_one_listing_in_flight_and_one_queued() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(
-        logs.text().contains(&format!("tool list changed but {warning}")),
+        logs.text()
+            .contains(&format!("tool list changed but {warning}")),
         "{}",
         logs.text()
     );
-    assert!(logs.text().contains("the previous list stays"), "{}", logs.text());
+    assert!(
+        logs.text().contains("the previous list stays"),
+        "{}",
+        logs.text()
+    );
     // Nothing else is queued: the server saw three listings (start, one in flight, one queued).
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let lists = run(&catalog, "return await mcp.h.lists({})").await;

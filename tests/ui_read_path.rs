@@ -145,10 +145,7 @@ async fn a_write_completes_while_a_read_holds_the_read_connection() {
     release.send(()).unwrap();
     thread.join().unwrap();
     let refused = reader.append_audit(&record("s:c")).unwrap_err();
-    assert!(
-        refused.to_string().contains("readonly"),
-        "{refused}"
-    );
+    assert!(refused.to_string().contains("readonly"), "{refused}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

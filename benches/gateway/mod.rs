@@ -116,7 +116,10 @@ impl HttpClient {
     }
 
     /// [`HttpClient::connect`] with a bearer token on every request.
-    pub(crate) async fn connect_as(addr: std::net::SocketAddr, bearer: Option<String>) -> HttpClient {
+    pub(crate) async fn connect_as(
+        addr: std::net::SocketAddr,
+        bearer: Option<String>,
+    ) -> HttpClient {
         let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
         tcp.set_nodelay(true).expect("TCP_NODELAY");
         let (send, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))

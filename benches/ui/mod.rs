@@ -26,16 +26,29 @@ const SAMPLES: usize = 300;
 const POLLERS: usize = 6;
 
 /// `mcp-sandbox token create NAME --tenant T --policy P --json` on `state`: the token.
-fn token(bin: &Path, state: &Path, config: &Path, name: &str, tenant: &str, policy: &str) -> String {
+fn token(
+    bin: &Path,
+    state: &Path,
+    config: &Path,
+    name: &str,
+    tenant: &str,
+    policy: &str,
+) -> String {
     let out = std::process::Command::new(bin)
-        .args(["token", "create", name, "--tenant", tenant, "--policy", policy, "--json"])
+        .args([
+            "token", "create", name, "--tenant", tenant, "--policy", policy, "--json",
+        ])
         .arg("--state")
         .arg(state)
         .arg("--config")
         .arg(config)
         .output()
         .expect("token create");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: Value = serde_json::from_slice(&out.stdout).expect("token JSON");
     v["token"].as_str().expect("token").to_string()
 }
@@ -111,7 +124,10 @@ pub async fn bench(bin: &Path) -> Value {
                     let path = if n % 2 == 0 {
                         "/ui/api/executions?limit=500".to_string()
                     } else {
-                        format!("/ui/api/executions/{}", 1 + (n * 7 + i as u64) % RECORDS as u64)
+                        format!(
+                            "/ui/api/executions/{}",
+                            1 + (n * 7 + i as u64) % RECORDS as u64
+                        )
                     };
                     match get(addr, &path, &poller) {
                         200 => answered.fetch_add(1, Ordering::Relaxed),

@@ -61,10 +61,20 @@ pub(super) fn page_clause(
         bind(&mut sql, &mut args, Arg::Real(since), " AND a.ts >= {}");
     }
     if let Some(p) = &filter.principal {
-        bind(&mut sql, &mut args, Arg::Text(p.clone()), " AND a.principal = {}");
+        bind(
+            &mut sql,
+            &mut args,
+            Arg::Text(p.clone()),
+            " AND a.principal = {}",
+        );
     }
     if let Some(t) = &filter.tenant {
-        bind(&mut sql, &mut args, Arg::Text(t.clone()), " AND a.tenant = {}");
+        bind(
+            &mut sql,
+            &mut args,
+            Arg::Text(t.clone()),
+            " AND a.tenant = {}",
+        );
     }
     if let Some(tool) = &filter.tool {
         bind(
@@ -83,7 +93,12 @@ pub(super) fn page_clause(
         );
     }
     let limit = i64::try_from(filter.limit.max(1)).unwrap_or(i64::MAX - 1) + 1;
-    bind(&mut sql, &mut args, Arg::Int(limit), " ORDER BY a.id DESC LIMIT {}");
+    bind(
+        &mut sql,
+        &mut args,
+        Arg::Int(limit),
+        " ORDER BY a.id DESC LIMIT {}",
+    );
     (sql, args)
 }
 
@@ -164,7 +179,11 @@ impl Store {
                 })
             })?;
             let rows = rows.collect::<Result<Vec<_>, _>>()?;
-            let ids: Vec<i64> = rows.iter().take(filter.limit.max(1)).map(|r| r.id).collect();
+            let ids: Vec<i64> = rows
+                .iter()
+                .take(filter.limit.max(1))
+                .map(|r| r.id)
+                .collect();
             let sums = if ids.is_empty() {
                 Vec::new()
             } else {

@@ -16,9 +16,11 @@ pub struct MigrateArgs {
 /// Opens (and so migrates) the store; prints the schema version it is at.
 pub fn command(args: MigrateArgs) -> Result<i32, UsageError> {
     let (store, _) = args.store.open()?;
-    let version = store
-        .schema_version()
-        .map_err(|e| UsageError(format!("the state store was migrated, but reading its version failed: {e}")))?;
+    let version = store.schema_version().map_err(|e| {
+        UsageError(format!(
+            "the state store was migrated, but reading its version failed: {e}"
+        ))
+    })?;
     println!(
         "state store {} is at schema version {version}",
         store.path().display()

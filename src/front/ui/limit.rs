@@ -47,7 +47,11 @@ pub struct Admitted {
 
 impl Drop for Admitted {
     fn drop(&mut self) {
-        let mut b = self.limits.buckets.lock().unwrap_or_else(|p| p.into_inner());
+        let mut b = self
+            .limits
+            .buckets
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         if let Some(bucket) = b.get_mut(&self.key) {
             bucket.in_flight = bucket.in_flight.saturating_sub(1);
         }
@@ -70,8 +74,8 @@ pub fn admit(limits: &Arc<ReadLimits>, key: &str) -> Result<Admitted, Refused> {
         tokens: BURST,
         at: now,
     });
-    bucket.tokens = (bucket.tokens + now.duration_since(bucket.at).as_secs_f64() * READS_PER_SECOND)
-        .min(BURST);
+    bucket.tokens =
+        (bucket.tokens + now.duration_since(bucket.at).as_secs_f64() * READS_PER_SECOND).min(BURST);
     bucket.at = now;
     if bucket.in_flight >= MAX_IN_FLIGHT {
         return Err(Refused {
@@ -120,9 +124,9 @@ mod tests {
         }
         let refused = admit(&limits, "t/alice").unwrap_err();
         assert!(
-            refused
-                .message
-                .starts_with("this principal asked the web view for more than 10 reads a second (a burst of 20"),
+            refused.message.starts_with(
+                "this principal asked the web view for more than 10 reads a second (a burst of 20"
+            ),
             "{}",
             refused.message
         );

@@ -47,7 +47,11 @@ impl Pg {
                     tools: Vec::new(),
                 })
                 .collect();
-            let ids: Vec<i64> = rows.iter().take(filter.limit.max(1)).map(|r| r.id).collect();
+            let ids: Vec<i64> = rows
+                .iter()
+                .take(filter.limit.max(1))
+                .map(|r| r.id)
+                .collect();
             let sums: Vec<ToolSum> = if ids.is_empty() {
                 Vec::new()
             } else {

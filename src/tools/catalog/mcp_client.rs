@@ -3,10 +3,10 @@
 //! the others usable. A server that dies is restarted once; a changed tool list is re-read.
 
 use super::mcp_result::map_result;
-use super::tool_list::ListError;
 use super::mcp_watcher::ListWatcher;
 use super::notification_order::{Counted, NotificationOrder};
 use super::process_tree::{GroupGuard, ProcessGroup};
+use super::tool_list::ListError;
 use super::{CallContext, ToolInfo, ToolProvider};
 use crate::config::ServerConfig;
 use crate::error::{ErrorCode, ExecError};
