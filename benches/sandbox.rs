@@ -34,6 +34,8 @@
 //! - `store_postgres_exec_us` and `gateway_pg_execs_per_sec`: the PostgreSQL state store's time
 //!   per execution, and executions/s through one and two gateways on one database (see
 //!   `pg/mod.rs`; skipped, with `pg_skipped` saying why, without `initdb`).
+//! - `ui_*`: another tenant's `execute_code` p50 while a principal polls the web view's list from
+//!   six threads, beside its idle p50 (see `ui/mod.rs`).
 //! - `policy_check_us`: the host's time to decide one call under 20 conditioned rules (see
 //!   `policy/mod.rs`).
 //! - `redaction_mb_per_s`: replacing sensitive values by placeholders in a 10 MiB result with
@@ -57,6 +59,7 @@ mod redaction;
 mod state;
 mod telemetry;
 mod timers;
+mod ui;
 
 use mcp_sandbox::config::Config;
 use mcp_sandbox::tools::catalog::start_mcp_servers;
@@ -500,26 +503,20 @@ async fn bench() -> Value {
             "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim(),
         },
     });
-    if let (Value::Object(r), Value::Object(g)) = (&mut report, gateway) {
-        r.extend(g);
-    }
-    if let (Value::Object(r), Value::Object(a)) = (&mut report, audit::bench(&runner).await) {
-        r.extend(a);
-    }
-    if let (Value::Object(r), Value::Object(a)) = (&mut report, state::bench(&runner).await) {
-        r.extend(a);
-    }
-    if let (Value::Object(r), Value::Object(a)) = (&mut report, telemetry::bench(&runner).await) {
-        r.extend(a);
-    }
-    if let (Value::Object(r), Value::Object(a)) = (&mut report, policy::bench()) {
-        r.extend(a);
-    }
-    if let (Value::Object(r), Value::Object(a)) = (&mut report, redaction::bench().await) {
-        r.extend(a);
-    }
-    if let (Value::Object(r), Value::Object(a)) = (&mut report, pg::bench().await) {
-        r.extend(a);
+    let parts = [
+        gateway,
+        audit::bench(&runner).await,
+        state::bench(&runner).await,
+        telemetry::bench(&runner).await,
+        ui::bench(&release_bin("mcp-sandbox")).await,
+        policy::bench(),
+        redaction::bench().await,
+        pg::bench().await,
+    ];
+    for part in parts {
+        if let (Value::Object(r), Value::Object(a)) = (&mut report, part) {
+            r.extend(a);
+        }
     }
     report
 }
@@ -567,7 +564,7 @@ async fn concurrent_calls(local: &Catalog, mcp: &Catalog, runner: &RunnerCommand
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`. `gateway`, `audit`, `state`, `policy`, `redaction`, `telemetry` or `pg` as an argument measures only those
+    // `cargo bench` passes `--bench`. `gateway`, `audit`, `state`, `policy`, `redaction`, `telemetry`, `ui` or `pg` as an argument measures only those
     // keys (printed, not written to target/bench); other filter arguments are ignored.
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -46,6 +46,7 @@ fn main() {
             Command::Audit(args) => cli::team::audit(args),
             Command::Policy(args) => cli::policy::command(args),
             Command::Ui(args) => cli::ui::command(args).await,
+            Command::Migrate(args) => cli::migrate::command(args),
         }
     });
     match status {

@@ -106,10 +106,20 @@ pub(crate) struct HttpClient {
     send: hyper::client::conn::http1::SendRequest<http_body_util::Full<bytes::Bytes>>,
     session: String,
     next_id: u64,
+    /// Sent as `Authorization: Bearer …` when set.
+    bearer: Option<String>,
 }
 
 impl HttpClient {
     async fn connect(addr: std::net::SocketAddr) -> HttpClient {
+        Self::connect_as(addr, None).await
+    }
+
+    /// [`HttpClient::connect`] with a bearer token on every request.
+    pub(crate) async fn connect_as(
+        addr: std::net::SocketAddr,
+        bearer: Option<String>,
+    ) -> HttpClient {
         let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
         tcp.set_nodelay(true).expect("TCP_NODELAY");
         let (send, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
@@ -122,6 +132,7 @@ impl HttpClient {
             send,
             session: String::new(),
             next_id: 0,
+            bearer,
         };
         let (head, body) = c
             .post(json!({
@@ -154,6 +165,9 @@ impl HttpClient {
         if !self.session.is_empty() {
             req = req.header("mcp-session-id", &self.session);
         }
+        if let Some(token) = &self.bearer {
+            req = req.header("authorization", format!("Bearer {token}"));
+        }
         let req = req
             .body(http_body_util::Full::new(bytes::Bytes::from(
                 message.to_string(),
@@ -171,7 +185,7 @@ impl HttpClient {
 
     /// One `execute_code` of its script ([`SCRIPT`] unless told otherwise); panics unless it
     /// answered the expected result.
-    async fn execute(&mut self) {
+    pub(crate) async fn execute(&mut self) {
         self.next_id += 1;
         let (head, body) = self
             .post(json!({

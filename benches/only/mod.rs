@@ -1,8 +1,8 @@
 //! `cargo bench --bench sandbox -- gateway` (or `audit`, `state`, `policy`, `redaction`,
-//! `telemetry`, `pg`): measures only those parts of the benchmark and prints their keys (not
+//! `telemetry`, `ui`, `pg`): measures only those parts of the benchmark and prints their keys (not
 //! written to target/bench).
 
-use super::{audit, gateway, pg, policy, redaction, release_bin, state, telemetry};
+use super::{audit, gateway, pg, policy, redaction, release_bin, state, telemetry, ui};
 use mcp_sandbox::RunnerCommand;
 use serde_json::Value;
 
@@ -16,6 +16,7 @@ pub fn run(rt: &tokio::runtime::Runtime) -> Option<Value> {
         "policy",
         "redaction",
         "telemetry",
+        "ui",
         "pg",
     ];
     if !parts.iter().any(|p| only(p)) {
@@ -55,6 +56,11 @@ pub fn run(rt: &tokio::runtime::Runtime) -> Option<Value> {
                 if only("telemetry") {
                     let runner = RunnerCommand::new(release_bin("sandbox-runner"));
                     if let Value::Object(a) = telemetry::bench(&runner).await {
+                        out.extend(a);
+                    }
+                }
+                if only("ui") {
+                    if let Value::Object(a) = ui::bench(&release_bin("mcp-sandbox")).await {
                         out.extend(a);
                     }
                 }

@@ -93,7 +93,24 @@ pub struct ServerConfig {
     /// Most processes of a scoped server alive at once; default [`DEFAULT_MAX_INSTANCES`].
     #[serde(default, rename = "maxInstances")]
     pub max_instances: Option<usize>,
+    /// Most tools this server may list; a longer list is refused; default [`DEFAULT_MAX_TOOLS`].
+    #[serde(default, rename = "maxTools")]
+    pub max_tools: Option<usize>,
+    /// Most bytes its tool list may take (each tool as JSON, summed); default
+    /// [`DEFAULT_MAX_TOOL_LIST_BYTES`].
+    #[serde(default, rename = "maxToolListBytes")]
+    pub max_tool_list_bytes: Option<u64>,
+    /// Most `tools/list` pages one listing may take; default [`DEFAULT_MAX_TOOL_LIST_PAGES`].
+    #[serde(default, rename = "maxToolListPages")]
+    pub max_tool_list_pages: Option<usize>,
 }
+
+/// Default bound on the tools one server may list (`maxTools`).
+pub const DEFAULT_MAX_TOOLS: usize = 2000;
+/// Default bound on the bytes of one server's tool list (`maxToolListBytes`): 8 MiB.
+pub const DEFAULT_MAX_TOOL_LIST_BYTES: u64 = 8 * 1024 * 1024;
+/// Default bound on the `tools/list` pages of one listing (`maxToolListPages`).
+pub const DEFAULT_MAX_TOOL_LIST_PAGES: usize = 100;
 
 /// Who shares one process of a server (`scope` in a server entry).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -161,6 +178,17 @@ impl ServerConfig {
     /// Most processes of a scoped server at once.
     pub fn max_instances(&self) -> usize {
         self.max_instances.unwrap_or(DEFAULT_MAX_INSTANCES)
+    }
+
+    /// The bounds on this server's tool list: (tools, bytes, pages per listing).
+    pub fn tool_list_bounds(&self) -> (usize, u64, usize) {
+        (
+            self.max_tools.unwrap_or(DEFAULT_MAX_TOOLS),
+            self.max_tool_list_bytes
+                .unwrap_or(DEFAULT_MAX_TOOL_LIST_BYTES),
+            self.max_tool_list_pages
+                .unwrap_or(DEFAULT_MAX_TOOL_LIST_PAGES),
+        )
     }
 
     /// The server's start-up timeout.

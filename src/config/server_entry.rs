@@ -108,6 +108,15 @@ pub fn check(name: &str, server: &ServerConfig) -> Result<(), String> {
     if server.max_instances == Some(0) {
         return Err(format!("server '{name}': maxInstances must be at least 1"));
     }
+    for (key, zero) in [
+        ("maxTools", server.max_tools == Some(0)),
+        ("maxToolListBytes", server.max_tool_list_bytes == Some(0)),
+        ("maxToolListPages", server.max_tool_list_pages == Some(0)),
+    ] {
+        if zero {
+            return Err(format!("server '{name}': {key} must be at least 1"));
+        }
+    }
     if server.idle_timeout_ms == Some(0) {
         return Err(format!("server '{name}': idleTimeoutMs must be at least 1"));
     }

@@ -14,6 +14,7 @@
 
 pub mod approvals;
 pub mod audit;
+pub mod audit_list;
 pub mod audit_options;
 mod capabilities;
 mod capability_parts;
@@ -218,6 +219,36 @@ impl Store {
             commits: Arc::default(),
             path: path.to_path_buf(),
             tenant: Arc::from(crate::context::principal::DEFAULT_TENANT),
+        })
+    }
+
+    /// A handle for reads that must not wait behind the execution path's writes (the web
+    /// view): on SQLite a connection of its own to the same file (WAL: a reader never blocks
+    /// the writer, nor the writer it), which refuses writes (`query_only`); on PostgreSQL a
+    /// pool of its own ([`pg::READ_POOL_SIZE`] connections). The main handle's connection
+    /// (or pool) is never the one it uses.
+    pub fn reader(&self) -> Result<Store, StoreError> {
+        let backend = match &self.backend {
+            Backend::Postgres(pg) => Backend::Postgres(pg.reader()?),
+            Backend::Sqlite(_) => {
+                let open_err = |source| StoreError::Open {
+                    path: self.path.clone(),
+                    source,
+                };
+                let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE
+                    | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+                let conn = Connection::open_with_flags(&self.path, flags).map_err(open_err)?;
+                conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
+                conn.pragma_update(None, "query_only", "ON")
+                    .map_err(open_err)?;
+                Backend::Sqlite(Arc::new(Mutex::new(conn)))
+            }
+        };
+        Ok(Store {
+            backend,
+            commits: Arc::default(),
+            path: self.path.clone(),
+            tenant: self.tenant.clone(),
         })
     }
 

@@ -58,6 +58,7 @@ suites! {
     tokens => crate::store::tokens::tests::create_find_revoke,
     audit_retention => crate::store::audit::tests::retention_by_age_and_by_count,
     audit_web_view => crate::store::audit::tests::the_web_view_reads_a_record_and_its_detail,
+    audit_list_pages => crate::store::audit_list::tests::the_list_pages_by_a_cursor,
     audit_concurrent_appends => crate::store::suites::concurrent_audit_appends_keep_one_record_each,
     audit_retried_completion => crate::store::audit::tests::a_retried_completion_writes_its_calls_once,
     session_values => crate::store::session_state::tests::values_are_kept_per_scope,

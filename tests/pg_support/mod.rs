@@ -222,9 +222,15 @@ impl PgServer {
 
     /// Runs `sql` in the `postgres` database; panics when it fails.
     fn psql(&self, sql: &str) {
+        self.psql_on(&self.url("postgres"), sql);
+    }
+
+    /// Runs `sql` as the superuser on the database of `url` (one from [`PgServer::database`]);
+    /// panics when it fails.
+    pub fn psql_on(&self, url: &str, sql: &str) {
         let out = Command::new(self.bin.join("psql"))
             .args(["-v", "ON_ERROR_STOP=1", "-q", "-d"])
-            .arg(self.url("postgres"))
+            .arg(url)
             .args(["-c", sql])
             .stdin(Stdio::null())
             .output()

@@ -4,6 +4,7 @@
 use super::auth::AuthArgs;
 use super::check::CheckArgs;
 use super::learning::{CapabilityArgs, GraphArgs};
+use super::migrate::MigrateArgs;
 use super::policy::PolicyArgs as PolicyCommandArgs;
 use super::run::RunArgs;
 use super::team::{AuditArgs, TokenArgs};
@@ -49,6 +50,9 @@ pub enum Command {
     /// Serve the web view of a state store (executions, waterfalls, the tool graph,
     /// capabilities) at http://ADDR/ui, loopback only; `serve --http` serves it too.
     Ui(UiArgs),
+    /// Bring the state store's schema up to date and exit (run it with the PostgreSQL owner
+    /// role; gateways can then run with a role that has row rights only).
+    Migrate(MigrateArgs),
 }
 
 /// The variable that sets the async runtime's worker threads (Tokio's own name for it).

@@ -8,6 +8,7 @@ pub mod auth;
 pub mod check;
 pub mod command;
 pub mod learning;
+pub mod migrate;
 pub mod policy;
 pub mod progress;
 pub mod run;

@@ -25,7 +25,8 @@ pub async fn command(args: UiArgs) -> Result<i32, UsageError> {
         )));
     }
     let (store, _) = args.store.open()?;
-    let (page, api) = crate::front::ui::router(store, crate::front::ui::UiAccess::Local);
+    let (page, api) = crate::front::ui::router(store, crate::front::ui::UiAccess::Local)
+        .map_err(|e| UsageError(format!("the web view cannot open its read connection: {e}")))?;
     let listener = tokio::net::TcpListener::bind(args.http)
         .await
         .map_err(|e| UsageError(format!("cannot listen on {}: {e}", args.http)))?;

@@ -3,7 +3,8 @@
 //! saved capabilities. Answers are JSON values built here, so the page depends on this file's
 //! shapes only.
 
-use crate::store::audit::{AuditFilter, AuditRecord};
+use crate::store::audit::AuditFilter;
+use crate::store::audit_list::ListRow;
 use crate::store::{Store, StoreError};
 use serde_json::{json, Value};
 
@@ -23,30 +24,28 @@ pub struct ListQuery {
     /// `None`: every tenant (an operator's view).
     pub tenant: Option<String>,
     pub limit: usize,
+    /// The cursor of the page: executions with an id below it (the `next` of the page before).
+    pub before: Option<i64>,
 }
 
-/// The newest executions matching `q`, newest first, as list rows (no code, no detail).
+/// One page of the executions matching `q`, newest first, as list rows (no code, no detail),
+/// with `next`: the `before` of the next (older) page, `null` on the last one.
 pub fn executions(store: &Store, q: &ListQuery) -> Result<Value, StoreError> {
-    let records = store.query_audit(&AuditFilter {
+    let filter = AuditFilter {
         principal: q.principal.clone(),
         tenant: q.tenant.clone(),
         tool: q.tool.clone(),
         error: q.outcome.clone(),
         limit: q.limit.clamp(1, MAX_LIST),
         ..AuditFilter::default()
-    })?;
-    let rows: Vec<Value> = records.iter().rev().map(row).collect();
-    Ok(json!({ "executions": rows }))
+    };
+    let page = store.audit_list(&filter, q.before)?;
+    let rows: Vec<Value> = page.rows.iter().map(row).collect();
+    Ok(json!({ "executions": rows, "next": page.next }))
 }
 
 /// One list row.
-fn row(r: &AuditRecord) -> Value {
-    let mut tools: Vec<&str> = Vec::new();
-    for c in &r.calls {
-        if !tools.contains(&c.tool.as_str()) {
-            tools.push(&c.tool);
-        }
-    }
+fn row(r: &ListRow) -> Value {
     json!({
         "id": r.id,
         "ts": r.ts,
@@ -56,9 +55,9 @@ fn row(r: &AuditRecord) -> Value {
         "front": r.front,
         "outcome": r.outcome,
         "duration_ms": r.duration_ms,
-        "calls": r.calls.len(),
-        "failed_calls": r.calls.iter().filter(|c| c.error.is_some()).count(),
-        "tools": tools,
+        "calls": r.calls,
+        "failed_calls": r.failed_calls,
+        "tools": r.tools,
         "labels": r.labels,
     })
 }

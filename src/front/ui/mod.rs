@@ -16,6 +16,7 @@
 
 pub mod api;
 pub mod approvals;
+pub mod limit;
 pub mod routes;
 
-pub use routes::{router, UiAccess};
+pub use routes::{router, router_on, UiAccess};

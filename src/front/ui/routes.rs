@@ -69,8 +69,11 @@ impl UiAccess {
 
 #[derive(Clone)]
 pub(super) struct Ui {
+    /// The reads' own handle ([`Store::reader`]), never the execution path's connection.
     store: Store,
     pub(super) access: UiAccess,
+    /// The bounds of each principal's reads.
+    limits: Arc<super::limit::ReadLimits>,
 }
 
 /// Who is asking and what it may see.
@@ -101,8 +104,22 @@ impl Viewer {
 
 /// The web view's routes, to be merged into a router: the page and its assets (public), and the
 /// API, for the caller to put behind the gateway's authentication guard (or nothing, `ui`).
-pub fn router(store: Store, access: UiAccess) -> (Router, Router) {
-    let ui = Ui { store, access };
+/// The API reads through a handle of its own on `store` ([`Store::reader`]), so a principal
+/// reading the view never holds the connection the executions' audit records are written on.
+pub fn router(
+    store: Store,
+    access: UiAccess,
+) -> Result<(Router, Router), crate::store::StoreError> {
+    Ok(router_on(store.reader()?, access))
+}
+
+/// [`router`] reading through `reader` as it is (a handle from [`Store::reader`]).
+pub fn router_on(reader: Store, access: UiAccess) -> (Router, Router) {
+    let ui = Ui {
+        store: reader,
+        access,
+        limits: Arc::default(),
+    };
     let page = Router::new()
         .route(
             "/ui",
@@ -239,12 +256,36 @@ fn params(req: &Request) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Runs a query off the async workers.
+/// Admits one read of the viewer's ([`super::limit`]), or answers `429 UI_RATE_LIMITED`.
+fn admit(ui: &Ui, v: &Viewer) -> Result<super::limit::Admitted, Box<Response>> {
+    let key = format!("{}\n{}", v.principal.tenant, v.principal.name);
+    super::limit::admit(&ui.limits, &key).map_err(|r| {
+        let mut resp = refuse(StatusCode::TOO_MANY_REQUESTS, "UI_RATE_LIMITED", &r.message);
+        resp.headers_mut()
+            .insert("retry-after", HeaderValue::from(r.retry_after));
+        Box::new(resp)
+    })
+}
+
+/// Runs a query of the viewer's off the async workers, within its bounds (its slot held until
+/// the query ends, even if the request is dropped before).
 async fn query(
     ui: &Ui,
+    v: &Viewer,
     f: impl FnOnce(&Store) -> Result<Value, crate::store::StoreError> + Send + 'static,
 ) -> Response {
-    answer(ui.store.run(f).await)
+    let slot = match admit(ui, v) {
+        Ok(s) => s,
+        Err(r) => return *r,
+    };
+    answer(
+        ui.store
+            .run(move |s| {
+                let _slot = slot;
+                f(s)
+            })
+            .await,
+    )
 }
 
 /// A query's answer: its JSON, or `503 UI_STORE_ERROR` when the store failed.
@@ -278,7 +319,7 @@ async fn me(State(ui): State<Ui>, req: Request) -> Response {
         v.operator,
         v.approve,
     );
-    query(&ui, move |s| {
+    query(&ui, &v, move |s| {
         let tenants = if operator {
             api::tenants(s)?
         } else {
@@ -306,6 +347,17 @@ async fn executions(State(ui): State<Ui>, req: Request) -> Response {
             )
         }
     };
+    let before = match p.get("before").map(|b| b.parse::<i64>()) {
+        None => None,
+        Some(Ok(n)) if n > 0 => Some(n),
+        Some(_) => {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                "UI_BAD_REQUEST",
+                "before must be a positive number: the `next` of the page before",
+            )
+        }
+    };
     // An operator sees every tenant unless it names one; a principal only its own.
     let tenant = match (v.operator, p.get("tenant")) {
         (true, None) => None,
@@ -320,8 +372,9 @@ async fn executions(State(ui): State<Ui>, req: Request) -> Response {
         principal: p.get("principal").cloned(),
         tenant,
         limit,
+        before,
     };
-    query(&ui, move |s| api::executions(s, &q)).await
+    query(&ui, &v, move |s| api::executions(s, &q)).await
 }
 
 async fn execution(State(ui): State<Ui>, Path(id): Path<String>, req: Request) -> Response {
@@ -337,11 +390,15 @@ async fn execution(State(ui): State<Ui>, Path(id): Path<String>, req: Request) -
         );
     };
     let tenant = (!v.operator).then(|| v.principal.tenant.clone());
-    match ui
-        .store
-        .run(move |s| api::execution(s, id, tenant.as_deref()))
-        .await
-    {
+    let slot = match admit(&ui, &v) {
+        Ok(s) => s,
+        Err(r) => return *r,
+    };
+    let read = ui.store.run(move |s| {
+        let _slot = slot;
+        api::execution(s, id, tenant.as_deref())
+    });
+    match read.await {
         Ok(Some(v)) => answer(Ok(v)),
         Ok(None) => refuse(
             StatusCode::NOT_FOUND,
@@ -358,7 +415,7 @@ async fn graph(State(ui): State<Ui>, req: Request) -> Response {
         Err(r) => return *r,
     };
     match v.tenant(params(&req).get("tenant").map(String::as_str)) {
-        Ok(t) => query(&ui, move |s| api::graph(s, &t)).await,
+        Ok(t) => query(&ui, &v, move |s| api::graph(s, &t)).await,
         Err(r) => *r,
     }
 }
@@ -369,7 +426,7 @@ async fn capabilities(State(ui): State<Ui>, req: Request) -> Response {
         Err(r) => return *r,
     };
     match v.tenant(params(&req).get("tenant").map(String::as_str)) {
-        Ok(t) => query(&ui, move |s| api::capabilities(s, &t)).await,
+        Ok(t) => query(&ui, &v, move |s| api::capabilities(s, &t)).await,
         Err(r) => *r,
     }
 }

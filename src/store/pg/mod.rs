@@ -20,6 +20,7 @@
 
 mod approvals;
 mod audit;
+mod audit_list;
 mod capabilities;
 mod graph;
 pub mod liveness;
@@ -43,6 +44,8 @@ pub use deadpool_postgres::Transaction;
 
 /// Connections per gateway.
 pub const POOL_SIZE: usize = 16;
+/// Connections of the web view's reads ([`Pg::reader`]), beside [`POOL_SIZE`].
+pub const READ_POOL_SIZE: usize = 4;
 /// How long a query waits for a free connection, or a new connection for the server.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long one store operation may take, from waiting for a connection to its last answer.
@@ -73,6 +76,8 @@ pub struct Pg {
     driver: Arc<Driver>,
     /// The URL without its password (for messages).
     shown: Arc<str>,
+    /// The URL as given (to open [`Pg::reader`]'s pool).
+    url: Arc<str>,
 }
 
 impl std::fmt::Debug for Pg {
@@ -111,6 +116,19 @@ impl Pg {
     /// Connects to `url` (its password from the environment, see [`url`]) and brings the
     /// schema up to date under an advisory lock.
     pub fn open(url: &str) -> Result<Pg, StoreError> {
+        let pg = Pg::connect(url, POOL_SIZE)?;
+        pg.bounded(LONG_OPERATION_TIMEOUT, async |c| schema::migrate(c).await)?;
+        Ok(pg)
+    }
+
+    /// Another pool of [`READ_POOL_SIZE`] connections to the same database, with its own
+    /// runtime, for reads that must not take the execution path's connections (the web view).
+    pub fn reader(&self) -> Result<Pg, StoreError> {
+        Pg::connect(&self.url, READ_POOL_SIZE)
+    }
+
+    /// A pool of at most `size` connections to `url` (none opened yet).
+    fn connect(url: &str, size: usize) -> Result<Pg, StoreError> {
         let (config, mode) = url::config(url)?;
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -132,7 +150,7 @@ impl Pg {
         let pool = {
             let _in = rt.enter();
             Pool::builder(manager)
-                .max_size(POOL_SIZE)
+                .max_size(size)
                 .runtime(deadpool_postgres::Runtime::Tokio1)
                 .wait_timeout(Some(CONNECT_TIMEOUT))
                 .create_timeout(Some(CONNECT_TIMEOUT))
@@ -140,13 +158,12 @@ impl Pg {
                 .build()
                 .map_err(pg_err)?
         };
-        let pg = Pg {
+        Ok(Pg {
             pool,
             driver: Arc::new(Driver(Some(rt))),
             shown: Arc::from(url::shown(url)),
-        };
-        pg.bounded(LONG_OPERATION_TIMEOUT, async |c| schema::migrate(c).await)?;
-        Ok(pg)
+            url: Arc::from(url),
+        })
     }
 
     /// The URL, without a password.

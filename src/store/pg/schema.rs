@@ -188,11 +188,26 @@ pub fn known() -> i64 {
 
 /// Brings the database's schema up to date, holding the migration lock (a session advisory
 /// lock: another gateway starting now waits for it, then finds nothing left to do).
+///
+/// A database already at this build's version is only read (no DDL, no write, no lock), so a
+/// gateway whose role has row rights only starts on a database its owner migrated (`mcp-sandbox
+/// migrate`, docs/multi-gateway.md); such a role finding a migration to make says so.
 pub(super) async fn migrate(client: &mut deadpool_postgres::Client) -> Result<(), StoreError> {
+    let found = current(client).await?;
+    if found == Some(known()) {
+        return Ok(());
+    }
     client
         .execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK])
         .await?;
-    let result = apply(client).await;
+    let result = apply(client).await.map_err(|e| match e {
+        StoreError::Postgres(m) if m.ends_with("(42501)") => StoreError::Postgres(format!(
+            "the database's state schema is at version {}, this mcp-sandbox needs {}, and this role may not change the schema ({m}): run `mcp-sandbox migrate --state URL` once with the database's owner role, then start again",
+            found.unwrap_or(0),
+            known()
+        )),
+        other => other,
+    });
     let unlocked = client
         .execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK])
         .await;
@@ -228,6 +243,21 @@ async fn apply(client: &mut deadpool_postgres::Client) -> Result<(), StoreError>
     .await?;
     tx.commit().await?;
     Ok(())
+}
+
+/// The version `schema_version` holds, `None` before the table exists (read without DDL).
+async fn current(client: &deadpool_postgres::Client) -> Result<Option<i64>, StoreError> {
+    let exists: bool = client
+        .query_one("SELECT to_regclass('schema_version') IS NOT NULL", &[])
+        .await?
+        .get(0);
+    if !exists {
+        return Ok(None);
+    }
+    Ok(client
+        .query_opt("SELECT version FROM schema_version", &[])
+        .await?
+        .map(|r| r.get(0)))
 }
 
 /// The schema version of the database.

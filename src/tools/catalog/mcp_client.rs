@@ -2,10 +2,11 @@
 //! with a start-up timeout; a server that fails to start is reported with the reason and leaves
 //! the others usable. A server that dies is restarted once; a changed tool list is re-read.
 
-use super::mcp_result::{map_result, tool_info};
+use super::mcp_result::map_result;
 use super::mcp_watcher::ListWatcher;
 use super::notification_order::{Counted, NotificationOrder};
 use super::process_tree::{GroupGuard, ProcessGroup};
+use super::tool_list::ListError;
 use super::{CallContext, ToolInfo, ToolProvider};
 use crate::config::ServerConfig;
 use crate::error::{ErrorCode, ExecError};
@@ -163,6 +164,8 @@ impl McpServer {
             refreshing: refreshing.clone(),
             routes: routes.clone(),
             order: Arc::default(),
+            config: Arc::new(config.clone()),
+            relist: Arc::default(),
         };
         let (conn, list) = connect(name, config, cwd, watcher).await?;
         if let Ok(mut t) = tools.write() {
@@ -226,6 +229,8 @@ impl Inner {
             refreshing: self.refreshing.clone(),
             routes: self.routes.clone(),
             order: Arc::default(),
+            config: Arc::new(self.config.clone()),
+            relist: Arc::default(),
         };
         let timeout = self
             .restart_timeout
@@ -346,12 +351,12 @@ async fn connect(
             return Err(explain(format!("initialize failed: {e}")));
         }
     };
-    let tools = match service.peer().list_all_tools().await {
+    let tools = match super::tool_list::list_tools(service.peer(), name, config).await {
         Ok(t) => t,
-        Err(e) => return Err(explain(format!("tools/list failed: {e}"))),
+        Err(ListError::Service(e)) => return Err(explain(format!("tools/list failed: {e}"))),
+        Err(ListError::Bound(why)) => return Err(why),
     };
     reaper.disarm();
-    let tools = tools.iter().map(|t| tool_info(name, t)).collect();
     Ok((
         Conn {
             peer: service.peer().clone(),
@@ -394,14 +399,16 @@ async fn connect_remote(
             format!("initialize failed: {reason}")
         }
     })?;
-    let tools = match service.peer().list_all_tools().await {
+    let tools = match super::tool_list::list_tools(service.peer(), name, config).await {
         Ok(t) => t,
         Err(e) => {
             let _ = service.cancel().await;
-            return Err(format!("tools/list failed: {}", super::error_chain(&e)));
+            return Err(match e {
+                ListError::Service(e) => format!("tools/list failed: {}", super::error_chain(&e)),
+                ListError::Bound(why) => why,
+            });
         }
     };
-    let tools = tools.iter().map(|t| tool_info(name, t)).collect();
     Ok((
         Conn {
             peer: service.peer().clone(),

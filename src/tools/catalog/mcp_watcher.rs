@@ -2,8 +2,8 @@
 //! elicitation and sampling to the call they belong to, and re-reads the tool list when the
 //! server says it changed.
 
-use super::mcp_result::tool_info;
 use super::notification_order::NotificationOrder;
+use super::tool_list::{list_tools, ListError, Relist};
 use super::ToolInfo;
 use rmcp::service::NotificationContext;
 use rmcp::{ClientHandler, RoleClient};
@@ -23,6 +23,10 @@ pub(super) struct ListWatcher {
     pub(super) routes: Arc<crate::tools::passthrough::Routes>,
     /// This connection's (each connection has its own).
     pub(super) order: Arc<NotificationOrder>,
+    /// The server's entry (the bounds of its tool list).
+    pub(super) config: Arc<crate::config::ServerConfig>,
+    /// This connection's re-reads of the list (one in flight, one queued).
+    pub(super) relist: Arc<Relist>,
 }
 
 impl ClientHandler for ListWatcher {
@@ -115,22 +119,45 @@ impl ClientHandler for ListWatcher {
                 self.refreshing.send_modify(|n| *n += 1)
             })
             .await;
-        match tokio::time::timeout(REFRESH_TIMEOUT, context.peer.list_all_tools()).await {
+        // A flood of notifications makes one listing at a time, plus one more for all those
+        // that came meanwhile; each notification's count is released by the listing that
+        // covers it.
+        let Some(mut covered) = self.relist.arrive() else {
+            return;
+        };
+        loop {
+            self.relist_once(&context.peer).await;
+            self.refreshing
+                .send_modify(|n| *n = n.saturating_sub(covered));
+            match self.relist.done() {
+                Some(more) => covered = more,
+                None => break,
+            }
+        }
+    }
+}
+
+impl ListWatcher {
+    /// One re-read of the list: the new list replaces the old, or the old one stays (with a
+    /// warning saying why).
+    async fn relist_once(&self, peer: &rmcp::service::Peer<RoleClient>) {
+        let listed = list_tools(peer, &self.server, &self.config);
+        match tokio::time::timeout(REFRESH_TIMEOUT, listed).await {
             Ok(Ok(tools)) => {
-                let tools: Vec<ToolInfo> =
-                    tools.iter().map(|t| tool_info(&self.server, t)).collect();
                 tracing::info!(server = %self.server, tools = tools.len(), "tool list changed; re-read it");
                 if let Ok(mut t) = self.tools.write() {
                     *t = tools;
                 }
             }
-            Ok(Err(e)) => {
+            Ok(Err(ListError::Service(e))) => {
                 tracing::warn!(server = %self.server, "tool list changed but tools/list failed: {e}")
+            }
+            Ok(Err(ListError::Bound(why))) => {
+                tracing::warn!(server = %self.server, "tool list changed but {why}; the previous list stays")
             }
             Err(_) => {
                 tracing::warn!(server = %self.server, "tool list changed but tools/list timed out")
             }
         }
-        self.refreshing.send_modify(|n| *n = n.saturating_sub(1));
     }
 }

@@ -18,6 +18,7 @@ mod scoped_server;
 pub mod server_env;
 pub mod spawn_thread;
 mod stdio_transport;
+mod tool_list;
 
 pub use in_process::InProcessServer;
 pub use mcp_client::McpServer;

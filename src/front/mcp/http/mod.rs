@@ -182,6 +182,11 @@ pub async fn serve_http(
             },
         )
     });
+    let ui = ui.transpose().map_err(|e| {
+        UsageError(format!(
+            "the web view cannot open its read connection to the state store: {e}"
+        ))
+    })?;
     let (ui_page, ui_api) = ui.unzip();
     // `/metrics` sits behind the same guard: with sandbox.auth on, a scrape needs a credential.
     let metrics_sandbox = front.gateway.sandbox.clone();
