@@ -222,9 +222,15 @@ impl PgServer {
 
     /// Runs `sql` in the `postgres` database; panics when it fails.
     fn psql(&self, sql: &str) {
+        self.psql_in(&self.url("postgres"), sql);
+    }
+
+    /// Runs `sql` in the database of `url` (one of [`PgServer::database`]); panics when it
+    /// fails.
+    pub fn psql_in(&self, url: &str, sql: &str) {
         let out = Command::new(self.bin.join("psql"))
             .args(["-v", "ON_ERROR_STOP=1", "-q", "-d"])
-            .arg(self.url("postgres"))
+            .arg(url)
             .args(["-c", sql])
             .stdin(Stdio::null())
             .output()

@@ -2,7 +2,7 @@
 //! with a start-up timeout; a server that fails to start is reported with the reason and leaves
 //! the others usable. A server that dies is restarted once; a changed tool list is re-read.
 
-use super::mcp_result::{map_result, tool_info};
+use super::mcp_result::{listed_tools, map_result};
 use super::mcp_watcher::ListWatcher;
 use super::notification_order::{Counted, NotificationOrder};
 use super::process_tree::{GroupGuard, ProcessGroup};
@@ -312,6 +312,9 @@ async fn connect(
         tokio::spawn(async move {
             let mut lines = BufReader::new(stderr).lines();
             while let Ok(Some(line)) = lines.next_line().await {
+                // Escaped (a CR, an escape sequence): the server's text must not rewrite or
+                // forge the gateway's own log lines.
+                let line = crate::term::escape(&line).into_owned();
                 tracing::info!(server = %server, "{line}");
                 if let Ok(mut t) = tail.lock() {
                     if t.len() == STDERR_TAIL {
@@ -343,15 +346,23 @@ async fn connect(
         Err(e) => {
             // Give the stderr reader a moment to collect the server's last words.
             tokio::time::sleep(Duration::from_millis(50)).await;
-            return Err(explain(format!("initialize failed: {e}")));
+            return Err(explain(format!(
+                "initialize failed: {}",
+                super::error_chain(&e)
+            )));
         }
     };
     let tools = match service.peer().list_all_tools().await {
         Ok(t) => t,
-        Err(e) => return Err(explain(format!("tools/list failed: {e}"))),
+        Err(e) => {
+            return Err(explain(format!(
+                "tools/list failed: {}",
+                super::error_chain(&e)
+            )))
+        }
     };
     reaper.disarm();
-    let tools = tools.iter().map(|t| tool_info(name, t)).collect();
+    let tools = listed_tools(name, &tools);
     Ok((
         Conn {
             peer: service.peer().clone(),
@@ -401,7 +412,7 @@ async fn connect_remote(
             return Err(format!("tools/list failed: {}", super::error_chain(&e)));
         }
     };
-    let tools = tools.iter().map(|t| tool_info(name, t)).collect();
+    let tools = listed_tools(name, &tools);
     Ok((
         Conn {
             peer: service.peer().clone(),

@@ -2,7 +2,7 @@
 //! elicitation and sampling to the call they belong to, and re-reads the tool list when the
 //! server says it changed.
 
-use super::mcp_result::tool_info;
+use super::mcp_result::listed_tools;
 use super::notification_order::NotificationOrder;
 use super::ToolInfo;
 use rmcp::service::NotificationContext;
@@ -117,8 +117,7 @@ impl ClientHandler for ListWatcher {
             .await;
         match tokio::time::timeout(REFRESH_TIMEOUT, context.peer.list_all_tools()).await {
             Ok(Ok(tools)) => {
-                let tools: Vec<ToolInfo> =
-                    tools.iter().map(|t| tool_info(&self.server, t)).collect();
+                let tools: Vec<ToolInfo> = listed_tools(&self.server, &tools);
                 tracing::info!(server = %self.server, tools = tools.len(), "tool list changed; re-read it");
                 if let Ok(mut t) = self.tools.write() {
                     *t = tools;
