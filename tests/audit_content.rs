@@ -124,15 +124,15 @@ async fn nul_is_recorded(h: &HttpServed, state: &str) {
             (Some("other".to_string()), "OK".to_string(), 1),
         ]
     );
-    assert_eq!(
-        r[1].code.as_deref(),
-        Some("// a \u{2400} here\nreturn (")
-    );
+    assert_eq!(r[1].code.as_deref(), Some("// a \u{2400} here\nreturn ("));
     // The digest is of the code as it ran.
     assert_eq!(r[1].code_sha256, sha256_hex(BROKEN));
     assert_eq!(metric(h, "mcp_sandbox_audit_records_queued").await, 0);
     assert_eq!(metric(h, "mcp_sandbox_audit_records_lost_total").await, 0);
-    assert_eq!(metric(h, "mcp_sandbox_audit_records_reduced_total").await, 0);
+    assert_eq!(
+        metric(h, "mcp_sandbox_audit_records_reduced_total").await,
+        0
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -178,12 +178,23 @@ async fn a_nul_neither_wedges_nor_trips_the_audit_on_postgres_and_survives_a_sig
         }
         let (addr, slow_s) = (h.addr.clone(), evil.clone());
         let slow = tokio::spawn(async move {
-            let body = execute_body(20, json!({"code": "await mcp.fixture.sleep({ms: 5000}); return 1"}));
-            exchange(&addr, &post_bytes(&addr, Some(&slow_s), &body.to_string(), &[])).await
+            let body = execute_body(
+                20,
+                json!({"code": "await mcp.fixture.sleep({ms: 5000}); return 1"}),
+            );
+            exchange(
+                &addr,
+                &post_bytes(&addr, Some(&slow_s), &body.to_string(), &[]),
+            )
+            .await
         });
         let deadline = Instant::now() + Duration::from_secs(10);
         while !records(&db).iter().any(|r| r.outcome == "RUNNING") {
-            assert!(Instant::now() < deadline, "no RUNNING record: {:?}", records(&db));
+            assert!(
+                Instant::now() < deadline,
+                "no RUNNING record: {:?}",
+                records(&db)
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         h.child.start_kill().unwrap();
@@ -262,7 +273,13 @@ async fn refused_content(h: &HttpServed, state: &str, required: bool) {
     let r = records(state);
     let seen: Vec<_> = r
         .iter()
-        .map(|r| (r.client.clone().unwrap_or_default(), r.outcome.clone(), r.code.is_some()))
+        .map(|r| {
+            (
+                r.client.clone().unwrap_or_default(),
+                r.outcome.clone(),
+                r.code.is_some(),
+            )
+        })
         .collect();
     let reduced = (REDUCED_CLIENT.to_string(), "OK".to_string(), false);
     let ok = ("other".to_string(), "OK".to_string(), true);
@@ -282,7 +299,10 @@ async fn refused_content(h: &HttpServed, state: &str, required: bool) {
             .starts_with("the audit store refused this record's content"),
         "{detail:?}"
     );
-    assert_eq!(metric(h, "mcp_sandbox_audit_records_reduced_total").await, 2);
+    assert_eq!(
+        metric(h, "mcp_sandbox_audit_records_reduced_total").await,
+        2
+    );
     assert_eq!(metric(h, "mcp_sandbox_audit_records_queued").await, 0);
     assert_eq!(
         metric(h, "mcp_sandbox_audit_records_lost_total").await,

@@ -29,7 +29,12 @@ async fn a_hostile_servers_names_and_stderr_are_kept_out_or_escaped() {
     )
     .await;
     let s = open_session(&h.addr).await;
-    let a = post(&h.addr, Some(&s), &execute_body(2, json!({ "code": SCRIPT }))).await;
+    let a = post(
+        &h.addr,
+        Some(&s),
+        &execute_body(2, json!({ "code": SCRIPT })),
+    )
+    .await;
     let out: Value = a.reply(2)["result"]["structuredContent"].clone();
     assert_eq!(out["error"], Value::Null, "{out}");
     let r = &out["result"];

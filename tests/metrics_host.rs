@@ -56,10 +56,7 @@ async fn the_stdio_servers_metrics_listener_refuses_a_foreign_host() {
         .arg(&config)
         .arg("--state")
         .arg(dir.path().join("state.db"))
-        .env(
-            "MCP_SANDBOX_RUNNER",
-            crate::common::bin("sandbox-runner"),
-        )
+        .env("MCP_SANDBOX_RUNNER", crate::common::bin("sandbox-runner"))
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -39,7 +39,9 @@ fn withheld(e: impl std::fmt::Display) -> Outcome {
 /// (`sandbox.audit.required`; see [`crate::store::audit_content`]). The store is not down:
 /// admission stays open.
 fn withheld_refused(e: impl std::fmt::Display) -> Outcome {
-    tracing::error!("the audit store refused an audit record's content; withholding the outcome: {e}");
+    tracing::error!(
+        "the audit store refused an audit record's content; withholding the outcome: {e}"
+    );
     Outcome::failed(ExecError::new(
         ErrorCode::SandboxUnavailable,
         format!(

@@ -58,9 +58,15 @@ fn encode_opt(s: &mut Option<String>) {
 /// none. (`labels` and `detail` are stored as JSON, where a NUL is the escape `\u0000`.)
 pub fn storable(r: &AuditRecord) -> Cow<'_, AuditRecord> {
     let opt = |s: &Option<String>| s.as_deref().is_some_and(has_nul);
-    let dirty = [&r.principal, &r.tenant, &r.front, &r.code_sha256, &r.outcome]
-        .into_iter()
-        .any(|s| has_nul(s))
+    let dirty = [
+        &r.principal,
+        &r.tenant,
+        &r.front,
+        &r.code_sha256,
+        &r.outcome,
+    ]
+    .into_iter()
+    .any(|s| has_nul(s))
         || opt(&r.client)
         || opt(&r.code)
         || r.calls.iter().any(|c| {

@@ -193,6 +193,9 @@ mod tests {
         let later = ExportStats::default();
         later.export_failed(refused, 1);
         let full = later.queue_full().expect("logged");
-        assert!(full.contains(&format!("the last export failed: {refused}")), "{full}");
+        assert!(
+            full.contains(&format!("the last export failed: {refused}")),
+            "{full}"
+        );
     }
 }

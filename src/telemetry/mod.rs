@@ -349,12 +349,36 @@ mod tests {
         };
         let ratio0 = Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(0.0)));
         let root = root_of(&ratio0);
-        assert!(!sampled(&ratio0, root.as_ref(), Some(parent(true)), false, [7; 16]));
-        assert!(sampled(&ratio0, root.as_ref(), Some(parent(true)), true, [7; 16]));
+        assert!(!sampled(
+            &ratio0,
+            root.as_ref(),
+            Some(parent(true)),
+            false,
+            [7; 16]
+        ));
+        assert!(sampled(
+            &ratio0,
+            root.as_ref(),
+            Some(parent(true)),
+            true,
+            [7; 16]
+        ));
         assert!(!sampled(&ratio0, root.as_ref(), None, false, [7; 16]));
         let on = Sampler::ParentBased(Box::new(Sampler::AlwaysOn));
         let root = root_of(&on);
-        assert!(sampled(&on, root.as_ref(), Some(parent(false)), false, [7; 16]));
-        assert!(!sampled(&on, root.as_ref(), Some(parent(false)), true, [7; 16]));
+        assert!(sampled(
+            &on,
+            root.as_ref(),
+            Some(parent(false)),
+            false,
+            [7; 16]
+        ));
+        assert!(!sampled(
+            &on,
+            root.as_ref(),
+            Some(parent(false)),
+            true,
+            [7; 16]
+        ));
     }
 }
