@@ -22,7 +22,6 @@ async fn refuses_foreign_hosts(addr: &str) {
         format!("evil.example:{port}"),
         "evil.example".to_string(),
         format!("127.0.0.1.evil.example:{port}"),
-        String::new(),
     ] {
         let a = scrape(addr, &host).await;
         assert_eq!(a.status, 403, "Host {host:?}: {a:?}");
