@@ -1,5 +1,5 @@
 //! Issue 44 item 4: the web view shows what the bytes say. A call whose argument holds U+202E
-//! (RIGHT-TO-LEFT OVERRIDE: `alice@‮moc.live` displays as `alice@evil.com`) waits for an
+//! (RIGHT-TO-LEFT OVERRIDE: `alice@\u{202e}moc.live` displays as `alice@evil.com`) waits for an
 //! approval; in headless Chromium (tests/serve_support/cdp.rs) the pending approvals panel
 //! shows the override as the visible escape `\u{202e}`, as the terminal does (src/term.rs),
 //! and so does the execution's detail view (its code and its log) after it is approved.
