@@ -126,6 +126,7 @@ impl Sandbox {
             zygotes_started: zygotes.started(),
             calls_in_flight: crate::exec::session::calls_in_flight(),
             audit_records_lost: crate::exec::audit::records_lost(),
+            audit_records_reduced: crate::store::audit_content::records_reduced(),
             audit_records_queued: self.audit.as_ref().map_or(0, |a| a.queued()),
             learning_writes_lost: crate::exec::learning::writes_lost(),
         }

@@ -39,11 +39,15 @@ impl TraceContext {
 const MAX_TRACEPARENT: usize = 256;
 
 /// Parses a W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`; a later version may carry more
-/// fields after a `-`). `None` for anything else, an all-zero id or version `ff`: a bad header is
-/// ignored, as the W3C recommendation says, and the execution starts a trace of its own.
+/// fields after a `-`). `None` for anything else, an all-zero id, version `ff` or upper-case hex
+/// (the format is lower-case hex only): a bad header is ignored, as the W3C recommendation
+/// says, and the execution starts a trace of its own.
 pub fn parse_traceparent(value: &str) -> Option<RemoteParent> {
     let value = value.trim();
     if value.len() > MAX_TRACEPARENT || value.len() < 55 || !value.is_ascii() {
+        return None;
+    }
+    if value.as_bytes()[..55].iter().any(u8::is_ascii_uppercase) {
         return None;
     }
     let version = hex_bytes::<1>(&value[0..2])?;
@@ -155,6 +159,20 @@ mod tests {
             parse_traceparent("01-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00-later")
                 .is_some()
         );
+    }
+
+    #[test]
+    fn an_upper_case_traceparent_is_ignored() {
+        let lower = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        assert!(parse_traceparent(lower).is_some());
+        for upper in [
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00F067AA0BA902B7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0A",
+            "0A-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        ] {
+            assert_eq!(parse_traceparent(upper), None, "{upper}");
+        }
     }
 
     #[test]

@@ -35,6 +35,21 @@ fn withheld(e: impl std::fmt::Display) -> Outcome {
     ))
 }
 
+/// The outcome withheld because the store refused its record's content even reduced
+/// (`sandbox.audit.required`; see [`crate::store::audit_content`]). The store is not down:
+/// admission stays open.
+fn withheld_refused(e: impl std::fmt::Display) -> Outcome {
+    tracing::error!(
+        "the audit store refused an audit record's content; withholding the outcome: {e}"
+    );
+    Outcome::failed(ExecError::new(
+        ErrorCode::SandboxUnavailable,
+        format!(
+            "the execution ran but the audit store refused its record's content ({e}); the outcome is withheld (sandbox.audit.required). The store itself works: change what the request sends (client name, code) and retry"
+        ),
+    ))
+}
+
 /// Writes audit records to the state store.
 #[derive(Clone, Debug)]
 pub struct Auditor {
@@ -97,13 +112,25 @@ impl Auditor {
     /// `sandbox.audit.required` (the default) it is withheld and admission closes until the
     /// store answers again; with `required: false` the record joins the queue and the outcome
     /// is handed back.
+    ///
+    /// A store that refused the record's content (even reduced, `refused`) is not down: the
+    /// record is not queued (it would block the queue for ever) but counted lost, and the
+    /// breaker stays closed.
     fn unrecorded(
         &self,
         e: impl std::fmt::Display,
+        refused: bool,
         ahead: Option<i64>,
         record: AuditRecord,
         outcome: Outcome,
     ) -> Outcome {
+        if refused {
+            if self.options.loss_allowed {
+                self.queue.refused(&e);
+                return outcome;
+            }
+            return withheld_refused(e);
+        }
         if self.options.loss_allowed {
             self.queue.failed(&self.store, ahead, record, &e);
             return outcome;
@@ -249,11 +276,19 @@ impl Auditor {
     /// `required: false`, queues the record and returns the outcome.
     pub async fn commit(&self, header: AuditRecord, outcome: Outcome, args: &ArgsSink) -> Outcome {
         let ahead = args.written_ahead();
-        let failure = args.write_ahead_failure();
         // A record whose write-ahead failed is not tried again at once: withheld, or queued
         // whole. Its store failed a moment ago; another try would make the answer wait a
         // second store bound when the database hangs. While records are queued, a new one
-        // joins their end.
+        // joins their end. A write-ahead refused for its content (even reduced) says nothing
+        // of the store: the whole record is tried (it is reduced again if need be).
+        let (failure, refused) = match args.write_ahead_failed() {
+            Some((e, true)) => (None, Some(e)),
+            Some((e, false)) => (Some(e), None),
+            None => (None, None),
+        };
+        if let (Some(e), false) = (&refused, self.options.loss_allowed) {
+            return withheld_refused(e);
+        }
         if let (Some(e), false) = (&failure, self.options.loss_allowed) {
             self.breaker.trip(e);
             return withheld(e);
@@ -270,7 +305,10 @@ impl Auditor {
             }
             match self.store.try_commit_audit_now(ahead, &record) {
                 Some(Ok(())) => return outcome,
-                Some(Err(e)) => return self.unrecorded(e, ahead, record, outcome),
+                Some(Err(e)) => {
+                    let refused = e.refused_content();
+                    return self.unrecorded(e, refused, ahead, record, outcome);
+                }
                 // Written on a blocking thread as it is: building it again would find the
                 // calls' arguments taken (`ArgsSink::take`).
                 None => built = Some(record),
@@ -295,7 +333,10 @@ impl Auditor {
             .await;
         match written {
             Ok((outcome, _, Some(Ok(())))) => outcome,
-            Ok((outcome, record, Some(Err(e)))) => self.unrecorded(e, ahead, record, outcome),
+            Ok((outcome, record, Some(Err(e)))) => {
+                let refused = e.refused_content();
+                self.unrecorded(e, refused, ahead, record, outcome)
+            }
             Ok((outcome, record, None)) => self.enqueue(failure, ahead, record, outcome),
             Err(e) => withheld(e),
         }

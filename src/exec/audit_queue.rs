@@ -166,6 +166,13 @@ impl AuditQueue {
         self.queue.failed(p, e);
     }
 
+    /// A record the store refused for its content even reduced
+    /// ([`crate::store::audit_content`]): never queued (it would hold the queue's head for
+    /// ever), counted lost.
+    pub fn refused(&self, e: &dyn std::fmt::Display) {
+        self.queue.refused(e);
+    }
+
     /// `record` joins the queue's end without a try (the queue holds records).
     pub fn push(&self, store: &Store, ahead: Option<i64>, record: AuditRecord) {
         self.queue.push(Pending {

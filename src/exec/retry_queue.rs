@@ -15,6 +15,9 @@
 //!   grace period; what is still queued then is dropped and counted, and so is a record pushed
 //!   after that.
 //!
+//! A record the store refuses for its content ([`StoreError::refused_content`]) is dropped and
+//! counted, never retried: it would hold the queue's head for ever.
+//!
 //! A record whose commit reached the database but whose answer was lost (the server stopped at
 //! that instant) is written again from the queue: each kind says what that means for it.
 
@@ -229,6 +232,14 @@ impl<T: Retryable> RetryQueue<T> {
                     self.state().in_hand = false;
                     backoff = FIRST_BACKOFF;
                 }
+                // The store refused this record's content: trying it again would hold the
+                // queue's head for ever. It is that record's problem, not the store's.
+                Ok((_, Err(e))) if e.refused_content() => {
+                    let mut st = self.state();
+                    st.in_hand = false;
+                    self.lose(&mut st, 1, &format!("the store refused its content ({e})"));
+                    backoff = FIRST_BACKOFF;
+                }
                 Ok((entry, Err(e))) => {
                     tracing::debug!(
                         "{}: a retry failed; retrying in {backoff:?}: {e}",
@@ -245,6 +256,12 @@ impl<T: Retryable> RetryQueue<T> {
                 }
             }
         }
+    }
+
+    /// A record the store refused for its content, never queued: counted lost.
+    pub fn refused(&self, e: &dyn std::fmt::Display) {
+        let mut st = self.state();
+        self.lose(&mut st, 1, &format!("the store refused its content ({e})"));
     }
 
     /// Puts a record whose retry failed back at the head of the queue (dropped after the drain

@@ -2,6 +2,7 @@
 //! row per tool or capability call in it. Written only by the host, in one transaction per
 //! execution, before the execution's outcome is handed back; scripts have no way to reach it.
 
+use super::audit_content::{storable, write_storable};
 use super::{Store, StoreError};
 use rusqlite::{params, OptionalExtension};
 use serde::{Deserialize, Serialize};
@@ -146,28 +147,36 @@ pub(super) fn labels_column(labels: &[String]) -> Option<String> {
 impl Store {
     /// The write-ahead record of an execution (`r` without its calls, outcome [`RUNNING`]),
     /// committed before its first tool call; returns its id for [`Store::complete_audit`].
+    /// Every record is written [`storable`](super::audit_content) (a NUL as `␀`), and reduced
+    /// when the store refuses its content.
     pub fn begin_audit(&self, r: &AuditRecord) -> Result<i64, StoreError> {
-        if let Some(pg) = self.pg() {
-            return pg.begin_audit(r);
-        }
-        self.write(|tx| insert_head(tx, r))
+        write_storable(r, |r| {
+            if let Some(pg) = self.pg() {
+                return pg.begin_audit(r);
+            }
+            self.write(|tx| insert_head(tx, r))
+        })
     }
 
     /// Completes the write-ahead record `id` with the outcome, duration and calls of `r`, in
     /// one transaction.
     pub fn complete_audit(&self, id: i64, r: &AuditRecord) -> Result<(), StoreError> {
-        if let Some(pg) = self.pg() {
-            return pg.complete_audit(id, r);
-        }
-        self.write(|tx| complete(tx, id, r))
+        write_storable(r, |r| {
+            if let Some(pg) = self.pg() {
+                return pg.complete_audit(id, r);
+            }
+            self.write(|tx| complete(tx, id, r))
+        })
     }
 
     /// Appends one record (and its calls) in one transaction; returns its id.
     pub fn append_audit(&self, r: &AuditRecord) -> Result<i64, StoreError> {
-        if let Some(pg) = self.pg() {
-            return pg.append_audit(r);
-        }
-        self.write(|tx| insert(tx, r))
+        write_storable(r, |r| {
+            if let Some(pg) = self.pg() {
+                return pg.append_audit(r);
+            }
+            self.write(|tx| insert(tx, r))
+        })
     }
 
     /// Commits `r` — completing the write-ahead record `ahead`, else appending it — on this
@@ -178,10 +187,16 @@ impl Store {
         ahead: Option<i64>,
         r: &AuditRecord,
     ) -> Option<Result<(), StoreError>> {
-        self.try_write_now(|tx| match ahead {
-            Some(id) => complete(tx, id, r),
-            None => insert(tx, r).map(|_| ()),
-        })
+        let r = storable(r);
+        let done = self.try_write_now(|tx| match ahead {
+            Some(id) => complete(tx, id, &r),
+            None => insert(tx, &r).map(|_| ()),
+        });
+        match done {
+            // Written reduced by the caller's blocking write ([`write_storable`]).
+            Some(Err(e)) if e.refused_content() => None,
+            done => done,
+        }
     }
 }
 

@@ -132,8 +132,9 @@ struct WriteAhead {
     header: super::audit::AuditRecord,
     /// Calls go on when the record cannot be written (`sandbox.audit.required: false`).
     loss_allowed: bool,
-    /// The record's id, or why it could not be written.
-    done: tokio::sync::OnceCell<Result<i64, String>>,
+    /// The record's id, or why it could not be written (and whether the store refused its
+    /// content rather than failed: [`super::StoreError::refused_content`]).
+    done: tokio::sync::OnceCell<Result<i64, (String, bool)>>,
 }
 
 #[derive(Debug, Default)]
@@ -182,17 +183,23 @@ impl ArgsSink {
                     .clone()
                     .run(move |s| s.begin_audit(&a.header))
                     .await
-                    .map_err(|e| e.to_string())
+                    .map_err(|e| (e.to_string(), e.refused_content()))
             })
             .await;
         match done {
             Err(_) if ahead.loss_allowed => Ok(()),
-            done => done.as_ref().map(|_| ()).map_err(Clone::clone),
+            done => done.as_ref().map(|_| ()).map_err(|(e, _)| e.clone()),
         }
     }
 
     /// Why the write-ahead record could not be written, if it was tried and failed.
     pub fn write_ahead_failure(&self) -> Option<String> {
+        self.write_ahead_failed().map(|(e, _)| e)
+    }
+
+    /// Why the write-ahead record could not be written, and whether the store refused its
+    /// content (rather than failed), if it was tried and failed.
+    pub fn write_ahead_failed(&self) -> Option<(String, bool)> {
         self.ahead
             .as_ref()
             .and_then(|a| a.done.get())

@@ -15,6 +15,7 @@
 pub mod approvals;
 pub mod audit;
 pub mod audit_list;
+pub mod audit_content;
 pub mod audit_options;
 mod capabilities;
 mod capability_parts;
@@ -87,6 +88,10 @@ pub enum StoreError {
     /// A PostgreSQL transaction aborted as a deadlock or serialization failure (run again).
     #[error("state store (PostgreSQL): a concurrent write conflicted; try again ({0})")]
     Conflict(String),
+    /// The store refused what was written for its content (PostgreSQL SQLSTATE class 22, say
+    /// a value it cannot hold): that write's problem, not the store's.
+    #[error("state store: the data was refused for its content: {0}")]
+    Refused(String),
     /// An operation this backend does not offer yet.
     #[error("{STORE_UNSUPPORTED}: {0} is not available with a PostgreSQL state store yet; use a SQLite state file (--state PATH) for it")]
     Unsupported(&'static str),
@@ -99,6 +104,22 @@ pub enum StoreError {
     /// A capability storage quota (code size, total size) would be exceeded.
     #[error("{0}")]
     QuotaExceeded(String),
+}
+
+impl StoreError {
+    /// Whether the store refused the data written for its content ([`StoreError::Refused`];
+    /// SQLite: `SQLITE_TOOBIG`, `SQLITE_MISMATCH`), rather than failed or could not be reached:
+    /// writing other data works, so it is no reason to think the store down.
+    pub fn refused_content(&self) -> bool {
+        match self {
+            StoreError::Refused(_) => true,
+            StoreError::Sqlite(rusqlite::Error::SqliteFailure(e, _)) => matches!(
+                e.code,
+                rusqlite::ErrorCode::TooBig | rusqlite::ErrorCode::TypeMismatch
+            ),
+            _ => false,
+        }
+    }
 }
 
 /// The stable code of an operation the PostgreSQL backend does not offer yet.

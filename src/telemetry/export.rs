@@ -21,26 +21,63 @@ pub struct ExportStats {
     pub exported: AtomicU64,
     pub failed: AtomicU64,
     pub dropped: AtomicU64,
-    last_log: Mutex<Option<Instant>>,
+    /// Failed exports and a full queue are logged apart, each at most once per [`LOG_EVERY`]:
+    /// a full queue (the first sign of a collector that is down) must not hide why exports fail.
+    export_log: Limiter,
+    full_log: Limiter,
+    /// Why the last export failed (a refused connection, say), for the full queue's line.
+    last_error: Mutex<Option<String>>,
+}
+
+/// At most one log line per [`LOG_EVERY`], with how many spans since the last one.
+#[derive(Debug, Default)]
+struct Limiter {
+    last: Mutex<Option<Instant>>,
     unlogged: AtomicU64,
 }
 
-impl ExportStats {
-    /// Logs a failure, at most once per [`LOG_EVERY`] (with how many failed since the last log).
-    fn failure(&self, what: &str, spans: usize) {
+impl Limiter {
+    /// The spans to report when a line is due now (counting `spans`), else `None`.
+    fn due(&self, spans: usize) -> Option<u64> {
         let count = self.unlogged.fetch_add(spans as u64, Ordering::Relaxed) + spans as u64;
-        let Ok(mut last) = self.last_log.lock() else {
-            return;
-        };
+        let mut last = self.last.lock().ok()?;
         if last.is_some_and(|t| t.elapsed() < LOG_EVERY) {
-            return;
+            return None;
         }
         *last = Some(Instant::now());
         self.unlogged.store(0, Ordering::Relaxed);
-        tracing::warn!(
-            spans = count,
-            "OpenTelemetry export failed ({what}); spans are dropped, executions are not affected. Check sandbox.telemetry.endpoint / OTEL_EXPORTER_OTLP_ENDPOINT (logged at most once a minute)"
+        Some(count)
+    }
+}
+
+impl ExportStats {
+    /// An export of `spans` failed (`why`): logged at most once per [`LOG_EVERY`] (with how
+    /// many failed since the last line). Returns the line when it was logged.
+    fn export_failed(&self, why: &str, spans: usize) -> Option<String> {
+        if let Ok(mut last) = self.last_error.lock() {
+            *last = Some(why.to_string());
+        }
+        let count = self.export_log.due(spans)?;
+        let line = format!(
+            "OpenTelemetry export of {count} spans failed ({why}); spans are dropped, executions are not affected. Check sandbox.telemetry.endpoint / OTEL_EXPORTER_OTLP_ENDPOINT (logged at most once a minute)"
         );
+        tracing::warn!("{line}");
+        Some(line)
+    }
+
+    /// A span found the queue full: logged at most once per [`LOG_EVERY`], with why the last
+    /// export failed when one did. Returns the line when it was logged.
+    fn queue_full(&self) -> Option<String> {
+        let count = self.full_log.due(1)?;
+        let cause = match self.last_error.lock().ok().and_then(|e| e.clone()) {
+            Some(e) => format!("the last export failed: {e}"),
+            None => "no export has failed yet: the collector is slow or the first export is still under way".to_string(),
+        };
+        let line = format!(
+            "OpenTelemetry export queue is full; {count} spans dropped ({cause}); executions are not affected. Check sandbox.telemetry.endpoint / OTEL_EXPORTER_OTLP_ENDPOINT (logged at most once a minute)"
+        );
+        tracing::warn!("{line}");
+        Some(line)
     }
 }
 
@@ -62,7 +99,7 @@ impl<E: SpanExporter> SpanExporter for CountingExporter<E> {
             }
             Err(e) => {
                 self.stats.failed.fetch_add(n as u64, Ordering::Relaxed);
-                self.stats.failure(&e.to_string(), n);
+                self.stats.export_failed(&e.to_string(), n);
             }
         }
         result
@@ -118,10 +155,8 @@ impl Counted {
         let before = self.stats.queued.fetch_add(1, Ordering::Relaxed);
         if before >= self.max_queue {
             self.stats.queued.fetch_sub(1, Ordering::Relaxed);
-            let dropped = self.stats.dropped.fetch_add(1, Ordering::Relaxed);
-            if dropped == 0 {
-                self.stats.failure("the export queue is full", 1);
-            }
+            self.stats.dropped.fetch_add(1, Ordering::Relaxed);
+            self.stats.queue_full();
             return;
         }
         self.processor.on_end(span);
@@ -134,5 +169,33 @@ impl Counted {
 
     pub fn shutdown(&self) {
         let _ = self.processor.shutdown_with_timeout(Duration::from_secs(5));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A full queue (logged first, as it is when the collector is down) does not keep the
+    /// failed export's reason out of the log, and names it itself once known.
+    #[test]
+    fn a_full_queue_does_not_hide_why_exports_fail() {
+        let stats = ExportStats::default();
+        let first = stats.queue_full().expect("the first full queue is logged");
+        assert!(first.contains("no export has failed yet"), "{first}");
+        assert_eq!(stats.queue_full(), None, "once a minute");
+        let refused = "connection refused (os error 111)";
+        let failed = stats
+            .export_failed(refused, 512)
+            .expect("logged although the full queue was just logged");
+        assert!(failed.contains(refused), "{failed}");
+        assert_eq!(stats.export_failed(refused, 1), None, "once a minute");
+        let later = ExportStats::default();
+        later.export_failed(refused, 1);
+        let full = later.queue_full().expect("logged");
+        assert!(
+            full.contains(&format!("the last export failed: {refused}")),
+            "{full}"
+        );
     }
 }

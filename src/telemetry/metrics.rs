@@ -69,6 +69,9 @@ pub struct HostState {
     /// Audit records this process lost (`sandbox.audit.required: false`: dropped from its
     /// bounded queue while the store was unreachable, or still queued at shutdown).
     pub audit_records_lost: u64,
+    /// Audit records written without their content: the store refused it (a value it cannot
+    /// hold; `store::audit_content`).
+    pub audit_records_reduced: u64,
     /// Audit records queued now, waiting for the store (`sandbox.audit.required: false`).
     pub audit_records_queued: usize,
     /// Learning records (tool graph) this process dropped: its bounded queue was full while
@@ -91,6 +94,7 @@ pub struct Metrics {
     zygote_up: Gauge,
     zygotes_started: Counter,
     audit_lost: Counter,
+    audit_reduced: Counter,
     audit_queued: Gauge,
     learning_lost: Counter,
     calls_in_flight: Gauge,
@@ -125,6 +129,7 @@ impl Metrics {
             zygote_up: Gauge::default(),
             zygotes_started: Counter::default(),
             audit_lost: Counter::default(),
+            audit_reduced: Counter::default(),
             audit_queued: Gauge::default(),
             learning_lost: Counter::default(),
             calls_in_flight: Gauge::default(),
@@ -189,6 +194,11 @@ impl Metrics {
             "audit_records_lost",
             "Audit records dropped because the state store could not take them in time (sandbox.audit.required: false; bounded queue)",
             m.audit_lost.clone(),
+        );
+        registry.register(
+            "audit_records_reduced",
+            "Audit records written without their code, client name, arguments and detail because the state store refused their content",
+            m.audit_reduced.clone(),
         );
         registry.register(
             "audit_records_queued",
@@ -324,6 +334,7 @@ impl Metrics {
         self.audit_queued.set(state.audit_records_queued as i64);
         catch_up(&self.zygotes_started, state.zygotes_started);
         catch_up(&self.audit_lost, state.audit_records_lost);
+        catch_up(&self.audit_reduced, state.audit_records_reduced);
         catch_up(&self.learning_lost, state.learning_writes_lost);
         for (server, n) in restarts {
             catch_up(

@@ -17,7 +17,7 @@ pub mod metrics;
 mod spans;
 
 use crate::config::telemetry::{sampler_kind, SamplerKind, TelemetryConfig};
-use crate::context::trace_context::{span_id_of, trace_id_of, TraceContext};
+use crate::context::trace_context::{span_id_of, trace_id_of, RemoteParent, TraceContext};
 use crate::context::RequestContext;
 use crate::exec::outcome::Outcome;
 use opentelemetry::trace::{
@@ -42,6 +42,9 @@ pub enum TelemetryError {
 /// The spans' way out: sampler, scope and the counted batch exporter.
 struct Traces {
     sampler: Sampler,
+    /// What decides for a parent the host does not trust (an unauthenticated caller's): the
+    /// sampler's own rule for a trace without a parent (`parentbased_X`: X).
+    root: Box<dyn ShouldSample>,
     scope: InstrumentationScope,
     exporter: export::Counted,
 }
@@ -212,8 +215,10 @@ fn traces(config: &TelemetryConfig) -> Result<Traces, TelemetryError> {
         .or_else(|| env("OTEL_BSP_MAX_QUEUE_SIZE").and_then(|v| v.trim().parse().ok()))
         .filter(|n| *n > 0)
         .unwrap_or(2048);
+    let sampler = sampler(config)?;
     Ok(Traces {
-        sampler: sampler(config)?,
+        root: root_of(&sampler),
+        sampler,
         scope: InstrumentationScope::builder("mcp-sandbox")
             .with_version(env!("CARGO_PKG_VERSION"))
             .build(),
@@ -249,6 +254,21 @@ fn sampler(config: &TelemetryConfig) -> Result<Sampler, TelemetryError> {
     })
 }
 
+/// The rule of `sampler` for a trace without a parent.
+fn root_of(sampler: &Sampler) -> Box<dyn ShouldSample> {
+    match sampler {
+        Sampler::ParentBased(root) => root.clone(),
+        other => Box::new(other.clone()),
+    }
+}
+
+/// Whether a request's `traceparent` flag is believed: not from an unauthenticated caller of
+/// `serve --http` (anyone who can reach it), who could otherwise have any trace exported, under
+/// any trace id, whatever the operator's sampler says.
+fn trusted_parent(request: &RequestContext) -> bool {
+    request.caller.principal != "anonymous"
+}
+
 impl Traces {
     /// The request's trace: its `traceparent`'s, or one of its own; sampled or not.
     fn context_for(&self, request: &RequestContext) -> TraceContext {
@@ -257,33 +277,108 @@ impl Traces {
             Some(p) => (p.trace_id, Some(p)),
             None => (trace_id_of(&request.execution_id), None),
         };
-        let parent_cx = parent.map(|p| {
-            let flags = if p.sampled {
-                TraceFlags::SAMPLED
-            } else {
-                TraceFlags::default()
-            };
-            Context::new().with_remote_span_context(SpanContext::new(
-                TraceId::from_bytes(p.trace_id),
-                SpanId::from_bytes(p.span_id),
-                flags,
-                true,
-                TraceState::default(),
-            ))
-        });
-        let decision = self.sampler.should_sample(
-            parent_cx.as_ref(),
-            TraceId::from_bytes(trace_id),
-            "execute_code",
-            &SpanKind::Server,
-            &[],
-            &[],
-        );
         TraceContext {
             trace_id,
             execution_span,
             parent: parent.map(|p| p.span_id),
-            sampled: decision.decision == SamplingDecision::RecordAndSample,
+            sampled: sampled(
+                &self.sampler,
+                self.root.as_ref(),
+                parent,
+                trusted_parent(request),
+                trace_id,
+            ),
         }
+    }
+}
+
+/// The sampling decision for a trace `trace_id` with `parent`: `sampler`'s, or `root`'s when
+/// the parent is not `trusted` (its flag is then ignored; it still names the trace and the
+/// parent span).
+fn sampled(
+    sampler: &Sampler,
+    root: &dyn ShouldSample,
+    parent: Option<RemoteParent>,
+    trusted: bool,
+    trace_id: [u8; 16],
+) -> bool {
+    let parent_cx = parent.map(|p| {
+        let flags = if p.sampled {
+            TraceFlags::SAMPLED
+        } else {
+            TraceFlags::default()
+        };
+        Context::new().with_remote_span_context(SpanContext::new(
+            TraceId::from_bytes(p.trace_id),
+            SpanId::from_bytes(p.span_id),
+            flags,
+            true,
+            TraceState::default(),
+        ))
+    });
+    let (sampler, parent_cx): (&dyn ShouldSample, _) = if trusted {
+        (sampler, parent_cx)
+    } else {
+        (root, None)
+    };
+    let decision = sampler.should_sample(
+        parent_cx.as_ref(),
+        TraceId::from_bytes(trace_id),
+        "execute_code",
+        &SpanKind::Server,
+        &[],
+        &[],
+    );
+    decision.decision == SamplingDecision::RecordAndSample
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A client's `sampled` flag forces nothing unless the caller is trusted: under
+    /// `parentbased_traceidratio` with ratio 0 an anonymous caller's sampled parent is not
+    /// exported (even under another trace's id), an authenticated one's is; an anonymous
+    /// caller's unsampled parent does not switch off `parentbased_always_on`.
+    #[test]
+    fn the_operators_sampler_decides_for_untrusted_parents() {
+        let parent = |sampled| RemoteParent {
+            trace_id: [7; 16],
+            span_id: [9; 8],
+            sampled,
+        };
+        let ratio0 = Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(0.0)));
+        let root = root_of(&ratio0);
+        assert!(!sampled(
+            &ratio0,
+            root.as_ref(),
+            Some(parent(true)),
+            false,
+            [7; 16]
+        ));
+        assert!(sampled(
+            &ratio0,
+            root.as_ref(),
+            Some(parent(true)),
+            true,
+            [7; 16]
+        ));
+        assert!(!sampled(&ratio0, root.as_ref(), None, false, [7; 16]));
+        let on = Sampler::ParentBased(Box::new(Sampler::AlwaysOn));
+        let root = root_of(&on);
+        assert!(sampled(
+            &on,
+            root.as_ref(),
+            Some(parent(false)),
+            false,
+            [7; 16]
+        ));
+        assert!(!sampled(
+            &on,
+            root.as_ref(),
+            Some(parent(false)),
+            true,
+            [7; 16]
+        ));
     }
 }

@@ -1,7 +1,8 @@
 //! `/metrics`: the Prometheus metrics (`telemetry::metrics`) in the OpenMetrics text format, on
 //! `serve --http`'s own listener (behind its guard: with `sandbox.auth` a scrape needs a
 //! credential, like any request) or, for the stdio server, on `--metrics ADDR` (loopback only,
-//! since it has no authentication of its own).
+//! since it has no authentication of its own). Both answer only to a `Host` naming the listener
+//! (loopback names, or the address a remote bind uses), as `/mcp` does.
 
 use crate::front::cli::UsageError;
 use crate::sandbox::Sandbox;
@@ -11,6 +12,47 @@ use std::net::SocketAddr;
 use tokio_util::sync::CancellationToken;
 
 const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The `Host` names a loopback listener answers to (as rmcp's default for `/mcp`).
+pub const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
+/// Whether the `Host` header `host` names one of `allowed` (a name, or a name and port): the
+/// check `/mcp` makes against DNS rebinding, so a web page whose name resolves to this machine
+/// cannot read the metrics.
+pub fn host_allowed(host: &str, allowed: &[String]) -> bool {
+    let Ok(authority) = axum::http::uri::Authority::try_from(host.trim()) else {
+        return false;
+    };
+    let norm = |h: &str| h.trim_matches(['[', ']']).to_ascii_lowercase();
+    let (name, port) = (norm(authority.host()), authority.port_u16());
+    allowed.iter().any(|a| {
+        let (a_name, a_port) = match axum::http::uri::Authority::try_from(a.trim()) {
+            Ok(x) => (norm(x.host()), x.port_u16()),
+            Err(_) => (norm(a), None),
+        };
+        a_name == name && a_port.is_none_or(|p| Some(p) == port)
+    })
+}
+
+/// The answer to `GET /metrics` with `headers`: the metrics when `Host` is one of `allowed`.
+pub async fn answer_to(
+    sandbox: Sandbox,
+    headers: &axum::http::HeaderMap,
+    allowed: &[String],
+) -> Response {
+    let host = headers
+        .get("host")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if !host_allowed(host, allowed) {
+        return (
+            StatusCode::FORBIDDEN,
+            "METRICS_HOST_REFUSED: /metrics answers only to a Host naming this listener (localhost, 127.0.0.1, [::1], or the address it is bound to); scrape it by that address\n",
+        )
+            .into_response();
+    }
+    answer(sandbox).await
+}
 
 /// The answer to `GET /metrics`.
 pub async fn answer(sandbox: Sandbox) -> Response {
@@ -37,9 +79,13 @@ pub async fn serve(
     let bound = listener.local_addr().unwrap_or(addr);
     // Scripts and tests read this line to find the port when ADDR ends in :0.
     eprintln!("mcp-sandbox: serving metrics at http://{bound}/metrics");
+    let allowed: std::sync::Arc<[String]> = LOOPBACK_HOSTS.map(String::from).into();
     let router = axum::Router::new().route(
         "/metrics",
-        axum::routing::get(move || answer(sandbox.clone())),
+        axum::routing::get(move |headers: axum::http::HeaderMap| {
+            let (sandbox, allowed) = (sandbox.clone(), allowed.clone());
+            async move { answer_to(sandbox, &headers, &allowed).await }
+        }),
     );
     tokio::spawn(async move {
         let served = axum::serve(listener, router)

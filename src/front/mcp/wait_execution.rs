@@ -95,6 +95,9 @@ fn execution_id<'a>(
         )));
     }
     match args.get("execution_id") {
+        // Every id the gateway gives is a UUID: anything else names nothing, and is answered
+        // so without asking the store (which may not even hold it: PostgreSQL refuses a NUL).
+        Some(Value::String(s)) if uuid::Uuid::try_parse(s).is_err() => Err(unknown()),
         Some(Value::String(s)) => Ok(s),
         _ => Err(bad_args(format!(
             "{tool}: `execution_id` (a string from execute_code's running answer) is required"

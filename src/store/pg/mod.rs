@@ -106,6 +106,10 @@ impl From<tokio_postgres::Error> for StoreError {
             {
                 StoreError::Conflict(db.message().to_string())
             }
+            // Class 22 (data exception): the value written, not the database.
+            Some(db) if db.code().code().starts_with("22") => {
+                StoreError::Refused(format!("{} ({})", db.message(), db.code().code()))
+            }
             Some(db) => StoreError::Postgres(format!("{} ({})", db.message(), db.code().code())),
             None => pg_err(e),
         }

@@ -317,6 +317,9 @@ async fn connect(
         tokio::spawn(async move {
             let mut lines = BufReader::new(stderr).lines();
             while let Ok(Some(line)) = lines.next_line().await {
+                // Escaped (a CR, an escape sequence): the server's text must not rewrite or
+                // forge the gateway's own log lines.
+                let line = crate::term::escape(&line).into_owned();
                 tracing::info!(server = %server, "{line}");
                 if let Ok(mut t) = tail.lock() {
                     if t.len() == STDERR_TAIL {
@@ -348,12 +351,20 @@ async fn connect(
         Err(e) => {
             // Give the stderr reader a moment to collect the server's last words.
             tokio::time::sleep(Duration::from_millis(50)).await;
-            return Err(explain(format!("initialize failed: {e}")));
+            return Err(explain(format!(
+                "initialize failed: {}",
+                super::error_chain(&e)
+            )));
         }
     };
     let tools = match super::tool_list::list_tools(service.peer(), name, config).await {
         Ok(t) => t,
-        Err(ListError::Service(e)) => return Err(explain(format!("tools/list failed: {e}"))),
+        Err(ListError::Service(e)) => {
+            return Err(explain(format!(
+                "tools/list failed: {}",
+                super::error_chain(&e)
+            )))
+        }
         Err(ListError::Bound(why)) => return Err(why),
     };
     reaper.disarm();

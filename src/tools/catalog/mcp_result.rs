@@ -6,6 +6,37 @@ use crate::error::{ErrorCode, ExecError};
 use rmcp::model::{CallToolResult, ContentBlock, Tool};
 use serde_json::Value;
 
+/// The tools of a `tools/list` answer the catalog keeps: every one but those whose name a
+/// script could never call (empty, over [`super::MAX_NAME_BYTES`], or holding a control
+/// character: the host refuses such a name in a call frame). Each refused one is logged once per
+/// listing, its name escaped.
+pub fn listed_tools(server: &str, tools: &[Tool]) -> Vec<ToolInfo> {
+    tools
+        .iter()
+        .filter(|t| {
+            let name: &str = &t.name;
+            let bad = if name.is_empty() {
+                Some("it is empty")
+            } else if name.len() > super::MAX_NAME_BYTES {
+                Some("it is longer than 128 bytes")
+            } else if name.chars().any(char::is_control) {
+                Some("it holds a control character")
+            } else {
+                None
+            };
+            if let Some(why) = bad {
+                tracing::warn!(
+                    server = %crate::term::escape(server),
+                    "the server lists a tool named \"{}\"; it is left out of the catalog because {why} (scripts could not call it)",
+                    crate::term::escape(&crate::term::clip(name, 256))
+                );
+            }
+            bad.is_none()
+        })
+        .map(|t| tool_info(server, t))
+        .collect()
+}
+
 /// A tool as the server lists it, as the catalog keeps it.
 pub fn tool_info(server: &str, t: &Tool) -> ToolInfo {
     ToolInfo {

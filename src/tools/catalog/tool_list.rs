@@ -7,7 +7,6 @@
 //! (nothing past it is kept) and the listing fails with an error naming the server and the
 //! bound. At start-up that is the server's start failure; on a re-read, the previous list stays.
 
-use super::mcp_result::tool_info;
 use super::ToolInfo;
 use crate::config::ServerConfig;
 use rmcp::model::PaginatedRequestParams;
@@ -53,7 +52,11 @@ pub(super) async fn list_tools(
                     "server '{server}' lists tools of more than {max_bytes} bytes in all (its bound \"maxToolListBytes\"); its list was refused: raise \"maxToolListBytes\" in its entry if it really needs that much"
                 )));
             }
-            tools.push(tool_info(server, t));
+            // Names a script could never call are left out (and logged) as they are read.
+            tools.extend(super::mcp_result::listed_tools(
+                server,
+                std::slice::from_ref(t),
+            ));
         }
         match result.next_cursor {
             Some(next) if page < max_pages => cursor = Some(next),

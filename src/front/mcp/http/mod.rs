@@ -129,6 +129,7 @@ pub async fn serve_http(
         config.allowed_hosts.push(addr.ip().to_string());
         config.allowed_hosts.push(addr.to_string());
     }
+    let metrics_hosts: Arc<[String]> = config.allowed_hosts.clone().into();
     let mut origins = opts.allowed_origins.clone();
     if addr.ip().is_loopback() {
         origins.extend(loopback_origins());
@@ -189,13 +190,17 @@ pub async fn serve_http(
     })?;
     let (ui_page, ui_api) = ui.unzip();
     // `/metrics` sits behind the same guard: with sandbox.auth on, a scrape needs a credential.
+    // ...and answers only to the Host names `/mcp` answers to (DNS rebinding).
     let metrics_sandbox = front.gateway.sandbox.clone();
     let router = axum::Router::new()
         .merge(ui_api.unwrap_or_default())
         .nest_service("/mcp", service)
         .route(
             "/metrics",
-            axum::routing::get(move || super::metrics::answer(metrics_sandbox.clone())),
+            axum::routing::get(move |headers: axum::http::HeaderMap| {
+                let (sandbox, hosts) = (metrics_sandbox.clone(), metrics_hosts.clone());
+                async move { super::metrics::answer_to(sandbox, &headers, &hosts).await }
+            }),
         )
         .layer(axum::middleware::from_fn_with_state(front.clone(), guard));
     let router = router.merge(ui_page.unwrap_or_default());

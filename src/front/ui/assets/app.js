@@ -8,21 +8,37 @@ const POLL_MS = 1000;
 const SVG = "http://www.w3.org/2000/svg";
 const state = { me: null, tenant: null, token: sessionStorage.getItem("mcp-sandbox-token"), last: "", approvalsKey: "", busy: false };
 
+// Controls and characters that move or reorder text (C0 but line breaks and tabs, DEL, C1, the
+// line and paragraph separators, the bidirectional controls) are shown as visible escapes, as
+// the terminal shows them (src/term.rs): an argument holding U+202E cannot make the bytes
+// "moc.live@ecila" read as another address, in a list or in a detail view.
+const HAZARDS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+function visible(s) {
+  return String(s).replace(HAZARDS, (c) => {
+    const n = c.codePointAt(0);
+    if (c === "\r") return "\\r";
+    if (c === "\x1b") return "\\e";
+    if (n < 0x100) return "\\x" + n.toString(16).padStart(2, "0");
+    return "\\u{" + n.toString(16).padStart(4, "0") + "}";
+  });
+}
+
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
     if (k === "class") e.className = v;
     else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
-    else e.setAttribute(k, String(v));
+    else e.setAttribute(k, k === "title" ? visible(v) : String(v));
   }
-  for (const c of children) if (c !== null && c !== undefined) e.append(c instanceof Node ? c : String(c));
+  for (const c of children) if (c !== null && c !== undefined) e.append(c instanceof Node ? c : visible(c));
   return e;
 }
 
 function svg(tag, attrs, ...children) {
   const e = document.createElementNS(SVG, tag);
   for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
-  for (const c of children) e.append(c instanceof Node ? c : String(c));
+  for (const c of children) e.append(c instanceof Node ? c : visible(c));
   return e;
 }
 
@@ -354,7 +370,7 @@ async function approvalsPanel() {
 async function whoami() {
   const me = await api("/ui/api/me");
   state.me = me;
-  document.getElementById("who").textContent = me.principal + (me.operator ? " (operator)" : "") + " · tenant " + me.tenant;
+  document.getElementById("who").textContent = visible(me.principal + (me.operator ? " (operator)" : "") + " · tenant " + me.tenant);
   const sel = document.getElementById("tenant");
   const choices = me.operator ? ["*"].concat(me.tenants.includes(me.tenant) ? me.tenants : [me.tenant].concat(me.tenants)) : [me.tenant];
   sel.replaceChildren(...choices.map((t) => el("option", { value: t }, t === "*" ? "all tenants" : t)));
