@@ -260,9 +260,10 @@ pub(super) mod tests {
         let page = reader.audit_list(&filter(2), page.next).unwrap();
         let got: Vec<i64> = page.rows.iter().map(|r| r.id).collect();
         assert_eq!(got, [ids[1], ids[0]]);
-        assert_eq!(page.next, Some(ids[0]));
-        let last = reader.audit_list(&filter(2), page.next).unwrap();
-        assert_eq!(last, ListPage::default());
+        // The last page says so (`next` is `None`): no empty page after it.
+        assert_eq!(page.next, None);
+        let past = reader.audit_list(&filter(2), Some(ids[0])).unwrap();
+        assert_eq!(past, ListPage::default());
         assert_eq!(
             page.rows[0],
             ListRow {
