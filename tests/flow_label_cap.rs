@@ -42,15 +42,23 @@ fn the_sixty_fifth_label_fails_closed() {
         "{outcome}"
     );
     assert!(
-        std::fs::read_to_string(dir.path().join("mail.log")).unwrap_or_default().is_empty(),
+        std::fs::read_to_string(dir.path().join("mail.log"))
+            .unwrap_or_default()
+            .is_empty(),
         "the mailer received nothing"
     );
     let traces = outcome["traces"].as_array().unwrap();
-    let added: Vec<&Value> = traces.iter().filter(|t| t["type"] == "label_added").collect();
+    let added: Vec<&Value> = traces
+        .iter()
+        .filter(|t| t["type"] == "label_added")
+        .collect();
     assert_eq!(added.len(), 65, "{outcome}");
     assert_eq!(added[64]["label"], "*");
     assert_eq!(added[64]["tool"], "crm:get_customer");
-    let decisions: Vec<&Value> = traces.iter().filter(|t| t["type"] == "flow_decision").collect();
+    let decisions: Vec<&Value> = traces
+        .iter()
+        .filter(|t| t["type"] == "flow_decision")
+        .collect();
     assert_eq!(decisions.len(), 1, "{outcome}");
     assert_eq!(decisions[0]["tool"], "mail:send_mail");
     assert_eq!(decisions[0]["label"], "egress");

@@ -62,19 +62,31 @@ fn a_quota_refusal_carries_the_labels_of_the_values_it_counts() {
         result[1],
         "mail:send_mail is egress; this execution read private data from crm:get_customer in an earlier execution of this session (config flow rule \"no-exfiltration\"); the call was not forwarded"
     );
-    assert!(result[2].as_u64().unwrap() > 9990, "the refusal said {}", result[2]);
     assert!(
-        std::fs::read_to_string(dir.path().join("mail.log")).unwrap_or_default().is_empty(),
+        result[2].as_u64().unwrap() > 9990,
+        "the refusal said {}",
+        result[2]
+    );
+    assert!(
+        std::fs::read_to_string(dir.path().join("mail.log"))
+            .unwrap_or_default()
+            .is_empty(),
         "the mailer received nothing"
     );
     let traces = second["traces"].as_array().unwrap();
     let store = traces.iter().find(|t| t["type"] == "state_store").unwrap();
     assert_eq!(store["error"]["code"], "LIMIT_EXCEEDED");
-    let added: Vec<&Value> = traces.iter().filter(|t| t["type"] == "label_added").collect();
+    let added: Vec<&Value> = traces
+        .iter()
+        .filter(|t| t["type"] == "label_added")
+        .collect();
     assert_eq!(added.len(), 1, "{second}");
     assert_eq!(added[0]["label"], "private");
     assert_eq!(added[0]["rule"], "earlier");
-    let decision = traces.iter().find(|t| t["type"] == "flow_decision").unwrap();
+    let decision = traces
+        .iter()
+        .find(|t| t["type"] == "flow_decision")
+        .unwrap();
     assert_eq!(decision["decision"], "deny");
     assert_eq!(decision["tool"], "mail:send_mail");
     // A refusal of the value's own size tells nothing of the others: no label.
@@ -84,7 +96,11 @@ fn a_quota_refusal_carries_the_labels_of_the_values_it_counts() {
     );
     assert_eq!(third["result"], "LIMIT_EXCEEDED", "{third}");
     assert!(
-        !third["traces"].as_array().unwrap().iter().any(|t| t["type"] == "label_added"),
+        !third["traces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["type"] == "label_added"),
         "{third}"
     );
 }

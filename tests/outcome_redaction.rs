@@ -59,9 +59,15 @@ fn a_tool_named_after_a_value_comes_back_redacted_everywhere() {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("hostile.js");
     std::fs::write(&script, HOSTILE).unwrap();
-    let r = cli_run_script(&[], &config(dir.path()), &dir.path().join("state.db"), &script);
+    let r = cli_run_script(
+        &[],
+        &config(dir.path()),
+        &dir.path().join("state.db"),
+        &script,
+    );
     let printed = String::from_utf8_lossy(&r.stdout).to_string();
-    let outcome: Value = serde_json::from_str(&printed).unwrap_or_else(|e| panic!("{e}: {printed}"));
+    let outcome: Value =
+        serde_json::from_str(&printed).unwrap_or_else(|e| panic!("{e}: {printed}"));
     assert_nothing_real(&outcome);
     for real in REAL {
         assert!(!printed.contains(real), "run printed {real}");
@@ -69,7 +75,10 @@ fn a_tool_named_after_a_value_comes_back_redacted_everywhere() {
     let error = &outcome["error"];
     assert_eq!(error["code"], "TOOL_NOT_FOUND", "{outcome}");
     let tool = error["tool"].as_str().unwrap();
-    assert!(tool.starts_with("crm:⟪email:") && tool.ends_with('⟫'), "{tool}");
+    assert!(
+        tool.starts_with("crm:⟪email:") && tool.ends_with('⟫'),
+        "{tool}"
+    );
     assert_eq!(outcome["logs"][0]["message"], format!("caught {tool}"));
     // The runner refused the names itself (no such tools): no call reached a server.
     assert!(outcome["traces"]
@@ -82,7 +91,9 @@ fn a_tool_named_after_a_value_comes_back_redacted_everywhere() {
         .as_array()
         .unwrap()
         .iter()
-        .all(|t| t["type"].as_str().is_some_and(|k| k.chars().all(|c| c.is_ascii_lowercase() || c == '_'))));
+        .all(|t| t["type"]
+            .as_str()
+            .is_some_and(|k| k.chars().all(|c| c.is_ascii_lowercase() || c == '_'))));
 }
 
 #[test]

@@ -52,8 +52,9 @@ fn run(dir: &Path, code: &str) -> (Value, String) {
 }
 
 fn is_placeholder(v: &Value, kind: &str) -> bool {
-    v.as_str()
-        .is_some_and(|s| s.starts_with(&format!("⟪{kind}:")) && s.ends_with('⟫') && s.len() > kind.len() + 8)
+    v.as_str().is_some_and(|s| {
+        s.starts_with(&format!("⟪{kind}:")) && s.ends_with('⟫') && s.len() > kind.len() + 8
+    })
 }
 
 fn mail_log(dir: &Path) -> Vec<Value> {
@@ -80,11 +81,17 @@ fn marked_fields_in_json_text_come_back_masked_and_resolve_for_the_revealed_tool
     assert!(is_placeholder(account, "account"), "{outcome}");
     let account = account.as_str().unwrap();
     let many = &outcome["result"]["many"];
-    assert!(is_placeholder(&many[0], "account") && is_placeholder(&many[1], "account"), "{many}");
+    assert!(
+        is_placeholder(&many[0], "account") && is_placeholder(&many[1], "account"),
+        "{many}"
+    );
     assert_ne!(many[0], many[1]);
     assert_eq!(outcome["logs"][0]["message"], format!("account {account}"));
     assert!(
-        outcome["result"]["text"].as_str().unwrap().contains(account),
+        outcome["result"]["text"]
+            .as_str()
+            .unwrap()
+            .contains(account),
         "the JSON text is masked too: {outcome}"
     );
     for real in [ACCOUNT, "ACC-0001-XQ", "ACC-0002-XQ"] {
@@ -96,7 +103,10 @@ fn marked_fields_in_json_text_come_back_masked_and_resolve_for_the_revealed_tool
         &format!("return await mcp.crm.send_mail({{to: '{account}', subject: 'hello'}})"),
     );
     assert_eq!(sent["result"], "sent", "{sent}");
-    assert_eq!(mail_log(dir.path()), [json!({"to": ACCOUNT, "subject": "hello"})]);
+    assert_eq!(
+        mail_log(dir.path()),
+        [json!({"to": ACCOUNT, "subject": "hello"})]
+    );
 }
 
 #[test]
@@ -107,7 +117,11 @@ fn a_marked_value_the_full_map_cannot_mask_is_withheld() {
         dir.path(),
         "return Array.from({length: 4096}, (_, i) => 'u' + i + '@example.com')",
     );
-    assert!(is_placeholder(&filled["result"][4095], "email"), "{}", filled["result"][4095]);
+    assert!(
+        is_placeholder(&filled["result"][4095], "email"),
+        "{}",
+        filled["result"][4095]
+    );
     let (outcome, printed) = run(
         dir.path(),
         "try { return JSON.parse(await mcp.crm.get_customer({id: 7})).account }
@@ -141,8 +155,15 @@ fn a_marked_value_over_16_kib_is_withheld_not_claimed_masked() {
         json!(["LIMIT_EXCEEDED", "the answer of crm:get_notes holds a value marked sensitive (sandbox.sensitive.fields, /notes) of 20000 bytes; a marked value can be masked up to 16384 bytes, so the answer was withheld from the script. Ask the tool for less, or ask the operator to mark a smaller field"]),
         "{outcome}"
     );
-    assert!(!printed.contains(&"n".repeat(100)), "the notes were printed");
-    assert_eq!(outcome["logs"], json!([]), "no log claims a value was masked");
+    assert!(
+        !printed.contains(&"n".repeat(100)),
+        "the notes were printed"
+    );
+    assert_eq!(
+        outcome["logs"],
+        json!([]),
+        "no log claims a value was masked"
+    );
     // One that fits is masked.
     let (small, printed) = run(
         dir.path(),
@@ -168,8 +189,15 @@ fn through_serve_the_json_text_field_is_masked() {
         ]),
     );
     let results = report["results"].as_array().unwrap();
-    assert!(is_placeholder(&results[0]["out"]["result"], "account"), "{}", results[0]);
+    assert!(
+        is_placeholder(&results[0]["out"]["result"], "account"),
+        "{}",
+        results[0]
+    );
     assert!(!results[0].to_string().contains(ACCOUNT), "{}", results[0]);
     assert_eq!(results[1]["out"]["result"], "sent", "{}", results[1]);
-    assert_eq!(mail_log(dir.path()), [json!({"to": ACCOUNT, "subject": "hi"})]);
+    assert_eq!(
+        mail_log(dir.path()),
+        [json!({"to": ACCOUNT, "subject": "hi"})]
+    );
 }

@@ -93,10 +93,17 @@ fn progress_messages_reach_the_client_redacted_when_values_are_kept_from_the_mod
         .strip_prefix("fixture: step 1 of 1 for ⟪email:")
         .and_then(|s| s.strip_suffix(":1⟫ (1/1)"))
         .unwrap_or_else(|| panic!("{r}"));
-    assert!(tag.len() == 5 && tag.bytes().all(|b| b.is_ascii_lowercase()), "{tag}");
+    assert!(
+        tag.len() == 5 && tag.bytes().all(|b| b.is_ascii_lowercase()),
+        "{tag}"
+    );
     assert_eq!(
         r["progress"],
-        json!([[1.0, null, format!("fixture: step 1 of 1 for ⟪email:{tag}:1⟫ (1/1)")]]),
+        json!([[
+            1.0,
+            null,
+            format!("fixture: step 1 of 1 for ⟪email:{tag}:1⟫ (1/1)")
+        ]]),
         "{r}"
     );
     assert!(!r.to_string().contains("ada@example.com"), "{r}");

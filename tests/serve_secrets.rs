@@ -203,7 +203,10 @@ fn the_model_sees_placeholders_and_the_mailer_gets_the_address() {
 #[test]
 fn another_sessions_placeholder_is_refused_where_this_session_has_the_same_number() {
     let dir = tempfile::tempdir().unwrap();
-    let first = session(dir.path(), json!([{"code": format!("{READ} return c.email")}]));
+    let first = session(
+        dir.path(),
+        json!([{"code": format!("{READ} return c.email")}]),
+    );
     let theirs = placeholder(&first[0]["out"]["result"], "email").to_string();
     let second = session(
         dir.path(),
@@ -214,7 +217,10 @@ fn another_sessions_placeholder_is_refused_where_this_session_has_the_same_numbe
     );
     let mine = placeholder(&second[0]["out"]["result"], "email");
     // Both are the first address of their session, yet not the same placeholder.
-    assert!(theirs.ends_with(":1⟫") && mine.ends_with(":1⟫"), "{theirs} {mine}");
+    assert!(
+        theirs.ends_with(":1⟫") && mine.ends_with(":1⟫"),
+        "{theirs} {mine}"
+    );
     assert_ne!(theirs, mine);
     let tag = &mine["⟪email:".len()..mine.len() - ":1⟫".len()];
     assert_eq!(

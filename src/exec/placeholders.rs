@@ -128,7 +128,9 @@ impl ExecPlaceholders {
         let mut map = self.map();
         self.sensitive
             .remember_fields(qualified, answer, &mut map)
-            .map_err(|e| ExecError::new(ErrorCode::LimitExceeded, e.to_string()).with_tool(qualified))
+            .map_err(|e| {
+                ExecError::new(ErrorCode::LimitExceeded, e.to_string()).with_tool(qualified)
+            })
     }
 
     /// `value` redacted (the map grows by what is new in it).
@@ -334,7 +336,8 @@ mod tests {
         let e = other.substitute("mail:send", &mut args).unwrap_err();
         assert_eq!(e.code, ErrorCode::PermissionDenied);
         assert!(
-            e.message.contains("is not one of this session's placeholders"),
+            e.message
+                .contains("is not one of this session's placeholders"),
             "{}",
             e.message
         );

@@ -453,9 +453,7 @@ fn remember_leaves(kind: &str, v: &Value, map: &mut Placeholders) -> Result<(), 
     match v {
         Value::String(s) => map.remember(kind, s),
         Value::Number(n) => map.remember(kind, &n.to_string()),
-        Value::Array(items) => items
-            .iter()
-            .try_for_each(|v| remember_leaves(kind, v, map)),
+        Value::Array(items) => items.iter().try_for_each(|v| remember_leaves(kind, v, map)),
         Value::Object(fields) => fields
             .values()
             .try_for_each(|v| remember_leaves(kind, v, map)),

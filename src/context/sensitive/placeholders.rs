@@ -372,7 +372,9 @@ mod tests {
     #[test]
     fn a_map_of_an_earlier_version_loads_and_gets_a_tag() {
         let old = r#"{"next": 2, "values": {"1": ["email", "ada@example.com"]}}"#;
-        let mut m = serde_json::from_str::<Placeholders>(old).unwrap().reindexed();
+        let mut m = serde_json::from_str::<Placeholders>(old)
+            .unwrap()
+            .reindexed();
         assert!(valid_tag(&m.tag) && m.changed, "a tag is drawn and saved");
         let tag = m.tag.clone();
         assert_eq!(
@@ -417,10 +419,7 @@ mod tests {
         let s = "to ⟪email:12⟫ and ⟪email⟫ and ⟪Bad:1⟫ and ⟪card:x⟫ and ⟪card:abcde:3⟫ and ⟪card:ABCDE:3⟫ and ⟪card:abc:3⟫";
         let found: Vec<(&str, Option<&str>, u64)> =
             mentions(s).iter().map(|m| (m.kind, m.tag, m.n)).collect();
-        assert_eq!(
-            found,
-            [("email", None, 12), ("card", Some("abcde"), 3)]
-        );
+        assert_eq!(found, [("email", None, 12), ("card", Some("abcde"), 3)]);
         let mut m = Placeholders::default();
         let p = m.placeholder("email", "ada@example.com");
         assert_eq!(

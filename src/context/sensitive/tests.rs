@@ -63,7 +63,9 @@ fn placeholders_come_back_only_where_revealed() {
     // A kind reveal_to has no entry for: the message names no rule that does not exist.
     let phone = map.placeholder("phone", "+1 415 555 2671");
     let mut args = json!({"to": phone.clone()});
-    let e = s.substitute(&map, "mailer:send_mail", &mut args).unwrap_err();
+    let e = s
+        .substitute(&map, "mailer:send_mail", &mut args)
+        .unwrap_err();
     assert_eq!(
         e.to_string(),
         format!("the arguments hold {phone}, a value of kind `phone`, and no tool may receive values of that kind: sandbox.sensitive.reveal_to has no entry for `phone`, so mailer:send_mail does not get it. Ask the operator to add one (\"reveal_to\": {{\"phone\": [\"mailer:send_mail\"]}}) if mailer:send_mail should")
@@ -76,9 +78,17 @@ fn placeholders_come_back_only_where_revealed() {
     );
     // The untagged form of earlier versions is refused, saying so.
     let mut args = json!("⟪email:1⟫");
-    let e = s.substitute(&map, "mailer:send_mail", &mut args).unwrap_err();
+    let e = s
+        .substitute(&map, "mailer:send_mail", &mut args)
+        .unwrap_err();
     assert!(
-        matches!(&e, SubstituteError::Unknown { why: Unresolved::Untagged, .. }),
+        matches!(
+            &e,
+            SubstituteError::Unknown {
+                why: Unresolved::Untagged,
+                ..
+            }
+        ),
         "{e}"
     );
     // A placeholder-looking string with no number is left alone.
