@@ -179,19 +179,19 @@ fn serve_decides_at_send_time_on_the_bytes_sent() {
     let out = |i: usize| &results[i];
     let first = out(0)["result"].as_str().unwrap().to_string();
     assert!(
-        first.starts_with("⟪email:") && first.ends_with("1⟫"),
+        first.starts_with("⟪email:") && first.ends_with(":1⟫"),
         "{first}"
     );
     // 1: refused when admitted; the log line then minted it (the outcome shows the address as
     // that very placeholder), but the mail never started.
     let next = out(1)["result"][0].as_str().unwrap().to_string();
-    assert_eq!(next, first.replace("1⟫", "2⟫"));
+    assert_eq!(next, first.replace(":1⟫", ":2⟫"));
     let refusal = &out(1)["result"][1];
     assert_eq!(refusal[0], json!("PERMISSION_DENIED"), "{:?}", out(1));
     let why = refusal[1].as_str().unwrap();
     assert!(
         why.starts_with(&format!(
-            "the arguments hold {next}, which is not a placeholder of this session"
+            "the arguments hold {next}, which has this session's tag, but this session never returned that kind with that number"
         )),
         "{why}"
     );
@@ -206,7 +206,7 @@ fn serve_decides_at_send_time_on_the_bytes_sent() {
     );
     assert!(
         out(2)["result"][2].as_str().unwrap().starts_with(&format!(
-            "the arguments hold {far}, which is not a placeholder"
+            "the arguments hold {far}, which has this session's tag, but this session never returned"
         )),
         "{:?}",
         out(2)

@@ -74,7 +74,7 @@ fn server(log: &Log) -> InProcessServer {
 enum Op {
     /// A private read taking `ms`; awaited at once or left running.
     Read { ms: u64, awaited: bool },
-    /// An egress call; `placeholder`: to `⟪email:1⟫` (resolved to the real address), else to a
+    /// An egress call; `placeholder`: to the map's `⟪email:TAG:1⟫` (resolved to the real address), else to a
     /// literal address.
     Send { placeholder: bool, awaited: bool },
     /// An unlabelled call that holds a slot for `ms`.
@@ -96,7 +96,7 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 /// The script: each call's outcome (`ok` or the error code) in order of the calls.
-fn script(ops: &[Op]) -> String {
+fn script(ops: &[Op], held: &str) -> String {
     let mut s = String::from(
         "const calls = [];\nconst track = (p) => { const t = p.then(() => 'ok', e => e.code); calls.push(t); return t; };\n",
     );
@@ -113,7 +113,7 @@ fn script(ops: &[Op]) -> String {
                 "{}track(mcp.p.send({{to: '{}'}}));\n",
                 if *awaited { "await " } else { "" },
                 if *placeholder {
-                    "⟪email:1⟫"
+                    held
                 } else {
                     "out@evil.example"
                 }
@@ -152,16 +152,21 @@ async fn case(ops: Vec<Op>, slots: u64) -> Result<(), TestCaseError> {
     let mut catalog = Catalog::new();
     catalog.add(Arc::new(server(&log))).unwrap();
     let policy = policy();
-    // The execution's own map, holding ⟪email:1⟫ before it starts (as a session's would).
+    // The execution's own map, holding the address's placeholder (`⟪email:TAG:1⟫`, the tag
+    // the map's own) before it starts, as a session's would.
     let placeholders = ExecPlaceholders::open(policy.sensitive().unwrap().clone(), None, None)
         .await
         .unwrap();
-    assert_eq!(placeholders.redact_text("ann@evil.example"), "⟪email:1⟫");
+    let held = placeholders.redact_text("ann@evil.example");
+    assert!(
+        held.starts_with("⟪email:") && held.ends_with(":1⟫"),
+        "{held}"
+    );
     let limits = Limits {
         max_concurrent_calls: slots,
         ..Limits::default()
     };
-    let code = script(&ops);
+    let code = script(&ops, &held);
     let outcome = mcp_sandbox::execute(
         &catalog,
         &crate::common::runner(),

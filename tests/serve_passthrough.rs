@@ -88,9 +88,22 @@ fn progress_messages_reach_the_client_redacted_when_values_are_kept_from_the_mod
         "with_token",
     );
     assert_eq!(r["outcome"]["result"], "done", "{r}");
+    let said = r["progress"][0][2].as_str().unwrap_or_default();
+    let tag = said
+        .strip_prefix("fixture: step 1 of 1 for ⟪email:")
+        .and_then(|s| s.strip_suffix(":1⟫ (1/1)"))
+        .unwrap_or_else(|| panic!("{r}"));
+    assert!(
+        tag.len() == 5 && tag.bytes().all(|b| b.is_ascii_lowercase()),
+        "{tag}"
+    );
     assert_eq!(
         r["progress"],
-        json!([[1.0, null, "fixture: step 1 of 1 for ⟪email:1⟫ (1/1)"]]),
+        json!([[
+            1.0,
+            null,
+            format!("fixture: step 1 of 1 for ⟪email:{tag}:1⟫ (1/1)")
+        ]]),
         "{r}"
     );
     assert!(!r.to_string().contains("ada@example.com"), "{r}");
@@ -176,7 +189,12 @@ fn server_requests_reach_the_client_redacted_when_values_are_kept_from_the_model
                 return [c.email, await mcp.fixture.ask_client({kind: 'elicit', text}),\n\
                         await mcp.fixture.ask_client({kind: 'sample', text})];";
     let r = client_in(&dir, text, code, "answering", &[("MCP_RAW_LOG", &raw)]);
-    let said = "write to ⟪email:1⟫ about ⟪card:2⟫";
+    let first = r["outcome"]["result"][0].as_str().unwrap_or_default();
+    let tag = first
+        .strip_prefix("⟪email:")
+        .and_then(|s| s.strip_suffix(":1⟫"))
+        .unwrap_or_else(|| panic!("{r}"));
+    let said = format!("write to ⟪email:{tag}:1⟫ about ⟪card:{tag}:2⟫");
     assert_eq!(
         r["asked"],
         json!([["elicit", said], ["sample", said]]),
@@ -185,7 +203,8 @@ fn server_requests_reach_the_client_redacted_when_values_are_kept_from_the_model
     assert_eq!(r["asked_params"][1]["systemPrompt"], said, "{r}");
     let result = &r["outcome"]["result"];
     assert_eq!(
-        result[0], "⟪email:1⟫",
+        result[0],
+        format!("⟪email:{tag}:1⟫"),
         "the outcome's placeholder is the same: {r}"
     );
     // The client's answers went back to the server as written.

@@ -169,7 +169,7 @@ fn the_model_sees_placeholders_and_the_mailer_gets_the_address() {
     );
     assert_eq!(
         other[0]["out"]["result"],
-        json!(["PERMISSION_DENIED", format!("the arguments hold {email}, which is not a placeholder of this session: placeholders belong to one session of one tenant, and one from another session (or one this session never returned) is never resolved. Pass only placeholders this session's executions returned")])
+        json!(["PERMISSION_DENIED", format!("the arguments hold {email}, which is not one of this session's placeholders (this session's look like ⟪kind:tag:N⟫): it comes from another session, or from an earlier map of this session that this host can no longer open (sealed under another key). A placeholder is resolved only in the session that returned it: read the value again in this session and pass the placeholder it returns; the call was not made")])
     );
     assert_eq!(mail_log.lines().count(), 1);
     assert_eq!(
@@ -195,6 +195,51 @@ fn the_model_sees_placeholders_and_the_mailer_gets_the_address() {
         assert!(!holds(&raw, real), "the client received {real}");
         assert!(!holds(&state, real), "the state file holds {real}");
     }
+}
+
+/// Issue 43 item 8: numbers start at 1 in every session, so one session's `⟪email:…:1⟫` passed
+/// in another session that has its own first address must be refused — not resolved to that
+/// address (mail to the wrong person). The session tag in each placeholder tells them apart.
+#[test]
+fn another_sessions_placeholder_is_refused_where_this_session_has_the_same_number() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = session(
+        dir.path(),
+        json!([{"code": format!("{READ} return c.email")}]),
+    );
+    let theirs = placeholder(&first[0]["out"]["result"], "email").to_string();
+    let second = session(
+        dir.path(),
+        json!([
+            {"code": "const c = await mcp.crm.get_customer({id: 8}); return c.email"},
+            {"code": format!("try {{ await mcp.mail.send_mail({{to: ['{theirs}'], subject: 'x'}}); return 'sent' }} catch (e) {{ return [e.code, e.message] }}")},
+        ]),
+    );
+    let mine = placeholder(&second[0]["out"]["result"], "email");
+    // Both are the first address of their session, yet not the same placeholder.
+    assert!(
+        theirs.ends_with(":1⟫") && mine.ends_with(":1⟫"),
+        "{theirs} {mine}"
+    );
+    assert_ne!(theirs, mine);
+    let tag = &mine["⟪email:".len()..mine.len() - ":1⟫".len()];
+    assert_eq!(
+        second[1]["out"]["result"],
+        json!(["PERMISSION_DENIED", format!("the arguments hold {theirs}, which is not one of this session's placeholders (this session's look like ⟪kind:{tag}:N⟫): it comes from another session, or from an earlier map of this session that this host can no longer open (sealed under another key). A placeholder is resolved only in the session that returned it: read the value again in this session and pass the placeholder it returns; the call was not made")]),
+        "{}",
+        second[1]
+    );
+    assert!(
+        bytes_of(&dir.path().join("mail.log")).is_empty(),
+        "nothing was mailed (to ada8@example.com or anyone)"
+    );
+    let end = second[1]["out"]["traces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["type"] == "tool_end" && t["tool"] == "mail:send_mail")
+        .unwrap();
+    assert_eq!(end["error"]["code"], "PERMISSION_DENIED");
 }
 
 #[test]

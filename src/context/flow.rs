@@ -15,8 +15,35 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use wildmatch::WildMatch;
 
-/// The most labels one tool may carry, and the most distinct labels an execution records.
+/// The most labels one tool may carry, and the most distinct labels an execution (or a session,
+/// or a stored value) records. Past it, [`ALL_LABELS`] is recorded instead: fail closed.
 pub const MAX_LABELS: usize = 64;
+
+/// The label that stands for every label: recorded in place of the first label past
+/// [`MAX_LABELS`]. Once it is read, every flow rule applies as if all its `after` labels were
+/// read. Not a label name a config can use (`*` is not allowed in one).
+pub const ALL_LABELS: &str = "*";
+
+/// Adds `source` to `held` unless its label is there; past [`MAX_LABELS`] distinct labels,
+/// [`ALL_LABELS`] joins instead (once). `true` when something joined.
+pub fn join(held: &mut Vec<LabelSource>, source: LabelSource) -> bool {
+    if held.iter().any(|s| s.label == source.label) {
+        return false;
+    }
+    let tracked = held.iter().filter(|s| s.label != ALL_LABELS).count();
+    if source.label != ALL_LABELS && tracked >= MAX_LABELS {
+        if held.iter().any(|s| s.label == ALL_LABELS) {
+            return false;
+        }
+        held.push(LabelSource {
+            label: ALL_LABELS.to_string(),
+            ..source
+        });
+        return true;
+    }
+    held.push(source);
+    true
+}
 
 /// A flow rule as the config writes it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
@@ -200,15 +227,21 @@ impl FlowPolicy {
         // The tool's labels, once a rule's `after` is met (most calls meet none).
         let mut carried: Option<Vec<Arc<str>>> = None;
         let mut ask = None;
+        // Past the cap the host no longer knows what was read: every rule applies.
+        let all = read.iter().find(|s| s.label == ALL_LABELS);
         for rule in &self.rules {
-            if !rule
-                .after
-                .iter()
-                .all(|l| read.iter().any(|s| *s.label == **l))
+            if all.is_none()
+                && !rule
+                    .after
+                    .iter()
+                    .all(|l| read.iter().any(|s| *s.label == **l))
             {
                 continue;
             }
             let sources = || -> Vec<&LabelSource> {
+                if let Some(all) = all {
+                    return vec![all];
+                }
                 rule.after
                     .iter()
                     .filter_map(|l| read.iter().find(|s| *s.label == **l))
@@ -242,6 +275,10 @@ fn explain(tool: &str, label: &str, sources: &[&LabelSource], rule: &str) -> Str
     let read: Vec<String> = sources
         .iter()
         .map(|s| match s.earlier {
+            _ if s.label == ALL_LABELS => format!(
+                "more than {MAX_LABELS} distinct labels, the most the host tracks (the first past it came from {}), so every flow rule applies as if all its labels were read; read fewer kinds of data in one execution or session",
+                s.tool
+            ),
             false => format!("{} data from {} at {:.1} ms", s.label, s.tool, s.at_ms),
             true => format!(
                 "{} data from {} in an earlier execution of this session",
@@ -430,14 +467,12 @@ impl Taint {
     }
 
     fn push(&self, source: LabelSource) -> bool {
-        let Ok(mut read) = self.read.lock() else {
-            return false;
-        };
-        if read.0.len() >= MAX_LABELS || read.0.iter().any(|s| s.label == source.label) {
-            return false;
-        }
-        read.0.push(source);
-        true
+        // A lock poisoned by a panic elsewhere still records: forgetting a label fails open.
+        let mut read = self
+            .read
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        join(&mut read.0, source)
     }
 
     /// What was read so far.
@@ -548,6 +583,39 @@ mod tests {
             message,
             "mail:send is egress; this execution read private data from crm:get_customer in an earlier execution of this session (config flows[0])"
         );
+    }
+
+    #[test]
+    fn past_the_label_cap_every_rule_applies() {
+        let p = policy();
+        let taint = Taint::default();
+        for i in 0..MAX_LABELS {
+            assert!(taint.add(&format!("l{i}"), "web:many"));
+        }
+        assert_eq!(p.decide("mail:send", &taint.read()), FlowVerdict::Allow);
+        // The 65th distinct label: not dropped, it becomes "every label".
+        assert!(taint.add("private", "crm:get_customer"));
+        assert!(!taint.add("another", "crm:get_customer"), "recorded once");
+        let read = taint.read();
+        assert_eq!(read.len(), MAX_LABELS + 1);
+        assert_eq!(read[MAX_LABELS].label, ALL_LABELS);
+        match p.decide("mail:send", &read) {
+            FlowVerdict::Deny { label, message, .. } => {
+                assert_eq!(label, "egress");
+                assert_eq!(
+                    message,
+                    "mail:send is egress; this execution read more than 64 distinct labels, the most the host tracks (the first past it came from crm:get_customer), so every flow rule applies as if all its labels were read; read fewer kinds of data in one execution or session (config flows[0])"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        // Kept and inherited as such (a session's labels, a stored value's).
+        let next = Taint::default();
+        next.inherit(&read);
+        assert!(matches!(
+            p.decide("mail:send", &next.read()),
+            FlowVerdict::Deny { .. }
+        ));
     }
 
     #[test]

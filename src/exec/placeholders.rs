@@ -10,7 +10,7 @@
 //! counting from the stored next number, so an old placeholder never names a new value.
 
 use crate::context::sensitive::placeholders::Placeholders;
-use crate::context::sensitive::{Sensitive, SubstituteError};
+use crate::context::sensitive::{first_placeholder, Redactor, Sensitive, SubstituteError};
 use crate::context::session::SessionScope;
 use crate::error::{ErrorCode, ExecError};
 use crate::exec::outcome::{LogLine, Outcome};
@@ -122,9 +122,15 @@ impl ExecPlaceholders {
     }
 
     /// Remembers the fields of `server:tool`'s answer that the config marks sensitive.
-    pub fn remember_fields(&self, qualified: &str, answer: &Value) {
+    /// `LIMIT_EXCEEDED` when one finds no room in the map (full, or the value over 16 KiB):
+    /// the answer is then withheld, since the value could not be masked.
+    pub fn remember_fields(&self, qualified: &str, answer: &Value) -> Result<(), ExecError> {
         let mut map = self.map();
-        self.sensitive.remember_fields(qualified, answer, &mut map);
+        self.sensitive
+            .remember_fields(qualified, answer, &mut map)
+            .map_err(|e| {
+                ExecError::new(ErrorCode::LimitExceeded, e.to_string()).with_tool(qualified)
+            })
     }
 
     /// `value` redacted (the map grows by what is new in it).
@@ -142,32 +148,33 @@ impl ExecPlaceholders {
             .unwrap_or_else(|| text.to_string())
     }
 
-    /// Redacts everything of `outcome` a client sees: the result, the logs, the error and the
-    /// traces (their error messages and state keys). Says once when the map was full.
+    /// Redacts everything of `outcome` a client sees: every string of it — the result (its
+    /// keys too), the logs, every field of the error and of each trace event (tool names,
+    /// messages, keys), the metrics — walked as JSON, not by a list of fields, so a field added
+    /// later is redacted too. Only the codes and event types (names from a fixed set the host
+    /// picks) are left as they are. Says once when the map was full. An outcome that does not
+    /// read back after redaction is withheld (`SANDBOX_UNAVAILABLE`), never returned unredacted.
     pub fn redact_outcome(&self, outcome: &mut Outcome) {
         let mut map = self.map();
         let r = self.sensitive.redactor(&map);
-        let text = |s: &mut String, map: &mut Placeholders| {
-            if let Some(new) = r.redact_str(s, map) {
-                *s = new;
-            }
-        };
         r.redact_value(&mut outcome.result, &mut map);
-        for line in &mut outcome.logs {
-            text(&mut line.message, &mut map);
-        }
-        if let Some(e) = outcome.error.as_mut() {
-            text(&mut e.message, &mut map);
-            if let Some(stack) = e.stack.as_mut() {
-                text(stack, &mut map);
+        let result = std::mem::take(&mut outcome.result);
+        let runner_pid = outcome.metrics.runner_pid;
+        let redacted = serde_json::to_value(&*outcome).and_then(|mut v| {
+            redact_fixed_shape(&r, &mut v, &mut map);
+            serde_json::from_value::<Outcome>(v)
+        });
+        match redacted {
+            Ok(o) => {
+                *outcome = o;
+                outcome.result = result;
+                outcome.metrics.runner_pid = runner_pid;
             }
-        }
-        for t in &mut outcome.traces {
-            if let Some(e) = t.error.as_mut() {
-                text(&mut e.message, &mut map);
-            }
-            if let Some(k) = t.key.as_mut() {
-                text(k, &mut map);
+            Err(e) => {
+                *outcome = Outcome::failed(ExecError::new(
+                    ErrorCode::SandboxUnavailable,
+                    format!("the outcome could not be redacted ({e}), so it is withheld; retry, and report this if it happens again"),
+                ));
             }
         }
         if std::mem::take(&mut map.overflowed) {
@@ -234,11 +241,39 @@ fn open_map(scope: &SessionScope, row: &SealedMap) -> Placeholders {
 /// For an execution without a map (a capability's nested one): any placeholder in `args` is
 /// refused, since none can be resolved there.
 pub fn refuse_any(sensitive: &Sensitive, qualified: &str, args: &Value) -> Result<(), ExecError> {
-    let mut copy = args.clone();
-    sensitive
-        .substitute(&Placeholders::default(), qualified, &mut copy)
-        .map(|_| ())
-        .map_err(denied)
+    let _ = (sensitive, qualified);
+    match first_placeholder(args) {
+        Some(placeholder) => Err(denied(SubstituteError::NoMap { placeholder })),
+        None => Ok(()),
+    }
+}
+
+/// Redacts every string of the outcome's JSON (without its result) but the values of `type`
+/// and `code`: the trace events' kinds and the error codes, names of a fixed set the host
+/// picks, which must read back as such.
+fn redact_fixed_shape(r: &Redactor<'_>, v: &mut Value, map: &mut Placeholders) {
+    match v {
+        Value::Object(fields) => {
+            for (k, v) in fields.iter_mut() {
+                if (k == "type" || k == "code") && v.is_string() {
+                    continue;
+                }
+                redact_fixed_shape(r, v, map);
+            }
+        }
+        Value::Array(items) => {
+            for v in items {
+                redact_fixed_shape(r, v, map);
+            }
+        }
+        Value::String(s) => {
+            if let Some(new) = r.redact_str(s, map) {
+                *s = new;
+            }
+        }
+        // The host's numbers (times, sizes, counts): never data of a tool.
+        _ => {}
+    }
 }
 
 fn denied(e: SubstituteError) -> ExecError {
@@ -261,6 +296,10 @@ mod tests {
     use super::*;
     use crate::context::sensitive::SensitiveConfig;
 
+    fn said_ends(s: &str) -> bool {
+        s.starts_with("⟪email:") && s.ends_with(":1⟫")
+    }
+
     #[tokio::test]
     async fn a_session_map_is_sealed_kept_and_per_scope() {
         let dir = tempfile::tempdir().unwrap();
@@ -276,24 +315,29 @@ mod tests {
         let open = |scope: &SessionScope| {
             ExecPlaceholders::open(sensitive.clone(), Some(scope.clone()), Some(state.clone()))
         };
-        {
+        let first = {
             let p = open(&mine).await.unwrap();
-            assert_eq!(p.redact_text("to ada@example.com"), "to ⟪email:1⟫");
+            let said = p.redact_text("ada@example.com");
+            assert!(said_ends(&said), "{said}");
             p.save().await.unwrap();
-        }
-        // Reopened from the store (the first map is dropped): the same number, the value back.
+            said
+        };
+        // Reopened from the store (the first map is dropped): the same placeholder (the same
+        // tag and number), the value back.
         let p = open(&mine).await.unwrap();
-        assert_eq!(p.redact_text("ada@example.com"), "⟪email:1⟫");
-        let mut args = serde_json::json!({"to": "⟪email:1⟫"});
+        let placeholder = p.redact_text("ada@example.com");
+        assert_eq!(placeholder, first);
+        let mut args = serde_json::json!({"to": placeholder});
         p.substitute("mail:send", &mut args).unwrap();
         assert_eq!(args["to"], "ada@example.com");
         // Another tenant's session with the same name has no such placeholder.
         let other = open(&SessionScope::new("t2", "p", "s1")).await.unwrap();
-        let mut args = serde_json::json!({"to": "⟪email:1⟫"});
+        let mut args = serde_json::json!({"to": placeholder});
         let e = other.substitute("mail:send", &mut args).unwrap_err();
         assert_eq!(e.code, ErrorCode::PermissionDenied);
         assert!(
-            e.message.contains("not a placeholder of this session"),
+            e.message
+                .contains("is not one of this session's placeholders"),
             "{}",
             e.message
         );

@@ -16,7 +16,7 @@ use crate::context::flow::{LabelSource, SessionTaint};
 use crate::context::session::{SessionOptions, SessionScope};
 use crate::error::{ErrorCode, ExecError};
 use crate::exec::sealing;
-use crate::store::session_state::{StateEntry, StoredValue};
+use crate::store::session_state::{StateEntry, StateQuotaError, StoredValue};
 use crate::store::Store;
 use crate::tools::catalog::oauth_store::SealKey;
 use crate::trace::now_ms;
@@ -117,6 +117,23 @@ pub struct Answer {
     pub labels: Vec<LabelSource>,
 }
 
+/// Why an operation was refused, and the data-flow labels of what the refusal was derived
+/// from (the session's values, for a quota that counts them; else none).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal {
+    pub error: ExecError,
+    pub labels: Vec<LabelSource>,
+}
+
+impl From<ExecError> for Refusal {
+    fn from(error: ExecError) -> Self {
+        Refusal {
+            error,
+            labels: Vec::new(),
+        }
+    }
+}
+
 /// The state store of a host, with the bounds of `sandbox.session`.
 #[derive(Debug)]
 pub struct SessionState {
@@ -190,7 +207,7 @@ impl SessionState {
         op: StateOp,
         read: Vec<LabelSource>,
         sensitive: bool,
-    ) -> Result<Answer, ExecError> {
+    ) -> Result<Answer, Refusal> {
         self.maybe_sweep();
         let (scope, options) = (scope.clone(), self.options);
         let answer = self
@@ -208,28 +225,43 @@ impl SessionState {
                         };
                         let kept = match kept {
                             Ok(kept) => kept,
-                            Err(e) => return Ok(Err(e)),
+                            Err(e) => return Ok(Err(e.into())),
                         };
-                        store
-                            .store_state(&scope, &key, &kept, &read, &options, now)?
-                            .map(|()| Answer {
+                        match store.store_state(&scope, &key, &kept, &read, &options, now)? {
+                            Ok(()) => Ok(Answer {
                                 value: Value::Null,
                                 bytes,
                                 labels: Vec::new(),
-                            })
-                            .map_err(|e| {
-                                ExecError::new(
-                                    ErrorCode::LimitExceeded,
-                                    format!("store({key:?}) was refused: {e}"),
-                                )
-                            })
+                            }),
+                            Err(e) => {
+                                // The session's bounds count the other values: a refusal
+                                // that says how many keys or bytes they hold tells their
+                                // sizes, so it carries their labels (a value's own size is
+                                // the script's).
+                                let labels = match e {
+                                    StateQuotaError::Value { .. } => Vec::new(),
+                                    _ => store
+                                        .list_state(&scope, &options, now)?
+                                        .into_iter()
+                                        .flat_map(|e| e.sources)
+                                        .collect(),
+                                };
+                                Err(Refusal {
+                                    error: ExecError::new(
+                                        ErrorCode::LimitExceeded,
+                                        format!("store({key:?}) was refused: {e}"),
+                                    ),
+                                    labels,
+                                })
+                            }
+                        }
                     }
                     StateOp::Load { key } => match store.load_state(&scope, &key, &options, now)? {
                         Some((kept, labels)) => {
                             let bytes = kept.bytes();
                             let text = match open(sealing::key(), &scope, &key, kept) {
                                 Ok(text) => text,
-                                Err(e) => return Ok(Err(e)),
+                                Err(e) => return Ok(Err(e.into())),
                             };
                             serde_json::from_str::<Value>(&text)
                                 .map(|value| Answer {
@@ -242,6 +274,7 @@ impl SessionState {
                                         ErrorCode::SandboxUnavailable,
                                         format!("the stored value of {key:?} is corrupt ({e}); remove({key:?}) it"),
                                     )
+                                    .into()
                                 })
                         }
                         None => Ok(Answer {
@@ -275,7 +308,7 @@ impl SessionState {
             .await;
         match answer {
             Ok(result) => result,
-            Err(e) => Err(unavailable(e)),
+            Err(e) => Err(unavailable(e).into()),
         }
     }
 

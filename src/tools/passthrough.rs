@@ -180,9 +180,12 @@ impl Routes {
             return Err("executions of several callers have calls open to this server and the message names none of their calls (no _meta.progressToken)".into());
         }
         if single && seen.len() > 1 {
+            // `open` keeps a call routed for LINGER after it ends: these are executions with
+            // a call open now or ended within it, not necessarily open.
             return Err(format!(
-                "{} executions have calls open to this server and the message names none of their calls (no _meta.progressToken)",
-                seen.len()
+                "{} executions have had calls to this server open within the last {} ms (open now, or just ended) and the request names none of their calls (no _meta.progressToken), so it cannot be given to one of them. The server should send it with the progress token of the call it belongs to (_meta.progressToken), or the client should run one execution at a time against this server",
+                seen.len(),
+                LINGER.as_millis()
             ));
         }
         let mut recent = self
@@ -372,5 +375,35 @@ impl Drop for OpenCall {
                 let _ = peer.notify_cancelled(params).await;
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Quiet;
+    impl Feedback for Quiet {
+        fn progress(&self, _: &str, _: f64, _: Option<f64>, _: Option<String>) {}
+        fn log(&self, _: &str, _: &str, _: String) {}
+    }
+
+    /// Two executions' calls, both already answered (a finished call stays routed for
+    /// LINGER): the refusal says what is true — not that calls are open.
+    #[tokio::test]
+    async fn a_request_naming_no_call_is_refused_saying_what_is_true() {
+        let routes = Routes::default();
+        let (a, b): (Arc<dyn Feedback>, Arc<dyn Feedback>) = (Arc::new(Quiet), Arc::new(Quiet));
+        routes.insert(ProgressToken(rmcp::model::NumberOrString::Number(1)), a);
+        routes.insert(ProgressToken(rmcp::model::NumberOrString::Number(2)), b);
+        let e = routes
+            .forward::<Value>("srv", Forward::Elicit(Value::Null), None)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            e.message,
+            "elicitation is not supported: 2 executions have had calls to this server open within the last 500 ms (open now, or just ended) and the request names none of their calls (no _meta.progressToken), so it cannot be given to one of them. The server should send it with the progress token of the call it belongs to (_meta.progressToken), or the client should run one execution at a time against this server"
+        );
+        assert_eq!(routes.dropped(), 1);
     }
 }

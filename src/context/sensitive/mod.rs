@@ -18,7 +18,7 @@ pub mod placeholders;
 
 use aho_corasick::{AhoCorasick, MatchKind};
 use detect::Detectors;
-use placeholders::{mentions, Placeholders};
+use placeholders::{mentions, NoRoom, Placeholders, Unresolved};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -205,31 +205,60 @@ impl Sensitive {
         self.config.audit_real_values
     }
 
-    /// Remembers the values at the configured pointers of `server:tool`'s answer in `map`.
-    pub fn remember_fields(&self, qualified: &str, answer: &Value, map: &mut Placeholders) {
-        for (glob, list) in &self.fields {
-            if !glob.matches(qualified) {
-                continue;
+    /// Remembers the values at the configured pointers of `server:tool`'s answer in `map`:
+    /// in the answer itself (`structuredContent`), and in the JSON a text answer holds (a
+    /// server answering JSON as text: one text item, or each text item of a content array).
+    /// Every string and number under a pointer is remembered. `Err` when a marked value finds
+    /// no room in the map: it could not be masked, so the answer must not reach the script.
+    pub fn remember_fields(
+        &self,
+        qualified: &str,
+        answer: &Value,
+        map: &mut Placeholders,
+    ) -> Result<(), FieldError> {
+        let lists: Vec<&Vec<(String, String)>> = self
+            .fields
+            .iter()
+            .filter(|(glob, _)| glob.matches(qualified))
+            .map(|(_, list)| list)
+            .collect();
+        if lists.is_empty() {
+            return Ok(());
+        }
+        let mut texts: Vec<Value> = Vec::new();
+        match answer {
+            Value::String(s) => texts.extend(json_text(s)),
+            Value::Array(items) => {
+                for item in items {
+                    if item.get("type").and_then(Value::as_str) == Some("text") {
+                        texts.extend(item.get("text").and_then(Value::as_str).and_then(json_text));
+                    }
+                }
             }
-            for (pointer, kind) in list {
-                match answer.pointer(pointer) {
-                    Some(Value::String(s)) => map.remember(kind, s),
-                    Some(v @ Value::Number(_)) => map.remember(kind, &v.to_string()),
-                    _ => {}
+            _ => {}
+        }
+        for doc in std::iter::once(answer).chain(texts.iter()) {
+            for (pointer, kind) in lists.iter().copied().flatten() {
+                if let Some(found) = doc.pointer(pointer) {
+                    remember_leaves(kind, found, map).map_err(|why| FieldError {
+                        tool: qualified.to_string(),
+                        pointer: pointer.clone(),
+                        why,
+                    })?;
                 }
             }
         }
+        Ok(())
     }
 
-    /// Whether `server:tool` may receive values of `kind`; else the tools that may (empty: none).
-    pub fn reveals(&self, kind: &str, qualified: &str) -> Result<(), Vec<String>> {
+    /// Whether `server:tool` may receive values of `kind`; else the tools that may (`None`:
+    /// `reveal_to` has no entry for the kind).
+    pub fn reveals(&self, kind: &str, qualified: &str) -> Result<(), Option<Vec<String>>> {
         let tools = self.reveal.get(kind);
         if tools.is_some_and(|t| t.iter().any(|(_, g)| g.matches(qualified))) {
             return Ok(());
         }
-        Err(tools
-            .map(|t| t.iter().map(|(s, _)| s.clone()).collect())
-            .unwrap_or_default())
+        Err(tools.map(|t| t.iter().map(|(s, _)| s.clone()).collect()))
     }
 
     /// A redactor for one pass with `map` (the values `fields` marked are matched literally).
@@ -247,10 +276,15 @@ impl Sensitive {
                 .build(literals.iter().map(|(_, v)| v.as_str()))
                 .ok()
         };
+        let exact = map
+            .field_values()
+            .map(|(k, v)| (v.to_string(), k.to_string()))
+            .collect();
         Redactor {
             sensitive: self,
             literal,
             kinds: literals.into_iter().map(|(k, _)| k).collect(),
+            exact,
         }
     }
 
@@ -272,16 +306,33 @@ impl Sensitive {
                 let mut at = 0;
                 for m in &found {
                     let placeholder = s[m.start..m.end].to_string();
-                    let Some(value) = map.value(m.kind, m.n) else {
-                        return Err(SubstituteError::Unknown { placeholder });
+                    let value = match map.value(m.kind, m.tag, m.n) {
+                        Ok(value) => value,
+                        Err(why) => {
+                            return Err(SubstituteError::Unknown {
+                                placeholder,
+                                why,
+                                form: map.form(),
+                            })
+                        }
                     };
-                    if let Err(allowed) = self.reveals(m.kind, qualified) {
-                        return Err(SubstituteError::NotRevealed {
-                            placeholder,
-                            kind: m.kind.to_string(),
-                            tool: qualified.to_string(),
-                            allowed,
-                        });
+                    match self.reveals(m.kind, qualified) {
+                        Ok(()) => {}
+                        Err(None) => {
+                            return Err(SubstituteError::NoRule {
+                                placeholder,
+                                kind: m.kind.to_string(),
+                                tool: qualified.to_string(),
+                            })
+                        }
+                        Err(Some(allowed)) => {
+                            return Err(SubstituteError::NotRevealed {
+                                placeholder,
+                                kind: m.kind.to_string(),
+                                tool: qualified.to_string(),
+                                allowed,
+                            })
+                        }
                     }
                     out.push_str(&s[at..m.start]);
                     out.push_str(value);
@@ -313,8 +364,15 @@ impl Sensitive {
 /// Why a placeholder in a call's arguments was not replaced (`PERMISSION_DENIED`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SubstituteError {
-    #[error("the arguments hold {placeholder}, which is not a placeholder of this session: placeholders belong to one session of one tenant, and one from another session (or one this session never returned) is never resolved. Pass only placeholders this session's executions returned")]
-    Unknown { placeholder: String },
+    #[error("the arguments hold {placeholder}, which {}; the call was not made", unresolved_text(*why, form))]
+    Unknown {
+        placeholder: String,
+        why: Unresolved,
+        /// This session's placeholders as a person reads them (`⟪kind:kqzvb:N⟫`).
+        form: String,
+    },
+    #[error("the arguments hold {placeholder}, but a capability's execution resolves no placeholders (only a session's executions do); the call was not made. Pass placeholders to tools from the session's own script, not through a capability")]
+    NoMap { placeholder: String },
     #[error("the arguments hold {placeholder}, a value of kind `{kind}`, and the rule sandbox.sensitive.reveal_to.{kind} does not let {tool} receive it ({}); pass it only to a tool the rule allows, or ask the operator", allowed_text(allowed))]
     NotRevealed {
         placeholder: String,
@@ -322,6 +380,21 @@ pub enum SubstituteError {
         tool: String,
         allowed: Vec<String>,
     },
+    #[error("the arguments hold {placeholder}, a value of kind `{kind}`, and no tool may receive values of that kind: sandbox.sensitive.reveal_to has no entry for `{kind}`, so {tool} does not get it. Ask the operator to add one (\"reveal_to\": {{\"{kind}\": [\"{tool}\"]}}) if {tool} should")]
+    NoRule {
+        placeholder: String,
+        kind: String,
+        tool: String,
+    },
+}
+
+fn unresolved_text(why: Unresolved, form: &str) -> String {
+    match why {
+        Unresolved::Untagged => format!("has no session tag: placeholders of that form come from an earlier version of mcp-sandbox and are no longer resolved. Read the value again, and pass the placeholder this session returns for it (this session's look like {form})"),
+        Unresolved::OtherSession => format!("is not one of this session's placeholders (this session's look like {form}): it comes from another session, or from an earlier map of this session that this host can no longer open (sealed under another key). A placeholder is resolved only in the session that returned it: read the value again in this session and pass the placeholder it returns"),
+        Unresolved::NeverGiven => "has this session's tag, but this session never returned that kind with that number. Pass placeholders exactly as this session's executions returned them".to_string(),
+        Unresolved::Lost => "names a value of this session's earlier map, which this host could not open (it was sealed under another key), so its value is gone. Read the value again and pass the placeholder this session returns for it".to_string(),
+    }
 }
 
 fn allowed_text(allowed: &[String]) -> String {
@@ -332,11 +405,70 @@ fn allowed_text(allowed: &[String]) -> String {
     }
 }
 
+/// A value a tool's answer marks sensitive (`fields`) that the session's map has no room for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", field_error_text(self))]
+pub struct FieldError {
+    pub tool: String,
+    pub pointer: String,
+    pub why: NoRoom,
+}
+
+fn field_error_text(e: &FieldError) -> String {
+    let FieldError { tool, pointer, .. } = e;
+    match e.why {
+        NoRoom::Full => format!(
+            "the answer of {tool} holds a value marked sensitive (sandbox.sensitive.fields, {pointer}) and this session's placeholder map is full ({} values, {} KiB at most), so the value could not be masked and the answer was withheld from the script. Start a new session to read it",
+            placeholders::MAX_VALUES,
+            placeholders::MAX_BYTES >> 10
+        ),
+        NoRoom::TooLong(bytes) => format!(
+            "the answer of {tool} holds a value marked sensitive (sandbox.sensitive.fields, {pointer}) of {bytes} bytes; a marked value can be masked up to {} bytes, so the answer was withheld from the script. Ask the tool for less, or ask the operator to mark a smaller field",
+            placeholders::MAX_VALUE_BYTES
+        ),
+    }
+}
+
+/// The first placeholder-shaped text (`⟪kind:tag:n⟫` or `⟪kind:n⟫`) among `args`' strings.
+pub fn first_placeholder(args: &Value) -> Option<String> {
+    match args {
+        Value::String(s) => mentions(s).first().map(|m| s[m.start..m.end].to_string()),
+        Value::Array(items) => items.iter().find_map(first_placeholder),
+        Value::Object(fields) => fields.values().find_map(first_placeholder),
+        _ => None,
+    }
+}
+
+/// The JSON a text answer holds, when it is a JSON object or array.
+fn json_text(s: &str) -> Option<Value> {
+    let t = s.trim_start();
+    if !(t.starts_with('{') || t.starts_with('[')) {
+        return None;
+    }
+    serde_json::from_str(t).ok()
+}
+
+/// Remembers every string and number at or under `v`.
+fn remember_leaves(kind: &str, v: &Value, map: &mut Placeholders) -> Result<(), NoRoom> {
+    match v {
+        Value::String(s) => map.remember(kind, s),
+        Value::Number(n) => map.remember(kind, &n.to_string()),
+        Value::Array(items) => items.iter().try_for_each(|v| remember_leaves(kind, v, map)),
+        Value::Object(fields) => fields
+            .values()
+            .try_for_each(|v| remember_leaves(kind, v, map)),
+        _ => Ok(()),
+    }
+}
+
 /// One redaction pass: the values `map` already holds (matched literally), then the detectors.
 pub struct Redactor<'a> {
     sensitive: &'a Sensitive,
     literal: Option<AhoCorasick>,
     kinds: Vec<String>,
+    /// Every marked value → its kind: a whole string or number equal to one is masked, however
+    /// short (the literal pass skips values under 3 bytes, which would match inside any text).
+    exact: std::collections::HashMap<String, String>,
 }
 
 impl Redactor<'_> {
@@ -348,6 +480,9 @@ impl Redactor<'_> {
 
     /// `s` with every sensitive value replaced by its placeholder; `None` when nothing was found.
     pub fn redact_str(&self, s: &str, map: &mut Placeholders) -> Option<String> {
+        if let Some(kind) = self.exact.get(s) {
+            return Some(map.placeholder(kind, s));
+        }
         let first = self.literal.as_ref().and_then(|re| {
             let mut out = String::new();
             let mut at = 0;
@@ -386,6 +521,12 @@ impl Redactor<'_> {
             Value::String(s) => {
                 if let Some(r) = self.redact_str(s, map) {
                     *s = r;
+                }
+            }
+            Value::Number(n) => {
+                let text = n.to_string();
+                if let Some(kind) = self.exact.get(&text) {
+                    *value = Value::String(map.placeholder(kind, &text));
                 }
             }
             Value::Array(items) => {

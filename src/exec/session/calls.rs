@@ -268,9 +268,11 @@ impl Run {
         let Some(mut call) = self.inflight.remove(&id) else {
             return;
         };
-        if let (Some(p), Ok(answer)) = (&self.placeholders, &result) {
-            p.remember_fields(&call.tool, answer);
-        }
+        // A value `fields` marks that could not be masked is never let through.
+        let result = match (&self.placeholders, result) {
+            (Some(p), Ok(answer)) => p.remember_fields(&call.tool, &answer).map(|()| answer),
+            (_, result) => result,
+        };
         if let (Some(state), Ok(answer)) = (call.state.as_mut(), &result) {
             if !state.writes {
                 state.bytes = super::state_calls::loaded_bytes(answer);

@@ -76,10 +76,15 @@ impl Run {
                 let sensitive = self.placeholders.is_some();
                 Some(Box::pin(async move {
                     let answer = state.apply(&scope, op, read, sensitive).await;
-                    if let (Ok(a), Some(tree)) = (&answer, &tree) {
-                        tree.taint.inherit(&a.labels);
+                    // A refusal derived from labelled values (a quota counting them) carries
+                    // their labels too.
+                    if let Some(tree) = &tree {
+                        match &answer {
+                            Ok(a) => tree.taint.inherit(&a.labels),
+                            Err(r) => tree.taint.inherit(&r.labels),
+                        };
                     }
-                    (id, answer.map(|a| a.value))
+                    (id, answer.map(|a| a.value).map_err(|r| r.error))
                 }))
             }
         }

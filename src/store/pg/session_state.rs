@@ -155,11 +155,7 @@ impl Pg {
                 .get(0);
             let mut held = labels_of(&text);
             for l in labels {
-                if held.len() < crate::context::flow::MAX_LABELS
-                    && !held.iter().any(|h| h.label == l.label)
-                {
-                    held.push(l.clone());
-                }
+                crate::context::flow::join(&mut held, l.clone());
             }
             tx.execute(
                 "UPDATE state_sessions SET labels = $2 WHERE scope = $1",
