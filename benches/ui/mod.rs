@@ -121,7 +121,7 @@ pub async fn bench(bin: &Path) -> Value {
                 let mut n = 0u64;
                 while !stop.load(Ordering::Relaxed) {
                     n += 1;
-                    let path = if n % 2 == 0 {
+                    let path = if n.is_multiple_of(2) {
                         "/ui/api/executions?limit=500".to_string()
                     } else {
                         format!(

@@ -14,8 +14,8 @@
 
 pub mod approvals;
 pub mod audit;
-pub mod audit_list;
 pub mod audit_content;
+pub mod audit_list;
 pub mod audit_options;
 mod capabilities;
 mod capability_parts;

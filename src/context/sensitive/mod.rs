@@ -1,5 +1,5 @@
 //! Sensitive values: what the operator's detectors find in what the gateway returns is replaced
-//! by placeholders (`⟪email:3⟫`), and a placeholder in a later tool call's arguments is
+//! by placeholders (`⟪email:kqzvb:3⟫`), and a placeholder in a later tool call's arguments is
 //! replaced by its value just before the call, for the tools `reveal_to` allows.
 //!
 //! - [`SensitiveConfig`] is `sandbox.sensitive` (and a principal policy's, which can only add
