@@ -6,9 +6,9 @@
 #
 #   scripts/stress-test.sh                     # 3 runs of the whole suite, release profile
 #   RUNS=1 scripts/stress-test.sh -E 'test(/shutdown::/)'   # extra arguments go to nextest
-#   PROFILE=dev scripts/stress-test.sh         # the inner-loop build (target/debug)
+#   PROFILE=inner scripts/stress-test.sh       # the inner-loop build (target/inner)
 #
-# Environment: RUNS (default 3), PROFILE (default release, as scripts/test.sh; `dev` or any
+# Environment: RUNS (default 3), PROFILE (default release, as scripts/test.sh; `inner` or any
 # cargo profile), TEST_THREADS (default 4, as scripts/test.sh), BURNERS (default 2).
 # It builds what the profile needs first (`cargo build --workspace --bins`: the tests spawn
 # those binaries), then runs `cargo nextest run` RUNS times, printing each run's result and a
