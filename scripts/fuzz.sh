@@ -15,10 +15,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 secs="${1:-30}"
 
 triple="$(rustc -vV | sed -n 's/^host: //p')"
-# The coverage flags go only to the crates the targets explore (scripts/fuzz-rustc.sh says which
-# and why); `--cfg fuzzing` to every crate, as cargo-fuzz does.
-export RUSTFLAGS="--cfg fuzzing"
-export RUSTC_WRAPPER="$PWD/scripts/fuzz-rustc.sh"
+export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
+-Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
+-Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing"
 # The session target replays its input through the fake runner; any profile's build will do.
 fake="${FAKE_RUNNER:-}"
 if [[ -z "$fake" ]]; then
@@ -27,7 +26,7 @@ if [[ -z "$fake" ]]; then
     done
 fi
 if [[ -z "$fake" ]]; then
-    env -u RUSTFLAGS -u RUSTC_WRAPPER cargo build -p mcp-sandbox-fixtures --bin fake-runner --quiet
+    env -u RUSTFLAGS cargo build -p mcp-sandbox-fixtures --bin fake-runner --quiet
     fake="$PWD/target/debug/fake-runner"
 fi
 export FAKE_RUNNER="$fake"
