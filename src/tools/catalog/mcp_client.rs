@@ -559,10 +559,7 @@ impl ToolProvider for McpServer {
                     .with_tool(&qualified))
                 }
                 Err(e) => {
-                    let died = matches!(
-                        e,
-                        ServiceError::TransportClosed | ServiceError::TransportSend(_)
-                    ) || conn.peer.is_transport_closed();
+                    let died = is_transport_error(&e) || conn.peer.is_transport_closed();
                     if died {
                         if let Some(seen) = conn.oversize.as_ref().and_then(|o| o.get()) {
                             return Err(ExecError::new(
