@@ -67,8 +67,13 @@ pub struct FlowRuleConfig {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FlowScope {
+    /// The protocol session; for a request without one (MCP 2026-07-28), the principal: a model
+    /// cannot shed labels by dropping or swapping its session handle.
     #[default]
     Session,
+    /// The protocol session; for a request without one, its session handle (weaker: a model
+    /// that omits the handle starts clean).
+    Handle,
     Execution,
 }
 
@@ -280,10 +285,17 @@ fn explain(tool: &str, label: &str, sources: &[&LabelSource], rule: &str) -> Str
                 s.tool
             ),
             false => format!("{} data from {} at {:.1} ms", s.label, s.tool, s.at_ms),
-            true => format!(
-                "{} data from {} in an earlier execution of this session",
-                s.label, s.tool
-            ),
+            true => match &s.execution {
+                // Kept for the principal (a request without a protocol session).
+                Some(id) => format!(
+                    "{} data from {} in an earlier execution ({id}) of the same principal",
+                    s.label, s.tool
+                ),
+                None => format!(
+                    "{} data from {} in an earlier execution of this session",
+                    s.label, s.tool
+                ),
+            },
         })
         .collect();
     format!(
@@ -322,6 +334,9 @@ pub struct LabelSource {
     /// Read by an earlier execution of the session (or stored by one), not by this one.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub earlier: bool,
+    /// The execution that read it, once it is kept for later executions (a refusal names it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution: Option<String>,
 }
 
 /// The labels one execution (with its capabilities) has read, each with where it was first
@@ -398,6 +413,7 @@ impl Taint {
             tool: tool.to_string(),
             at_ms,
             earlier: false,
+            execution: None,
         };
         let new = self.push(source.clone());
         if let Some(session) = self.session.get() {

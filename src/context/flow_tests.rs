@@ -65,6 +65,7 @@ fn inherited_labels_say_so() {
         tool: "crm:get_customer".into(),
         at_ms: 5.0,
         earlier: false,
+        execution: None,
     }];
     assert_eq!(taint.inherit(&earlier), 1);
     assert_eq!(taint.inherit(&earlier), 0, "already read");

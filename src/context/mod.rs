@@ -93,6 +93,12 @@ pub struct RequestContext {
     /// The client session this execution belongs to (`None`: no session — `run` without
     /// `--session`, the library, and every capability's nested execution).
     pub session: Option<session::SessionScope>,
+    /// Where this execution's data-flow labels stay when it is not `session` (`flow_scope:
+    /// "session"` for a request without a protocol session: the principal's scope).
+    pub labels_scope: Option<session::SessionScope>,
+    /// The session handle (MCP 2026-07-28) this request continues or was given: its answer
+    /// names it, so the client can pass it back.
+    pub handle: Option<String>,
     /// The W3C `traceparent` the request came with (read by the front; `None` without one).
     pub traceparent: Option<trace_context::RemoteParent>,
     /// The OpenTelemetry trace this execution belongs to: set when telemetry is on (by
@@ -119,6 +125,8 @@ impl RequestContext {
             parent_trace_id: None,
             tree: None,
             session: None,
+            labels_scope: None,
+            handle: None,
             traceparent: None,
             trace: None,
         }
@@ -145,6 +153,18 @@ impl RequestContext {
     /// The same request within this client session.
     pub fn with_session(mut self, session: session::SessionScope) -> Self {
         self.session = Some(session);
+        self
+    }
+
+    /// The same request with its session handle and where its data-flow labels stay (see
+    /// `labels_scope`).
+    pub fn with_handle(
+        mut self,
+        handle: Option<String>,
+        labels_scope: Option<session::SessionScope>,
+    ) -> Self {
+        self.handle = handle;
+        self.labels_scope = labels_scope;
         self
     }
 
@@ -179,6 +199,8 @@ impl RequestContext {
             // A capability runs without the caller's session: its code (maybe another
             // principal's) never reads or writes the caller's state.
             session: None,
+            labels_scope: None,
+            handle: None,
             traceparent: None,
             // The same trace: a capability's calls are spans under its call's span.
             trace: self.trace,

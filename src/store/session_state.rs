@@ -33,7 +33,7 @@ pub(super) fn labels_text(labels: &[LabelSource]) -> String {
     serde_json::to_string(labels).unwrap_or_else(|_| "[]".into())
 }
 
-pub(super) fn labels_of(text: &str) -> Vec<LabelSource> {
+pub(crate) fn labels_of(text: &str) -> Vec<LabelSource> {
     serde_json::from_str(text).unwrap_or_default()
 }
 

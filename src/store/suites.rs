@@ -67,6 +67,7 @@ suites! {
     oauth_rows => crate::store::oauth::tests::rows_per_server,
     session_idle => crate::store::session_state::tests::an_idle_session_loses_its_values,
     rate_shared_starts => crate::store::rate::tests::starts_are_counted_per_principal,
+    handle_sessions => crate::store::session_handles::tests::handle_sessions_open_resume_and_expire,
     mcp_sessions => crate::store::mcp_sessions::tests::sessions_are_kept_renewed_and_swept,
     yielded_read_once => crate::store::yielded::tests::read_once_by_its_scope,
     yielded_two_takers => crate::store::yielded::tests::two_takers_get_it_once,

@@ -196,7 +196,14 @@ pub async fn execute_pooled(
         .err();
     run.trace_labels();
     if let Some((scope, state)) = &flow_session {
-        if let Err(e) = state.add_session_labels(scope, tree.taint.read()).await {
+        // Labels kept for a principal (no protocol session) name the execution that read them.
+        let mut read = tree.taint.read();
+        if run.request.labels_scope.is_some() {
+            for s in read.iter_mut().filter(|s| !s.earlier) {
+                s.execution = Some(run.request.execution_id.clone());
+            }
+        }
+        if let Err(e) = state.add_session_labels(scope, read).await {
             error = Some(ExecError::new(
                 ErrorCode::SandboxUnavailable,
                 format!("the data-flow labels of this session could not be kept ({}), so the outcome is withheld; retry", e.message),
@@ -243,10 +250,11 @@ fn flow_session(
     Arc<crate::exec::state::SessionState>,
 )> {
     let flow = request.policy.flow();
-    if !top || !flow.tracks() || flow.scope != crate::context::flow::FlowScope::Session {
+    if !top || !flow.tracks() || flow.scope == crate::context::flow::FlowScope::Execution {
         return None;
     }
-    request.session.clone().zip(state.cloned())
+    let scope = request.labels_scope.clone().or_else(|| request.session.clone());
+    scope.zip(state.cloned())
 }
 
 /// The state of one execution.

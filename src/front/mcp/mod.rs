@@ -18,6 +18,7 @@ mod capabilities;
 pub mod elicit;
 pub(crate) mod execute_code;
 pub mod executions;
+pub mod handles;
 pub mod http;
 pub mod jsonrpc;
 pub mod jwks;
@@ -49,6 +50,7 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
+use handles::NamedSession;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -173,11 +175,7 @@ impl GatewayServer {
         over_http: bool,
         principal: &Principal,
     ) -> crate::context::RequestContext {
-        let (name, version) = context
-            .peer
-            .peer_info()
-            .map(|i| (i.client_info.name.clone(), i.client_info.version.clone()))
-            .unwrap_or_default();
+        let (name, version) = client_identity(context);
         let caller = caller_of(context, over_http, principal);
         // The principal's policies narrow the operator's policy and limits; what the request
         // asks for may only lower them further (`RequestContext::narrowed`).
@@ -208,6 +206,25 @@ impl GatewayServer {
             .with_caller(caller)
             .with_session(self.session_scope(context, principal))
             .with_traceparent(traceparent)
+    }
+
+    /// The session of a call to one of the session's tools: its protocol session (HTTP with an
+    /// `Mcp-Session-Id`, stdio), else the session handle it passes (or a new one).
+    async fn named_session(
+        &self,
+        context: &RequestContext<RoleServer>,
+        principal: &Principal,
+        tool: &str,
+        args: &mut JsonObject,
+    ) -> Result<NamedSession, ErrorData> {
+        let over_http = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .is_some();
+        let protocol = (!over_http || session_header(context).is_some())
+            .then(|| self.session_scope(context, principal));
+        let scope = self.gateway.policy.flow().scope;
+        handles::name(&self.gateway, principal, tool, args, protocol, scope).await
     }
 
     /// The session a request belongs to: its `Mcp-Session-Id` over HTTP, this connection over
@@ -248,17 +265,24 @@ fn answer_key(context: &RequestContext<RoleServer>) -> responses::AnswerKey {
     )
 }
 
+/// The client's name and version as it gave them: in `initialize` (legacy), or in each
+/// request's `_meta` (MCP 2026-07-28, `io.modelcontextprotocol/clientInfo`).
+fn client_identity(context: &RequestContext<RoleServer>) -> (String, String) {
+    let info = context
+        .peer
+        .peer_info()
+        .map(|i| i.client_info.clone())
+        .or_else(|| context.meta.client_info());
+    info.map(|i| (i.name, i.version)).unwrap_or_default()
+}
+
 /// Who sends a request: the principal, its tenant, the client's name and the front.
 fn caller_of(
     context: &RequestContext<RoleServer>,
     over_http: bool,
     principal: &Principal,
 ) -> Caller {
-    let name = context
-        .peer
-        .peer_info()
-        .map(|i| i.client_info.name.clone())
-        .unwrap_or_default();
+    let (name, _) = client_identity(context);
     Caller::of(
         principal,
         (!name.is_empty()).then_some(name),
@@ -315,10 +339,17 @@ impl ServerHandler for GatewayServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let args = request.arguments.unwrap_or_default();
+        let mut args = request.arguments.unwrap_or_default();
         let principal = principal_of(&context);
         let tenant = principal.tenant.as_str();
-        let owner = self.session_scope(&context, &principal);
+        // The session this call belongs to: the protocol session, or a session handle.
+        let named = if handles::takes_session(request.name.as_ref()) {
+            self.named_session(&context, &principal, request.name.as_ref(), &mut args)
+                .await?
+        } else {
+            NamedSession::protocol(self.session_scope(&context, &principal))
+        };
+        let owner = named.scope.clone();
         // Any request keeps the session's unread outcomes alive (`executions`).
         let idle = self
             .gateway
@@ -337,7 +368,10 @@ impl ServerHandler for GatewayServer {
                     .cloned();
                 let session = session_header(&context);
                 let answer = answer_key(&context);
-                let request = self.request_context(&context, parts.is_some(), &principal);
+                let request = self
+                    .request_context(&context, parts.is_some(), &principal)
+                    .with_session(owner.clone())
+                    .with_handle(named.handle.clone(), named.labels.clone());
                 // Calls an `ask` rule matches are asked to this client (elicitation) and, over
                 // HTTP, put on the web view; the first answer wins.
                 let approvals = Arc::new(
@@ -355,7 +389,12 @@ impl ServerHandler for GatewayServer {
                 // What an execution that outlives its request (`yield_after_ms`) keeps.
                 let yielding = yielding::Yielding {
                     permit: _permit.clone(),
-                    session_gone: self.session_gone(&context),
+                    session_gone: match &named.handle {
+                        // Nothing ends a handle's session but its TTL: the execution ends by
+                        // itself, by cancel_execution, or by its own limits.
+                        Some(_) => tokio_util::sync::CancellationToken::new(),
+                        None => self.session_gone(&context),
+                    },
                     notes,
                 };
                 let gateway = &self.gateway;
@@ -395,8 +434,7 @@ impl ServerHandler for GatewayServer {
             "list_capabilities" => capabilities::list(&self.gateway, args, tenant).await?,
             "list_state" => {
                 let sensitive = self.gateway.narrowed_for(&principal).0.sensitive().cloned();
-                let scope = self.session_scope(&context, &principal);
-                list_state::call(&self.gateway, args, scope, sensitive).await?
+                list_state::call(&self.gateway, args, owner.clone(), sensitive).await?
             }
             other => {
                 return Err(ErrorData::invalid_params(
@@ -407,7 +445,7 @@ impl ServerHandler for GatewayServer {
                 ))
             }
         };
-        Ok(result.into())
+        Ok(handles::name_in(result, named.handle.as_deref()).into())
     }
 }
 

@@ -1,0 +1,141 @@
+//! The sessions of MCP 2026-07-28 session handles (`front::mcp::handles`) in the store. A
+//! handle's session is an ordinary row of `state_sessions`, whose scope names the tenant, the
+//! principal and the handle's digest: so its values, labels and placeholders live where a
+//! protocol session's do, every gateway on the same database sees it, and it outlives a restart.
+//! What a handle adds is that the row must exist: a session is only ever *opened* by minting a
+//! handle, and a handle is only *resumed* if its row is there and was used within the TTL.
+//! Another principal's handle names a scope of that principal, which the caller's scope never
+//! is, so it is not found either.
+//!
+//! The same module keeps the operator's view of a scope's data-flow labels: read them, clear
+//! them.
+
+use super::{Store, StoreError};
+use crate::context::flow::LabelSource;
+use crate::context::session::{SessionOptions, SessionScope};
+use rusqlite::{params, OptionalExtension};
+
+impl Store {
+    /// Opens the session of a newly minted handle: its row, used now.
+    pub fn open_handle_session(&self, scope: &SessionScope, now_ms: f64) -> Result<(), StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.open_handle_session(scope, now_ms);
+        }
+        let key = scope.key();
+        self.write(|tx| {
+            tx.prepare_cached(
+                "INSERT INTO state_sessions (scope, tenant, used_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (scope) DO UPDATE SET used_at = excluded.used_at",
+            )?
+            .execute(params![key, scope.tenant, now_ms])?;
+            Ok(())
+        })
+    }
+
+    /// Whether `scope` is an open session used within `options`' TTL; if it is, it is renewed.
+    /// A session past its TTL is not resumed (the sweeper deletes it), whether or not the
+    /// sweeper has run.
+    pub fn resume_handle_session(
+        &self,
+        scope: &SessionScope,
+        options: &SessionOptions,
+        now_ms: f64,
+    ) -> Result<bool, StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.resume_handle_session(scope, options, now_ms);
+        }
+        let key = scope.key();
+        self.write(|tx| {
+            let used_at: Option<f64> = tx
+                .prepare_cached("SELECT used_at FROM state_sessions WHERE scope = ?1")?
+                .query_row(params![key], |r| r.get(0))
+                .optional()?;
+            match used_at {
+                Some(t) if now_ms - t <= options.ttl_ms as f64 => {
+                    tx.prepare_cached("UPDATE state_sessions SET used_at = ?2 WHERE scope = ?1")?
+                        .execute(params![key, now_ms])?;
+                    Ok(true)
+                }
+                _ => Ok(false),
+            }
+        })
+    }
+
+    /// Forgets the data-flow labels `scope`'s executions read (an operator's decision);
+    /// whether there were any.
+    pub fn clear_session_labels(&self, scope: &SessionScope) -> Result<bool, StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.clear_session_labels(scope);
+        }
+        let key = scope.key();
+        self.write(|tx| {
+            let n = tx.execute(
+                "UPDATE state_sessions SET labels = '[]' WHERE scope = ?1 AND labels <> '[]'",
+                params![key],
+            )?;
+            Ok(n > 0)
+        })
+    }
+
+    /// The labels of `scope` if it was used within `options`' TTL (an expired scope's labels
+    /// no longer count, swept or not).
+    pub fn live_session_labels(
+        &self,
+        scope: &SessionScope,
+        options: &SessionOptions,
+        now_ms: f64,
+    ) -> Result<Vec<LabelSource>, StoreError> {
+        if let Some(pg) = self.pg() {
+            return pg.live_session_labels(scope, options, now_ms);
+        }
+        let key = scope.key();
+        let row: Option<(String, f64)> = self.with(|c| {
+            Ok(c
+                .prepare_cached("SELECT labels, used_at FROM state_sessions WHERE scope = ?1")?
+                .query_row(params![key], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?)
+        })?;
+        Ok(match row {
+            Some((text, used)) if now_ms - used <= options.ttl_ms as f64 => {
+                super::session_state::labels_of(&text)
+            }
+            _ => Vec::new(),
+        })
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// Suite: a handle's session is resumed only once opened, by its own scope, within the TTL;
+    /// labels are cleared on request.
+    pub(crate) fn handle_sessions_open_resume_and_expire(s: &Store) {
+        let options = SessionOptions {
+            ttl_ms: 1000,
+            ..SessionOptions::default()
+        };
+        let mine = SessionScope::new("t", "token:a", "handle:1");
+        let theirs = SessionScope::new("t", "token:b", "handle:1");
+        assert!(!s.resume_handle_session(&mine, &options, 10.0).unwrap());
+        s.open_handle_session(&mine, 10.0).unwrap();
+        assert!(s.resume_handle_session(&mine, &options, 900.0).unwrap());
+        assert!(!s.resume_handle_session(&theirs, &options, 900.0).unwrap());
+        // Renewed at 900: alive at 1800, gone after 1900 idle.
+        assert!(s.resume_handle_session(&mine, &options, 1800.0).unwrap());
+        assert!(!s.resume_handle_session(&mine, &options, 2801.0).unwrap());
+        let label = LabelSource {
+            label: "private".into(),
+            tool: "crm:get".into(),
+            at_ms: 1.0,
+            earlier: false,
+            execution: None,
+        };
+        s.add_session_labels(&mine, &[label], &options, 3000.0).unwrap();
+        assert_eq!(s.live_session_labels(&mine, &options, 3500.0).unwrap().len(), 1);
+        assert!(s.live_session_labels(&mine, &options, 4001.0).unwrap().is_empty());
+        assert!(s.clear_session_labels(&mine).unwrap());
+        assert!(!s.clear_session_labels(&mine).unwrap());
+        assert!(s.session_labels(&mine).unwrap().is_empty());
+    }
+}
