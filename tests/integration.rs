@@ -108,6 +108,7 @@ mod server_env;
 mod server_process_tree;
 mod server_scope;
 mod server_startup;
+mod session_handles;
 mod shutdown;
 mod state_location;
 mod store_concurrency;

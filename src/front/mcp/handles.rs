@@ -6,7 +6,7 @@
 //! `session` and go on in that session: its values, placeholders and yielded executions.
 //!
 //! A handle is a bearer capability the model holds, so:
-//! - it is 256 random bits (`mcps1_` + 64 hex digits), never derived from anything;
+//! - it is 256 random bits (`session_` + 64 hex digits), never derived from anything;
 //! - the store keeps only its SHA-256, inside the scope of the tenant and principal that minted
 //!   it (`store::session_handles`): a handle only opens a session of the principal presenting
 //!   it, so another principal's handle, a made-up one, a malformed one and an expired one all
@@ -30,7 +30,7 @@ use serde_json::{json, Value};
 pub const ARG: &str = "session";
 /// The code of the one refusal every bad handle gets.
 pub const UNKNOWN_CODE: &str = "SESSION_UNKNOWN";
-const PREFIX: &str = "mcps1_";
+const PREFIX: &str = "session_";
 /// Random bytes in a handle.
 const RANDOM_BYTES: usize = 32;
 /// The session part of the scope whose labels a principal's sessionless requests share
