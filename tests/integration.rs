@@ -109,6 +109,7 @@ mod server_process_tree;
 mod server_scope;
 mod server_startup;
 mod session_handles;
+mod session_handles_labels;
 mod shutdown;
 mod state_location;
 mod store_concurrency;

@@ -50,7 +50,9 @@ TOOL_ERROR, TOOL_TIMEOUT, PERMISSION_DENIED, LIMIT_EXCEEDED): catch it with try/
 with `await load(key)` (undefined when absent); `await keys()` lists the keys, `await remove(key)` deletes one. \
 State lasts while the session is used (it is deleted after {ttl} idle), is seen by no other session, \
 and is bounded ({value} bytes a value, {count} keys, {total} bytes a session: LIMIT_EXCEEDED past them). \
-Store a large result and return a summary instead of returning it whole.\n\
+Store a large result and return a summary instead of returning it whole. \
+Without an MCP session (protocol 2026-07-28), the session is the `session` handle each answer names: \
+pass it back as `session` to reach this session's values, placeholders and running executions again.\n\
 There is no network (no fetch), filesystem or require/import: standard JavaScript, `mcp`, timers, URL, \
 TextEncoder/TextDecoder, structuredClone, AbortController, crypto.subtle.digest and Intl \
 (an option it cannot honour throws a RangeError naming it). \
@@ -68,7 +70,7 @@ is reported with isError and the error code.",
         d,
         "\nOutput budget: the answer (its text and structuredContent together) is at most {max_output_bytes} bytes \
 (max_output_bytes; the argument `max_output_bytes` may lower it, never raise it: a larger value is capped, and \
-`output` in the answer says which budget applied). Past it the answer is cut, in this order: the traces become \
+`output` in the answer says which budget applied; the `session` handle of an answer comes on top). Past it the answer is cut, in this order: the traces become \
 counts by kind and tool, the logs keep their first and last lines, and the result is replaced by a preview \
 {{truncated: true, bytes, type, length or key_count and keys, first items, hint}}. A cut answer has \
 `truncated: true` and `output.cut` names what was cut. A truncated answer means the script ran to its end \

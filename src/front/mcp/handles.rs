@@ -37,6 +37,28 @@ const RANDOM_BYTES: usize = 32;
 /// (`flow_scope: "session"`); no protocol session id or handle digest has this form.
 const PRINCIPAL_LABELS: &str = "labels-of-principal";
 
+/// The `session` argument in the input schemas of the tools that take it.
+pub fn schema_property() -> Value {
+    json!({
+        "type": "string",
+        "description": "The session handle an earlier answer of this server named in its `session` field. Only for \
+clients without an MCP session (protocol 2026-07-28), where nothing else ties your calls together: pass it back \
+to continue that session (its stored values, placeholders and running executions); leave it out of \
+execute_code to start a new session, whose answer names a new handle. It expires after the session is idle \
+for a while; a handle that is unknown, expired or another principal's is refused with SESSION_UNKNOWN. Leave \
+it out on a client with an MCP session."
+    })
+}
+
+/// Adds the `session` argument to the input schema of a tool that takes it.
+pub fn add_to_schema(tool: &str, schema: &mut Value) {
+    if takes_session(tool) {
+        if let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+            props.insert(ARG.into(), schema_property());
+        }
+    }
+}
+
 /// The same refusal for every handle that does not name a live session of the caller.
 pub fn unknown() -> ErrorData {
     ErrorData::invalid_params(

@@ -305,7 +305,11 @@ To work on data across turns, keep it in the session with `await store(key, valu
 back in a later execute_code with `await load(key)` (list_state shows what is kept). \
 Code that worked can be saved with save_capability and called later as mcp.<namespace>.<action>(args); \
 list_capabilities shows what is saved. A long script can answer early with execute_code's \
-yield_after_ms; then read its outcome with wait_execution (or stop it with cancel_execution).";
+yield_after_ms; then read its outcome with wait_execution (or stop it with cancel_execution). \
+If your client has no MCP session (protocol 2026-07-28), each execute_code answer names a `session` \
+handle: pass it back as the `session` argument of the next execute_code, wait_execution, \
+cancel_execution or list_state, or the state, placeholders and running executions of the earlier \
+calls are out of reach (the server keeps nothing per connection for such clients).";
 
 impl ServerHandler for GatewayServer {
     fn get_info(&self) -> ServerConfig {
@@ -488,6 +492,16 @@ fn principal_of(context: &RequestContext<RoleServer>) -> Arc<Principal> {
 }
 
 fn tools(gateway: &Gateway, max_output_bytes: u64) -> Vec<Tool> {
+    let mut tools = gateway_tools(gateway, max_output_bytes);
+    for tool in &mut tools {
+        let mut schema = Value::Object((*tool.input_schema).clone());
+        handles::add_to_schema(&tool.name, &mut schema);
+        tool.input_schema = self::schema(schema);
+    }
+    tools
+}
+
+fn gateway_tools(gateway: &Gateway, max_output_bytes: u64) -> Vec<Tool> {
     vec![
         Tool::new(
             "execute_code",
