@@ -110,6 +110,7 @@ mod server_scope;
 mod server_startup;
 mod session_handles;
 mod session_handles_labels;
+mod session_handles_protocol;
 mod shutdown;
 mod state_location;
 mod store_concurrency;

@@ -62,6 +62,8 @@ pub struct Started {
     execution_id: String,
     tenant: String,
     principal: Option<String>,
+    /// The MCP client's name as it gave it (`initialize`, or the request's `_meta`).
+    client: Option<String>,
     front: &'static str,
     limits: BTreeMap<&'static str, u64>,
 }
@@ -131,6 +133,7 @@ impl Telemetry {
             tenant: request.caller.tenant.clone(),
             principal: (principal != "anonymous" && principal != "local")
                 .then(|| principal.clone()),
+            client: request.caller.client.clone(),
             front: request.caller.front,
             limits: BTreeMap::from([
                 ("timeout_ms", l.timeout_ms),

@@ -192,6 +192,9 @@ fn execution_span(
     if let Some(p) = &started.principal {
         attributes.push(KeyValue::new("enduser.id", p.clone()));
     }
+    if let Some(c) = &started.client {
+        attributes.push(KeyValue::new("mcp_sandbox.client.name", c.clone()));
+    }
     if let Some(pid) = outcome.metrics.runner_pid {
         attributes.push(KeyValue::new("mcp_sandbox.runner.pid", i64::from(pid)));
     }

@@ -265,14 +265,15 @@ fn answer_key(context: &RequestContext<RoleServer>) -> responses::AnswerKey {
     )
 }
 
-/// The client's name and version as it gave them: in `initialize` (legacy), or in each
-/// request's `_meta` (MCP 2026-07-28, `io.modelcontextprotocol/clientInfo`).
+/// The client's name and version as it gave them: in each request's `_meta` (MCP 2026-07-28,
+/// `io.modelcontextprotocol/clientInfo`), or in `initialize` (legacy).
 fn client_identity(context: &RequestContext<RoleServer>) -> (String, String) {
+    // The request's own `_meta` first: on the 2026-07-28 path rmcp gives the handler a
+    // stand-in peer (it has no `initialize` to read).
     let info = context
-        .peer
-        .peer_info()
-        .map(|i| i.client_info.clone())
-        .or_else(|| context.meta.client_info());
+        .meta
+        .client_info()
+        .or_else(|| context.peer.peer_info().map(|i| i.client_info.clone()));
     info.map(|i| (i.name, i.version)).unwrap_or_default()
 }
 
@@ -296,6 +297,9 @@ pub(crate) fn schema(value: Value) -> Arc<JsonObject> {
         _ => Arc::new(JsonObject::new()),
     }
 }
+
+/// How long a client may treat this gateway's tool list as fresh.
+pub const TOOLS_TTL_MS: u64 = 60_000;
 
 const INSTRUCTIONS: &str = "Run JavaScript or TypeScript that calls MCP tools, with execute_code; \
 find the tools and their TypeScript signatures with search_tools first. Prefer one execute_code \
@@ -332,10 +336,14 @@ impl ServerHandler for GatewayServer {
             .narrowed_for(&principal_of(&context))
             .1
             .max_output_bytes;
-        Ok(ListToolsResult::with_all_items(tools(
-            &self.gateway,
-            budget,
-        )))
+        // Caching hints (SEP-2549): the seven tools never change while the gateway runs and it
+        // sends no `list_changed`; their descriptions name the servers (and the caller's budget,
+        // hence private), which a cached minute may lag.
+        Ok(
+            ListToolsResult::with_all_items(tools(&self.gateway, budget))
+                .with_ttl_ms(TOOLS_TTL_MS)
+                .with_cache_scope(rmcp::model::CacheScope::Private),
+        )
     }
 
     async fn call_tool(
