@@ -109,6 +109,7 @@ mod server_process_tree;
 mod server_scope;
 mod server_startup;
 mod session_handles;
+mod session_handles_gateways;
 mod session_handles_labels;
 mod session_handles_protocol;
 mod shutdown;

@@ -7,7 +7,8 @@ usage: modern_client.py PLAN
 PLAN is JSON:
   {"url": "http://…/mcp"                      (HTTP), or
    "stdio": [exe, config, state]              (each client starts its own `serve` over stdio),
-   "clients": {NAME: {"token": T?, "mode": "auto" | "legacy" | "2026-07-28"}},
+   "clients": {NAME: {"token": T?, "mode": "auto" | "legacy" | "2026-07-28", "url": U?}},
+   (a client's own "url" sends it to another gateway)
    "steps": [STEP, …]}
 STEP is one of
   {"as": NAME, "call": TOOL, "args": {...}, "keep": {VAR: FIELD}}
@@ -22,6 +23,7 @@ protocol error.
 import asyncio
 import contextlib
 import json
+import os
 import sys
 
 from mcp import Client, StdioServerParameters
@@ -58,15 +60,13 @@ async def call(client, step, kept):
 
 
 def transport_of(plan, spec):
-    if "url" in plan:
+    url = spec.get("url", plan.get("url"))
+    if url:
         headers = {"Authorization": f"Bearer {spec['token']}"} if spec.get("token") else {}
-        return streamable_http_client(plan["url"], http_client=create_mcp_http_client(headers=headers))
+        return streamable_http_client(url, http_client=create_mcp_http_client(headers=headers))
     exe, config, state = plan["stdio"]
-    import os
-
-    env = dict(os.environ)
     return StdioServerParameters(
-        command=exe, args=["serve", "--config", config, "--state", state], env=env
+        command=exe, args=["serve", "--config", config, "--state", state], env=dict(os.environ)
     )
 
 

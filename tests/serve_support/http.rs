@@ -49,6 +49,16 @@ pub async fn start_http_state(
     state: Option<&str>,
     args: &[&str],
 ) -> HttpServed {
+    start_http_state_env(config_json, state, args, &[]).await
+}
+
+/// Like [`start_http_state`], with `envs` in the gateway's environment (an operator key, say).
+pub async fn start_http_state_env(
+    config_json: Value,
+    state: Option<&str>,
+    args: &[&str],
+    envs: &[(&str, &str)],
+) -> HttpServed {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("mcp.json");
     std::fs::write(&config, config_json.to_string()).unwrap();
@@ -64,6 +74,7 @@ pub async fn start_http_state(
         .env("MCP_SANDBOX_RUNNER", bin("sandbox-runner"))
         .env("MCP_SANDBOX_LOG", "mcp_sandbox=info")
         .env("XDG_DATA_HOME", dir.path())
+        .envs(envs.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
