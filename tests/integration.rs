@@ -40,6 +40,7 @@ mod hostile_memory;
 mod hostile_runner;
 mod hostile_scripts;
 mod hostile_server_names;
+mod install_layout;
 mod isolation_verified;
 mod learning_cli;
 mod learning_graph;
