@@ -23,6 +23,7 @@ mod conditions_on_sent_values;
 mod context_keys;
 mod cpu_limit;
 mod deadlock;
+mod doc_commands;
 mod error_codes;
 mod flow_label_cap;
 mod flow_live_session;
