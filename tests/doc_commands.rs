@@ -19,14 +19,32 @@ use std::path::Path;
 
 /// Programs other than `mcp-sandbox` that pages may show, and what runs them.
 const OTHER_PROGRAMS: &[(&str, &str)] = &[
-    ("cargo", ".ci/run runs the README's build; tests/install_layout.rs checks the installed layout"),
+    (
+        "cargo",
+        ".ci/run runs the README's build; tests/install_layout.rs checks the installed layout",
+    ),
     ("scripts/test.sh", ".ci/run (the README's test command)"),
     ("scripts/setup.sh", ".ci/run, before the tests"),
-    ("benches/compare.sh", "the benchmark notes (docs/performance.md); not run by the tests"),
-    ("target/release/deps/sandbox-<hash>", "the benchmark (.ci/run's benchmark step)"),
-    (".venv/bin/python", "tests/walkthrough.rs runs the walkthrough's agent"),
-    ("claude", "Claude Code's CLI; the mcp-sandbox command it is given is parsed here"),
-    ("sudo", "the operator's PostgreSQL setup (docs/multi-gateway.md); not run by the tests"),
+    (
+        "benches/compare.sh",
+        "the benchmark notes (docs/performance.md); not run by the tests",
+    ),
+    (
+        "target/release/deps/sandbox-<hash>",
+        "the benchmark (.ci/run's benchmark step)",
+    ),
+    (
+        ".venv/bin/python",
+        "tests/walkthrough.rs runs the walkthrough's agent",
+    ),
+    (
+        "claude",
+        "Claude Code's CLI; the mcp-sandbox command it is given is parsed here",
+    ),
+    (
+        "sudo",
+        "the operator's PostgreSQL setup (docs/multi-gateway.md); not run by the tests",
+    ),
     ("export", "a shell builtin"),
     ("echo", "a shell builtin"),
 ];
@@ -166,7 +184,9 @@ fn block_command_lines(block: &Block) -> Vec<String> {
 }
 
 fn is_host(word: &str) -> bool {
-    Path::new(word).file_name().is_some_and(|n| n == "mcp-sandbox")
+    Path::new(word)
+        .file_name()
+        .is_some_and(|n| n == "mcp-sandbox")
 }
 
 /// Checks one shell command: an `mcp-sandbox` command parses; any other program is known.
@@ -180,7 +200,14 @@ fn check_command(words: &[String], at: &str, failures: &mut Vec<String>) {
     };
     if let Some(i) = words.iter().position(|w| is_host(w)) {
         if let Err(e) = Cli::try_parse_from(words[i..].iter().map(|w| w.as_str())) {
-            failures.push(format!("{at}: `{}` does not parse: {e}", words.iter().map(|w| w.as_str()).collect::<Vec<_>>().join(" ")));
+            failures.push(format!(
+                "{at}: `{}` does not parse: {e}",
+                words
+                    .iter()
+                    .map(|w| w.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ));
         }
         if i == 0 {
             return;
@@ -214,7 +241,10 @@ fn check_names(text: &str, at: &str, failures: &mut Vec<String>) {
         failures.push(format!("{at}: `{text}` names no subcommand"));
         return;
     }
-    for w in words.iter().filter_map(|w| w.trim_start_matches(['[', '(']).strip_prefix("--")) {
+    for w in words
+        .iter()
+        .filter_map(|w| w.trim_start_matches(['[', '(']).strip_prefix("--"))
+    {
         let name: String = w
             .chars()
             .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
@@ -225,10 +255,14 @@ fn check_names(text: &str, at: &str, failures: &mut Vec<String>) {
         let known = name == "help"
             || current.get_arguments().any(|a| {
                 a.get_long() == Some(name.as_str())
-                    || a.get_all_aliases().is_some_and(|al| al.contains(&name.as_str()))
+                    || a.get_all_aliases()
+                        .is_some_and(|al| al.contains(&name.as_str()))
             });
         if !known {
-            failures.push(format!("{at}: `{}` takes no --{name} (in `{text}`)", path.join(" ")));
+            failures.push(format!(
+                "{at}: `{}` takes no --{name} (in `{text}`)",
+                path.join(" ")
+            ));
         }
     }
 }
@@ -280,7 +314,11 @@ fn every_command_in_readme_and_docs_is_one_the_program_accepts() {
     let mut failures = Vec::new();
     let mut parsed = 0;
     for page in pages() {
-        let name = page.strip_prefix(repo_root()).unwrap_or(&page).display().to_string();
+        let name = page
+            .strip_prefix(repo_root())
+            .unwrap_or(&page)
+            .display()
+            .to_string();
         let text = std::fs::read_to_string(&page).expect("read page");
         let (blocks, prose) = split_page(&text);
         for (i, block) in blocks.iter().enumerate() {
@@ -326,13 +364,23 @@ fn readme_policy_example_is_the_config_its_commands_use() {
     let (blocks, _) = split_page(&readme);
     let shown = blocks
         .iter()
-        .find(|b| b.lang == "json" && b.lines.first().is_some_and(|l| l.starts_with("\"sandbox\"")))
+        .find(|b| {
+            b.lang == "json"
+                && b.lines
+                    .first()
+                    .is_some_and(|l| l.starts_with("\"sandbox\""))
+        })
         .expect("the README shows a `\"sandbox\": {…}` policy example");
-    assert!(shown.lines.len() <= 10, "the policy example is {} lines", shown.lines.len());
+    assert!(
+        shown.lines.len() <= 10,
+        "the policy example is {} lines",
+        shown.lines.len()
+    );
     let shown: serde_json::Value =
         serde_json::from_str(&format!("{{{}}}", shown.lines.join("\n"))).expect("example is JSON");
     let config: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(repo_root().join("docs/walkthrough/guarded.json")).expect("config"),
+        &std::fs::read_to_string(repo_root().join("docs/walkthrough/guarded.json"))
+            .expect("config"),
     )
     .expect("guarded.json is JSON");
     assert_eq!(shown["sandbox"], config["sandbox"]);
@@ -353,12 +401,18 @@ fn the_checker_rejects_what_the_program_rejects() {
     }
     check_names("mcp-sandbox audit --since 1h --bogus", "t", &mut failures);
     check_names("mcp-sandbox nothing", "t", &mut failures);
-    let got: Vec<&str> = failures.iter().map(|f| f.split(':').nth(1).unwrap_or("").trim()).collect();
+    let got: Vec<&str> = failures
+        .iter()
+        .map(|f| f.split(':').nth(1).unwrap_or("").trim())
+        .collect();
     assert_eq!(failures.len(), 6, "{failures:#?} {got:?}");
     assert!(failures[0].contains("`mcp-sandbox run x.js --no-such-flag` does not parse"));
     assert!(failures[1].contains("`mcp-sandbox frobnicate` does not parse"));
     assert!(failures[2].contains("serve --htp 127.0.0.1:1` does not parse"));
     assert!(failures[3].contains("`unknown-tool` is neither mcp-sandbox nor in OTHER_PROGRAMS"));
-    assert_eq!(failures[4], "t: `mcp-sandbox audit` takes no --bogus (in `mcp-sandbox audit --since 1h --bogus`)");
+    assert_eq!(
+        failures[4],
+        "t: `mcp-sandbox audit` takes no --bogus (in `mcp-sandbox audit --since 1h --bogus`)"
+    );
     assert_eq!(failures[5], "t: `mcp-sandbox nothing` names no subcommand");
 }

@@ -24,7 +24,12 @@ fn install(name: &str, dir: &Path) -> PathBuf {
 
 /// Runs `host run one.js` with no `MCP_SANDBOX_RUNNER`, `CARGO_HOME` at `cargo_home`, and
 /// `$PATH` holding only `path_dir`: (status, stdout, stderr).
-fn run_one_line(host: &Path, root: &Path, cargo_home: &Path, path_dir: &Path) -> (i32, String, String) {
+fn run_one_line(
+    host: &Path,
+    root: &Path,
+    cargo_home: &Path,
+    path_dir: &Path,
+) -> (i32, String, String) {
     let script = root.join("one.js");
     std::fs::write(&script, "return 6 * 7").expect("script");
     let out = Command::new(host)

@@ -93,11 +93,17 @@ pub fn candidates(env: &SearchEnv) -> Vec<(PathBuf, &'static str)> {
     }
     let non_empty = |v: &Option<OsString>| v.clone().filter(|v| !v.is_empty()).map(PathBuf::from);
     if let Some(root) = non_empty(&env.cargo_install_root) {
-        push(&root.join("bin"), "cargo's bin directory, $CARGO_INSTALL_ROOT/bin");
+        push(
+            &root.join("bin"),
+            "cargo's bin directory, $CARGO_INSTALL_ROOT/bin",
+        );
     } else if let Some(home) = non_empty(&env.cargo_home) {
         push(&home.join("bin"), "cargo's bin directory, $CARGO_HOME/bin");
     } else if let Some(home) = env.home.as_deref() {
-        push(&home.join(".cargo/bin"), "cargo's bin directory, ~/.cargo/bin");
+        push(
+            &home.join(".cargo/bin"),
+            "cargo's bin directory, ~/.cargo/bin",
+        );
     }
     if let Some(path) = env.path.as_ref() {
         for dir in std::env::split_paths(path) {
@@ -139,7 +145,9 @@ mod tests {
     #[test]
     fn looks_beside_the_host_then_in_cargo_bin_then_on_path() {
         let mut e = env("/opt/x/bin/mcp-sandbox");
-        e.path = Some(OsString::from("/usr/local/bin:relative:/opt/x/bin:/usr/bin"));
+        e.path = Some(OsString::from(
+            "/usr/local/bin:relative:/opt/x/bin:/usr/bin",
+        ));
         let got: Vec<String> = candidates(&e)
             .into_iter()
             .map(|(p, why)| format!("{} ({why})", p.display()))
@@ -184,10 +192,7 @@ mod tests {
         assert!(l.searched.is_empty());
         e.runner_var = Some(OsString::new());
         let l = locate_in(&e);
-        assert_eq!(
-            l.program,
-            PathBuf::from("/nowhere-n47b/bin/sandbox-runner")
-        );
+        assert_eq!(l.program, PathBuf::from("/nowhere-n47b/bin/sandbox-runner"));
         assert_eq!(l.searched.len(), 2);
     }
 }
