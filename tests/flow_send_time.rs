@@ -12,7 +12,7 @@ use crate::common::bin;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
-/// `dir/mcp.json`: the three servers, `mail` logging to `dir/mail.log`, the README's flow rule,
+/// `dir/mcp.json`: the three servers, `mail` logging to `dir/mail.log`, the flow rule of docs/policy.md,
 /// detection of e-mail addresses that only the mailer may receive, and `extra` merged into the
 /// sandbox section.
 fn config(dir: &Path, extra: Value) -> PathBuf {

@@ -5,8 +5,8 @@
 //! frees its room. Here 40 silent clients ask for 2 MB answers with a 24 MiB budget: the host
 //! grows by far less than their answers would take, executions that got room are recorded (the
 //! tool graph counts their call), and a reading client is served afterwards. (Sized down from the
-//! issue's 100 × 7 MB, which takes minutes in a debug build; the release numbers are in the
-//! README.)
+//! issue's 100 × 7 MB, which takes minutes in a debug build; the release numbers are in
+//! docs/serving.md.)
 
 use crate::serve_support;
 use serde_json::json;

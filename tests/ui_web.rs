@@ -7,7 +7,7 @@
 //! (after its call waited for an approval shown in the page's panel and approved there with a
 //! click), and the page requested nothing from another origin. Screenshots of the waterfall and the
 //! graph are written under target/ui-screenshots/ (with UPDATE_SCREENSHOTS=1: docs/img/, the
-//! README's).
+//! shown by docs/operating.md).
 
 use crate::serve_support;
 use serde_json::{json, Value};
@@ -18,7 +18,7 @@ use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(10);
 
-/// The execution of the README's waterfall: a capability (its two calls beneath it), a sleep, a
+/// The execution of the waterfall of docs/operating.md: a capability (its two calls beneath it), a sleep, a
 /// failed call.
 const NESTED: &str = "const n = await mcp.demo.twice({}); await mcp.fixture.sleep({ms: 40}); try { await mcp.fixture.fail({message: 'no'}) } catch (e) {} return n";
 

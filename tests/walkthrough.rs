@@ -1,4 +1,4 @@
-//! docs/walkthrough.md is a test: every `console` block in it is run (the real CLI, the real
+//! docs/walkthrough.md and the README are tests: every `console` block in them is run (the real CLI, the real
 //! runner, the reference MCP servers from npm, the official Python MCP SDK client) and its output
 //! compared with the text of the page, by `trycmd`. Durations, ids, timestamps and absolute paths
 //! are `[..]` on the page; everything else must match, so a change of any output fails here
@@ -28,6 +28,19 @@ fn without_controlling_terminal() {
 
 #[test]
 fn walkthrough_outputs_are_what_the_program_prints() {
+    page_outputs_are_what_the_program_prints("docs/walkthrough.md");
+}
+
+/// The README's quick start and "When a call is refused" (issue 47 item 6): the same runner, with
+/// a state file of its own (its `audit` shows only the README's executions).
+#[test]
+fn readme_outputs_are_what_the_program_prints() {
+    page_outputs_are_what_the_program_prints("README.md");
+}
+
+/// Runs every `console` block of `page` (relative to the repository root) in order, with a fresh
+/// state directory, and compares each output with the page.
+fn page_outputs_are_what_the_program_prints(page: &str) {
     without_controlling_terminal();
     let python = repo_root().join(".venv/bin/python");
     assert!(
@@ -46,6 +59,6 @@ fn walkthrough_outputs_are_what_the_program_prints() {
         )
         .env("MCP_SANDBOX_LOG", "warn")
         .timeout(Duration::from_secs(30))
-        .case(repo_root().join("docs/walkthrough.md"));
+        .case(repo_root().join(page));
     cases.run();
 }

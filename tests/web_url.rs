@@ -55,7 +55,7 @@ async fn url_passes_the_wpt_parsing_data() {
     // Measured 783/819 = 95.6 % with url 2.5.8 (the issue asks for 99 %): the 36 failures are
     // all `file:` URLs (Windows drive letters against a base with a host, empty path segments
     // after the host) that the `url` crate's own suite lists as expected failures; see the
-    // README's "Web-platform globals". This bound catches any regression below that.
+    // docs/scripting.md's "Web-platform globals". This bound catches any regression below that.
     assert!(passed >= 783, "{passed}/{total}");
 }
 

@@ -25,6 +25,7 @@ pub mod pool;
 pub mod provenance;
 pub mod retry_queue;
 pub mod runner;
+pub mod runner_path;
 pub mod runner_process;
 pub mod sealing;
 pub mod session;

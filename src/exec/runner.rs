@@ -31,6 +31,9 @@ pub struct RunnerCommand {
     pub spawn: SpawnMode,
     /// The zygote of this command, shared by its clones (started at the first fork).
     pub zygotes: Arc<Zygotes>,
+    /// Where `program` was looked for (empty when it was named explicitly): listed by the error
+    /// when it is not there.
+    pub searched: Vec<String>,
 }
 
 /// How runners are made (`--spawn`).
@@ -66,8 +69,11 @@ impl std::str::FromStr for SpawnMode {
 
 #[derive(Debug, thiserror::Error)]
 pub enum SpawnError {
-    #[error("runner program {0} does not exist or is not a file (a relative --runner or MCP_SANDBOX_RUNNER is taken from the current directory); build it with `cargo build --release -p sandbox-runner` or pass --runner PATH")]
-    Missing(PathBuf),
+    #[error("{}", crate::exec::runner_path::missing_message(program, searched))]
+    Missing {
+        program: PathBuf,
+        searched: Vec<String>,
+    },
     #[error("cannot create the runner's socket: {0}")]
     Socket(std::io::Error),
     #[error("cannot start the runner {path}: {source}")]
@@ -82,22 +88,20 @@ pub enum SpawnError {
 }
 
 impl RunnerCommand {
-    /// The `sandbox-runner` installed next to the current executable (how `cargo build` and
-    /// `cargo install` lay them out), or `MCP_SANDBOX_RUNNER` when set.
+    /// The `sandbox-runner` this host would start by default: `MCP_SANDBOX_RUNNER` when set,
+    /// else the first found of the places [`crate::exec::runner_path`] looks at.
     pub fn default_program() -> PathBuf {
-        if let Some(p) = std::env::var_os("MCP_SANDBOX_RUNNER") {
-            return PathBuf::from(p);
+        crate::exec::runner_path::locate().program
+    }
+
+    /// A command for the default runner ([`Self::default_program`]), remembering where it was
+    /// looked for so that the error when it is missing names every place.
+    pub fn located() -> Self {
+        let found = crate::exec::runner_path::locate();
+        RunnerCommand {
+            searched: found.searched,
+            ..RunnerCommand::new(found.program)
         }
-        let exe = std::env::current_exe().unwrap_or_default();
-        let dir = exe.parent().map(PathBuf::from).unwrap_or_default();
-        // Test and bench binaries live one level down, in target/<profile>/deps.
-        let beside = dir.join("sandbox-runner");
-        if beside.exists() {
-            return beside;
-        }
-        dir.parent()
-            .map(|p| p.join("sandbox-runner"))
-            .unwrap_or(beside)
     }
 
     /// A relative `program` is taken from the host's current directory (the runner itself starts
@@ -110,6 +114,7 @@ impl RunnerCommand {
             gid: 65534,
             spawn: SpawnMode::default(),
             zygotes: Arc::default(),
+            searched: Vec::new(),
         }
     }
 
@@ -404,7 +409,10 @@ pub fn spawn(
     // `program` may have been set directly: resolve it here too, before the cwd becomes `/`.
     let program = absolute(cmd.program.clone());
     if !program.is_file() {
-        return Err(SpawnError::Missing(program));
+        return Err(SpawnError::Missing {
+            program,
+            searched: cmd.searched.clone(),
+        });
     }
     if cmd.effective_spawn() == SpawnMode::Zygote {
         let cmd = RunnerCommand {

@@ -30,7 +30,8 @@ pub const EXIT_FAILED: i32 = 1;
 
 #[derive(Debug, Args)]
 pub struct RunnerArgs {
-    /// The sandbox-runner binary (default: next to this executable, or $MCP_SANDBOX_RUNNER).
+    /// The sandbox-runner binary (default: $MCP_SANDBOX_RUNNER, else the first found beside this
+    /// executable, in cargo's bin directory, or on $PATH).
     #[arg(long, value_name = "PATH")]
     pub runner: Option<PathBuf>,
     /// Isolation layers that must be enforced besides seccomp, rlimits and no_new_privs:
@@ -104,11 +105,10 @@ pub struct UsageError(pub String);
 
 impl RunnerArgs {
     pub fn command(&self) -> RunnerCommand {
-        let mut cmd = RunnerCommand::new(
-            self.runner
-                .clone()
-                .unwrap_or_else(RunnerCommand::default_program),
-        );
+        let mut cmd = match &self.runner {
+            Some(program) => RunnerCommand::new(program.clone()),
+            None => RunnerCommand::located(),
+        };
         cmd.spawn = self.spawn;
         cmd
     }

@@ -4,7 +4,7 @@ use super::super::convert::js_text;
 use icu_locale::{Locale, LocaleCanonicalizer};
 use rquickjs::{Ctx, Exception, Object};
 
-/// The locales `Intl` offers (README "Intl"): CLDR's modern locales whose default numbering
+/// The locales `Intl` offers (docs/scripting.md "Intl"): CLDR's modern locales whose default numbering
 /// system is Latin digits, each with data compiled into the runner. A requested locale that is
 /// not here falls back by removing subtags from the end (`de-LU` → `de`, ECMA-402's lookup),
 /// then to [`DEFAULT`]; `resolvedOptions().locale` names the one used.

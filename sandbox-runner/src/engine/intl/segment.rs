@@ -2,7 +2,7 @@
 //! segmenters, with boundaries converted to UTF-16 indices (what JavaScript strings count).
 //!
 //! Word segmentation uses the rules for scripts that separate words: Chinese, Japanese, Thai,
-//! Lao, Khmer and Burmese text is not split with dictionaries (README "Intl" says so); grapheme
+//! Lao, Khmer and Burmese text is not split with dictionaries (docs/scripting.md "Intl" says so); grapheme
 //! and sentence segmentation are complete.
 
 use crate::engine::convert::js_text;
