@@ -114,6 +114,7 @@ mod session_handles;
 mod session_handles_gateways;
 mod session_handles_labels;
 mod session_handles_protocol;
+mod session_handles_typescript;
 mod shutdown;
 mod state_location;
 mod store_concurrency;
