@@ -132,3 +132,22 @@ fn over_stdio_the_connection_stays_the_session_of_a_2026_client() {
     assert_eq!(out(&r, 2)["count"], json!(1), "{r}");
     assert_eq!(refusal(&r, 3).2, "SESSION_NOT_NEEDED", "{r}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_handle_outlives_a_restart_of_the_gateway() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("kept.db");
+    let state = state.to_str().unwrap();
+    let config = || json!({"mcpServers": {"crm": {"command": bin("fixture-mcp-server")}}, "sandbox": {"auth": {}}});
+    let first = start_http_state_env(config(), Some(state), &[], &[]).await;
+    let token = create_token(Path::new(state), "ci", &[]);
+    let clients = json!({"A": {"token": token}});
+    let steps = json!([{"as": "A", "call": "execute_code", "args": {"code": "await store('k', 41); return 1"}}]);
+    let r = drive(&first.addr, clients.clone(), steps);
+    let h = out(&r, 0)["session"].as_str().unwrap().to_string();
+    drop(first);
+    let second = start_http_state_env(config(), Some(state), &[], &[]).await;
+    let steps = json!([{"as": "A", "call": "execute_code", "args": {"code": "return await load('k')", "session": h}}]);
+    let r = drive(&second.addr, clients, steps);
+    assert_eq!(out(&r, 0)["result"], json!(41), "{r}");
+}
