@@ -44,6 +44,7 @@ fn main() {
             Command::Auth(args) => cli::auth::command(args).await,
             Command::Token(args) => cli::team::token(args),
             Command::Audit(args) => cli::team::audit(args),
+            Command::Labels(args) => cli::labels::command(args),
             Command::Policy(args) => cli::policy::command(args),
             Command::Ui(args) => cli::ui::command(args).await,
             Command::Migrate(args) => cli::migrate::command(args),

@@ -105,3 +105,55 @@ async fn with_flow_scope_handle_a_model_that_omits_the_handle_starts_clean() {
     assert_eq!(out(&r, 2)["result"], json!("sent"), "{r}");
     assert_eq!(mailed(dir.path()).lines().count(), 1);
 }
+
+fn cli(state: &Path, args: &[&str]) -> Value {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-sandbox"))
+        .args(args)
+        .arg("--state")
+        .arg(state)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_operator_sees_a_principals_labels_and_clears_them_on_the_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = start_http_state(config(dir.path(), "session"), None, &[]).await;
+    let a = create_token(Path::new(&g.state), "a", &[]);
+    let clients = json!({"A": {"token": a}});
+    let read = json!([{"as": "A", "call": "execute_code", "args": {"code": READ}}]);
+    drive(&g.addr, clients.clone(), read);
+
+    let shown = cli(&g.state, &["labels", "show", "--principal", "token:a", "--json"]);
+    let labels = shown["labels"].as_array().unwrap();
+    assert_eq!(labels.len(), 1, "{shown}");
+    assert_eq!(labels[0]["label"], json!("private"));
+    assert_eq!(labels[0]["tool"], json!("crm:get_customer"));
+    assert!(uuid_like(labels[0]["execution"].as_str().unwrap()), "{shown}");
+    assert_eq!(shown["tenant"], json!("default"), "the token's tenant");
+
+    let cleared = cli(&g.state, &["labels", "clear", "--principal", "token:a", "--json"]);
+    assert_eq!(cleared["cleared"], json!(true), "{cleared}");
+    let records = cli(&g.state, &["audit", "--json"]);
+    let record = records
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["front"] == "cli")
+        .unwrap_or_else(|| panic!("no record of the clear: {records}"));
+    assert_eq!(record["code"], json!("labels clear --principal token:a --tenant default"));
+    assert_eq!(record["labels"], json!(["private"]));
+    assert_eq!(record["principal"], json!("local"));
+
+    // Cleared: the principal's next execution may mail again.
+    let mail = json!([{"as": "A", "call": "execute_code", "args": {"code": MAIL}}]);
+    let r = drive(&g.addr, clients, mail);
+    assert_eq!(out(&r, 0)["result"], json!("sent"), "{r}");
+    // What it holds now is only what that execution read (the mail tool's answer is labelled).
+    let again = cli(&g.state, &["labels", "show", "--principal", "token:a", "--json"]);
+    let labels: Vec<&Value> = again["labels"].as_array().unwrap().iter().collect();
+    assert_eq!(labels.len(), 1, "{again}");
+    assert_eq!(labels[0]["label"], json!("egress"), "{again}");
+}

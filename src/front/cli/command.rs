@@ -45,6 +45,9 @@ pub enum Command {
     Token(TokenArgs),
     /// Query the audit log (one record per execution).
     Audit(AuditArgs),
+    /// The data-flow labels a principal's sessionless executions read: `labels show|clear
+    /// --principal token:NAME` (a clear is audited).
+    Labels(super::labels::LabelsArgs),
     /// Test a policy before deploying it: `policy explain --config F --call 'server:tool {json}'`.
     Policy(PolicyCommandArgs),
     /// Serve the web view of a state store (executions, waterfalls, the tool graph,

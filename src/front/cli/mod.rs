@@ -9,6 +9,7 @@ pub mod check;
 pub mod command;
 pub mod learning;
 pub mod migrate;
+pub mod labels;
 pub mod policy;
 pub mod progress;
 pub mod run;

@@ -90,13 +90,16 @@ fn scope_of(principal: &Principal, handle: &str) -> SessionScope {
     )
 }
 
-/// The scope where the data-flow labels of `principal`'s sessionless requests stay.
+/// The scope where the data-flow labels of `principal`'s sessionless requests stay. Keyed by
+/// the principal's *name* (`token:ci`), not its id: an operator names it so (`mcp-sandbox
+/// labels`), and a new token with a revoked one's name inherits its labels (fail closed).
 pub fn principal_labels(principal: &Principal) -> SessionScope {
-    SessionScope::new(
-        principal.tenant.clone(),
-        principal.id.clone(),
-        PRINCIPAL_LABELS,
-    )
+    labels_scope(&principal.tenant, &principal.name)
+}
+
+/// [`principal_labels`] of the principal named `name` in `tenant`.
+pub fn labels_scope(tenant: &str, name: &str) -> SessionScope {
+    SessionScope::new(tenant, name, PRINCIPAL_LABELS)
 }
 
 /// Takes `session` out of a tool's arguments: `Ok(None)` when absent or null, the refusal when
