@@ -78,7 +78,10 @@ async fn state_lives_in_the_handle_and_a_legacy_client_keeps_its_session() {
         "an opaque handle of 256 random bits: {h}"
     );
     assert!(
-        r["steps"][0]["text"].as_str().unwrap().contains(&format!("session: {h} (pass it as `session`")),
+        r["steps"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("session: {h} (pass it as `session`")),
         "{r}"
     );
     assert_eq!(out(&r, 1)["result"], json!(41), "{r}");
@@ -98,7 +101,10 @@ async fn state_lives_in_the_handle_and_a_legacy_client_keeps_its_session() {
     assert_eq!(message, "list_state: pass `session`, the session handle an execute_code answer gave you: this request has no MCP session (protocol 2026-07-28), so nothing else names the session it belongs to");
 
     assert_eq!(out(&r, 5)["result"], json!([null, 1]), "{r}");
-    assert!(out(&r, 5).get("session").is_none(), "a legacy answer names no handle: {r}");
+    assert!(
+        out(&r, 5).get("session").is_none(),
+        "a legacy answer names no handle: {r}"
+    );
     let (code, _, data) = refusal(&r, 6);
     assert_eq!((code, data.as_str()), (-32602, "SESSION_NOT_NEEDED"), "{r}");
     assert_eq!(out(&r, 7)["result"], json!(41), "{r}");

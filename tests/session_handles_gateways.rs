@@ -59,13 +59,18 @@ async fn a_placeholder_is_resolved_through_its_handle_and_refused_through_anothe
     let refused = &out(&r, 1)["result"];
     assert_eq!(refused[0], json!("PERMISSION_DENIED"), "{r}");
     assert!(
-        refused[1].as_str().unwrap().starts_with(&format!("the arguments hold {p}, which is not one of this session's placeholders")),
+        refused[1].as_str().unwrap().starts_with(&format!(
+            "the arguments hold {p}, which is not one of this session's placeholders"
+        )),
         "{r}"
     );
     assert_eq!(out(&r, 2)["result"], json!("sent"), "{r}");
     let sent = mailed(dir.path());
     assert_eq!(sent.lines().count(), 1, "{sent}");
-    assert!(sent.contains("ada7@example.com"), "the real address, once: {sent}");
+    assert!(
+        sent.contains("ada7@example.com"),
+        "the real address, once: {sent}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -78,7 +83,10 @@ async fn a_handle_goes_on_through_another_gateway_on_the_same_postgres() {
     let b = start_http_state_env(config(dir.path()), Some(&state), &[], &envs).await;
     let token = create_token(Path::new(&state), "ci", &[]);
     let other = create_token(Path::new(&state), "other", &[]);
-    let (ua, ub) = (format!("http://{}/mcp", a.addr), format!("http://{}/mcp", b.addr));
+    let (ua, ub) = (
+        format!("http://{}/mcp", a.addr),
+        format!("http://{}/mcp", b.addr),
+    );
     let clients = json!({
         "A": {"token": token, "url": ua},
         "B": {"token": token, "url": ub},
@@ -102,7 +110,11 @@ async fn a_handle_goes_on_through_another_gateway_on_the_same_postgres() {
     assert_eq!(out(&r, 1)["status"], json!("running"), "{r}");
     assert_eq!(out(&r, 2)["result"], json!(41), "{r}");
     assert_eq!(out(&r, 3)["result"], json!("sent"), "{r}");
-    assert!(mailed(dir.path()).contains("ada7@example.com"), "{}", mailed(dir.path()));
+    assert!(
+        mailed(dir.path()).contains("ada7@example.com"),
+        "{}",
+        mailed(dir.path())
+    );
     assert_eq!(out(&r, 4)["result"], json!("late"), "{r}");
     assert_eq!(refusal(&r, 5).1, UNKNOWN, "{r}");
 }
@@ -127,7 +139,10 @@ fn over_stdio_the_connection_stays_the_session_of_a_2026_client() {
     });
     let r = crate::serve_support::sdk::client("modern_client.py", &[plan.to_string().as_ref()]);
     assert_eq!(r["versions"]["S"], json!(MODERN), "{r}");
-    assert!(out(&r, 0).get("session").is_none(), "no handle on stdio: {r}");
+    assert!(
+        out(&r, 0).get("session").is_none(),
+        "no handle on stdio: {r}"
+    );
     assert_eq!(out(&r, 1)["result"], json!(41), "{r}");
     assert_eq!(out(&r, 2)["count"], json!(1), "{r}");
     assert_eq!(refusal(&r, 3).2, "SESSION_NOT_NEEDED", "{r}");

@@ -80,7 +80,12 @@ async fn after_a_private_read_no_handle_a_fresh_handle_and_the_same_handle_are_a
     }
     assert_eq!(out(&r, 4)["result"], json!("sent"), "{r}");
     // Exactly B's mail reached the server.
-    assert_eq!(mailed(dir.path()).lines().count(), 1, "{}", mailed(dir.path()));
+    assert_eq!(
+        mailed(dir.path()).lines().count(),
+        1,
+        "{}",
+        mailed(dir.path())
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -126,15 +131,24 @@ async fn an_operator_sees_a_principals_labels_and_clears_them_on_the_record() {
     let read = json!([{"as": "A", "call": "execute_code", "args": {"code": READ}}]);
     drive(&g.addr, clients.clone(), read);
 
-    let shown = cli(&g.state, &["labels", "show", "--principal", "token:a", "--json"]);
+    let shown = cli(
+        &g.state,
+        &["labels", "show", "--principal", "token:a", "--json"],
+    );
     let labels = shown["labels"].as_array().unwrap();
     assert_eq!(labels.len(), 1, "{shown}");
     assert_eq!(labels[0]["label"], json!("private"));
     assert_eq!(labels[0]["tool"], json!("crm:get_customer"));
-    assert!(uuid_like(labels[0]["execution"].as_str().unwrap()), "{shown}");
+    assert!(
+        uuid_like(labels[0]["execution"].as_str().unwrap()),
+        "{shown}"
+    );
     assert_eq!(shown["tenant"], json!("default"), "the token's tenant");
 
-    let cleared = cli(&g.state, &["labels", "clear", "--principal", "token:a", "--json"]);
+    let cleared = cli(
+        &g.state,
+        &["labels", "clear", "--principal", "token:a", "--json"],
+    );
     assert_eq!(cleared["cleared"], json!(true), "{cleared}");
     let records = cli(&g.state, &["audit", "--json"]);
     let record = records
@@ -143,7 +157,10 @@ async fn an_operator_sees_a_principals_labels_and_clears_them_on_the_record() {
         .iter()
         .find(|r| r["front"] == "cli")
         .unwrap_or_else(|| panic!("no record of the clear: {records}"));
-    assert_eq!(record["code"], json!("labels clear --principal token:a --tenant default"));
+    assert_eq!(
+        record["code"],
+        json!("labels clear --principal token:a --tenant default")
+    );
     assert_eq!(record["labels"], json!(["private"]));
     assert_eq!(record["principal"], json!("local"));
 
@@ -152,7 +169,10 @@ async fn an_operator_sees_a_principals_labels_and_clears_them_on_the_record() {
     let r = drive(&g.addr, clients, mail);
     assert_eq!(out(&r, 0)["result"], json!("sent"), "{r}");
     // What it holds now is only what that execution read (the mail tool's answer is labelled).
-    let again = cli(&g.state, &["labels", "show", "--principal", "token:a", "--json"]);
+    let again = cli(
+        &g.state,
+        &["labels", "show", "--principal", "token:a", "--json"],
+    );
     let labels: Vec<&Value> = again["labels"].as_array().unwrap().iter().collect();
     assert_eq!(labels.len(), 1, "{again}");
     assert_eq!(labels[0]["label"], json!("egress"), "{again}");

@@ -68,9 +68,25 @@ async fn discover_headers_caching_and_client_identity() {
     .await;
     assert_eq!(d.status, 200, "{d:?}");
     let r = &d.reply(1)["result"];
-    assert_eq!(r["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], json!("mcp-sandbox"), "{r}");
-    assert!(r["supportedVersions"].as_array().unwrap().contains(&json!(VERSION)), "{r}");
-    assert!(r["supportedVersions"].as_array().unwrap().contains(&json!("2025-11-25")), "{r}");
+    assert_eq!(
+        r["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        json!("mcp-sandbox"),
+        "{r}"
+    );
+    assert!(
+        r["supportedVersions"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(VERSION)),
+        "{r}"
+    );
+    assert!(
+        r["supportedVersions"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("2025-11-25")),
+        "{r}"
+    );
     assert_eq!(r["capabilities"]["tools"], json!({}), "{r}");
 
     // Headers that contradict the body are refused before anything runs.
@@ -82,7 +98,11 @@ async fn discover_headers_caching_and_client_identity() {
     )
     .await;
     assert_eq!(wrong_method.status, 400, "{wrong_method:?}");
-    assert_eq!(wrong_method.reply(2)["error"]["code"], json!(-32020), "{wrong_method:?}");
+    assert_eq!(
+        wrong_method.reply(2)["error"]["code"],
+        json!(-32020),
+        "{wrong_method:?}"
+    );
     assert_eq!(
         wrong_method.reply(2)["error"]["message"],
         json!("Mcp-Method header `tools/list` does not match body method `tools/call`")
@@ -99,7 +119,10 @@ async fn discover_headers_caching_and_client_identity() {
         json!("Mcp-Name header `search_tools` does not match body value `execute_code`")
     );
     assert!(audit(&g.state).is_empty(), "nothing ran");
-    assert!(!dir.path().join("mail.log").exists(), "the server received nothing");
+    assert!(
+        !dir.path().join("mail.log").exists(),
+        "the server received nothing"
+    );
 
     // The tool list: fresh for a minute, for this caller only.
     let list = modern(
@@ -111,8 +134,17 @@ async fn discover_headers_caching_and_client_identity() {
     let r = &list.reply(4)["result"];
     assert_eq!(r["ttlMs"], json!(60000), "{r}");
     assert_eq!(r["cacheScope"], json!("private"), "{r}");
-    let exec = r["tools"].as_array().unwrap().iter().find(|t| t["name"] == "execute_code").unwrap();
-    assert_eq!(exec["inputSchema"]["properties"]["session"]["type"], json!("string"), "{exec}");
+    let exec = r["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "execute_code")
+        .unwrap();
+    assert_eq!(
+        exec["inputSchema"]["properties"]["session"]["type"],
+        json!("string"),
+        "{exec}"
+    );
 
     // A matching call runs; its record names the client its `_meta` named.
     let ok = modern(
@@ -121,7 +153,11 @@ async fn discover_headers_caching_and_client_identity() {
         &[("mcp-method", "tools/call"), ("mcp-name", "execute_code")],
     )
     .await;
-    assert_eq!(ok.reply(5)["result"]["structuredContent"]["result"], json!(1), "{ok:?}");
+    assert_eq!(
+        ok.reply(5)["result"]["structuredContent"]["result"],
+        json!(1),
+        "{ok:?}"
+    );
     let records = audit(&g.state);
     assert_eq!(records.len(), 1, "{records:?}");
     assert_eq!(records[0]["client"], json!("probe-client"), "{records:?}");

@@ -28,9 +28,8 @@ async fn the_typescript_v2_client_pinned_to_2026_07_28_keeps_state_through_the_h
         .await
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let r: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
-        panic!("{e}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr))
-    });
+    let r: Value = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("{e}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
     assert_eq!(r["version"], json!("2026-07-28"), "{r}");
     assert_eq!(
         r["tools"],
@@ -45,8 +44,15 @@ async fn the_typescript_v2_client_pinned_to_2026_07_28_keeps_state_through_the_h
     assert_eq!(s[1]["out"]["session"], json!(h), "{r}");
     assert_eq!(s[2]["out"]["result"], Value::Null, "{r}");
     assert_ne!(s[2]["out"]["session"], json!(h), "{r}");
-    assert_eq!(s[3]["error"]["data"]["code"], json!("SESSION_UNKNOWN"), "{r}");
-    assert!(s[3]["error"]["message"].as_str().unwrap().contains(UNKNOWN), "{r}");
+    assert_eq!(
+        s[3]["error"]["data"]["code"],
+        json!("SESSION_UNKNOWN"),
+        "{r}"
+    );
+    assert!(
+        s[3]["error"]["message"].as_str().unwrap().contains(UNKNOWN),
+        "{r}"
+    );
     assert_eq!(s[4]["out"]["status"], json!("running"), "{r}");
     assert_eq!(s[5]["out"]["result"], json!("late"), "{r}");
 }

@@ -23,6 +23,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const PROTOCOL: &str = "2025-06-18";
+const MODERN: &str = "2026-07-28";
 const SCRIPT: &str = "return 1+1";
 /// The pause before each request of the paced measurements (a refill takes ~0.7 ms).
 pub(crate) const PACE: Duration = Duration::from_millis(3);
@@ -108,6 +109,10 @@ pub(crate) struct HttpClient {
     next_id: u64,
     /// Sent as `Authorization: Bearer …` when set.
     bearer: Option<String>,
+    /// Speaks MCP 2026-07-28: no `initialize`, no session; the version, identity and
+    /// capabilities in each request's `_meta`, and the session handle passed back.
+    modern: bool,
+    handle: Option<String>,
 }
 
 impl HttpClient {
@@ -120,20 +125,8 @@ impl HttpClient {
         addr: std::net::SocketAddr,
         bearer: Option<String>,
     ) -> HttpClient {
-        let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
-        tcp.set_nodelay(true).expect("TCP_NODELAY");
-        let (send, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
-            .await
-            .expect("HTTP/1.1 handshake");
-        tokio::spawn(conn);
-        let mut c = HttpClient {
-            script: SCRIPT,
-            expect: json!(2),
-            send,
-            session: String::new(),
-            next_id: 0,
-            bearer,
-        };
+        let mut c = Self::connect_unopened(addr).await;
+        c.bearer = bearer;
         let (head, body) = c
             .post(json!({
                 "jsonrpc": "2.0", "id": 0, "method": "initialize",
@@ -154,6 +147,33 @@ impl HttpClient {
         c
     }
 
+    /// A client speaking MCP 2026-07-28 (no handshake): its first `execute_code` opens a session
+    /// whose handle the next ones pass back, as a model following the tool description does.
+    pub(crate) async fn connect_modern(addr: std::net::SocketAddr) -> HttpClient {
+        let mut c = Self::connect_unopened(addr).await;
+        c.modern = true;
+        c
+    }
+
+    async fn connect_unopened(addr: std::net::SocketAddr) -> HttpClient {
+        let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        tcp.set_nodelay(true).expect("TCP_NODELAY");
+        let (send, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
+            .await
+            .expect("HTTP/1.1 handshake");
+        tokio::spawn(conn);
+        HttpClient {
+            script: SCRIPT,
+            expect: json!(2),
+            send,
+            session: String::new(),
+            next_id: 0,
+            bearer: None,
+            modern: false,
+            handle: None,
+        }
+    }
+
     /// POSTs one message and reads the answer to its end.
     async fn post(&mut self, message: Value) -> (Head, String) {
         use http_body_util::BodyExt;
@@ -161,7 +181,16 @@ impl HttpClient {
             .header("host", "127.0.0.1")
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", PROTOCOL);
+            .header(
+                "mcp-protocol-version",
+                if self.modern { MODERN } else { PROTOCOL },
+            );
+        if self.modern {
+            req = req.header("mcp-method", message["method"].as_str().unwrap_or(""));
+            if let Some(name) = message["params"]["name"].as_str() {
+                req = req.header("mcp-name", name);
+            }
+        }
         if !self.session.is_empty() {
             req = req.header("mcp-session-id", &self.session);
         }
@@ -187,14 +216,26 @@ impl HttpClient {
     /// answered the expected result.
     pub(crate) async fn execute(&mut self) {
         self.next_id += 1;
+        let mut params = json!({"name": "execute_code", "arguments": {"code": self.script}});
+        if self.modern {
+            params["_meta"] = json!({
+                "io.modelcontextprotocol/protocolVersion": MODERN,
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "0"},
+            });
+            if let Some(h) = &self.handle {
+                params["arguments"]["session"] = json!(h);
+            }
+        }
         let (head, body) = self
-            .post(json!({
-                "jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
-                "params": {"name": "execute_code", "arguments": {"code": self.script}}
-            }))
+            .post(json!({"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call", "params": params}))
             .await;
         assert_eq!(head.status, 200, "execute_code: {body}");
         let answer = sse_answer(&body, self.next_id);
+        if self.modern {
+            let h = answer["result"]["structuredContent"]["session"].as_str();
+            self.handle = Some(h.expect("a session handle").to_string());
+        }
         assert_eq!(
             answer["result"]["structuredContent"]["result"], self.expect,
             "execute_code failed: {body}"
@@ -328,6 +369,27 @@ async fn http_latency(
     ms
 }
 
+/// Milliseconds of `n` paced executions of a legacy client and of a 2026-07-28 one, taken
+/// turn about so that both see the same machine.
+async fn paced_eras(addr: std::net::SocketAddr, n: usize) -> (Vec<f64>, Vec<f64>) {
+    let mut legacy = HttpClient::connect(addr).await;
+    let mut modern = HttpClient::connect_modern(addr).await;
+    for _ in 0..20 {
+        legacy.execute().await;
+        modern.execute().await;
+    }
+    let (mut l, mut m) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for _ in 0..n {
+        for (client, out) in [(&mut legacy, &mut l), (&mut modern, &mut m)] {
+            tokio::time::sleep(PACE).await;
+            let t = Instant::now();
+            client.execute().await;
+            out.push(t.elapsed().as_secs_f64() * 1000.0);
+        }
+    }
+    (l, m)
+}
+
 /// Executions per second with `clients` clients for `window`.
 async fn http_throughput(addr: std::net::SocketAddr, clients: usize, window: Duration) -> f64 {
     let mut connected = Vec::with_capacity(clients);
@@ -408,6 +470,7 @@ pub async fn bench(bin: &Path, pooled_p50: Option<f64>, library_8: Option<f64>) 
     let (http, addr) = start_http(bin);
     let http_ms = http_latency(addr, 50, 500, Duration::ZERO).await;
     let http_paced_ms = http_latency(addr, 0, 300, PACE).await;
+    let (legacy_ms, modern_ms) = paced_eras(addr, 300).await;
     let mut eps = serde_json::Map::new();
     for clients in [1usize, 8, 64] {
         let rate = http_throughput(addr, clients, Duration::from_secs(2)).await;
@@ -430,7 +493,22 @@ pub async fn bench(bin: &Path, pooled_p50: Option<f64>, library_8: Option<f64>) 
         "gateway_http_paced_exec_ms": super::percentiles(http_paced_ms),
         "gateway_stdio_paced_exec_ms": super::percentiles(stdio_paced_ms),
         "gateway_http_execs_per_sec": eps,
+        "gateway_http_legacy_paced_exec_ms": super::percentiles(legacy_ms),
+        "gateway_http_2026_paced_exec_ms": super::percentiles(modern_ms),
     });
+    // What a 2026-07-28 client (a session handle resumed in the store on each call) costs
+    // against a legacy one (an Mcp-Session-Id), alternating on one gateway.
+    let (l, m) = (
+        g["gateway_http_legacy_paced_exec_ms"]["p50"]
+            .as_f64()
+            .unwrap_or(0.0),
+        g["gateway_http_2026_paced_exec_ms"]["p50"]
+            .as_f64()
+            .unwrap_or(0.0),
+    );
+    if l > 0.0 {
+        g["gateway_http_2026_vs_legacy_p50_ratio"] = json!(super::round(m / l));
+    }
     if let Some(pooled) = pooled_p50 {
         for (key, from) in [
             ("gateway_http_added_ms", "gateway_http_exec_ms"),

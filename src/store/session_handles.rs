@@ -90,10 +90,11 @@ impl Store {
         }
         let key = scope.key();
         let row: Option<(String, f64)> = self.with(|c| {
-            Ok(c
-                .prepare_cached("SELECT labels, used_at FROM state_sessions WHERE scope = ?1")?
-                .query_row(params![key], |r| Ok((r.get(0)?, r.get(1)?)))
-                .optional()?)
+            Ok(
+                c.prepare_cached("SELECT labels, used_at FROM state_sessions WHERE scope = ?1")?
+                    .query_row(params![key], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .optional()?,
+            )
         })?;
         Ok(match row {
             Some((text, used)) if now_ms - used <= options.ttl_ms as f64 => {
@@ -131,9 +132,18 @@ pub(crate) mod tests {
             earlier: false,
             execution: None,
         };
-        s.add_session_labels(&mine, &[label], &options, 3000.0).unwrap();
-        assert_eq!(s.live_session_labels(&mine, &options, 3500.0).unwrap().len(), 1);
-        assert!(s.live_session_labels(&mine, &options, 4001.0).unwrap().is_empty());
+        s.add_session_labels(&mine, &[label], &options, 3000.0)
+            .unwrap();
+        assert_eq!(
+            s.live_session_labels(&mine, &options, 3500.0)
+                .unwrap()
+                .len(),
+            1
+        );
+        assert!(s
+            .live_session_labels(&mine, &options, 4001.0)
+            .unwrap()
+            .is_empty());
         assert!(s.clear_session_labels(&mine).unwrap());
         assert!(!s.clear_session_labels(&mine).unwrap());
         assert!(s.session_labels(&mine).unwrap().is_empty());

@@ -253,7 +253,10 @@ fn flow_session(
     if !top || !flow.tracks() || flow.scope == crate::context::flow::FlowScope::Execution {
         return None;
     }
-    let scope = request.labels_scope.clone().or_else(|| request.session.clone());
+    let scope = request
+        .labels_scope
+        .clone()
+        .or_else(|| request.session.clone());
     scope.zip(state.cloned())
 }
 

@@ -97,7 +97,10 @@ pub fn command(args: LabelsArgs) -> Result<i32, UsageError> {
         return Ok(0);
     }
     if labels.is_empty() {
-        println!("{} ({tenant}) holds no labels", crate::term::escape(&t.principal));
+        println!(
+            "{} ({tenant}) holds no labels",
+            crate::term::escape(&t.principal)
+        );
     }
     for l in &labels {
         let by = l

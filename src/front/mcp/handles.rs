@@ -19,9 +19,9 @@
 //! handle's session (the same principal's, so nothing is widened).
 
 use super::Gateway;
+use crate::context::flow::FlowScope;
 use crate::context::principal::Principal;
 use crate::context::session::SessionScope;
-use crate::context::flow::FlowScope;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject};
 use rmcp::ErrorData;
 use serde_json::{json, Value};
@@ -42,11 +42,11 @@ pub fn schema_property() -> Value {
     json!({
         "type": "string",
         "description": "The session handle an earlier answer of this server named in its `session` field. Only for \
-clients without an MCP session (protocol 2026-07-28), where nothing else ties your calls together: pass it back \
-to continue that session (its stored values, placeholders and running executions); leave it out of \
-execute_code to start a new session, whose answer names a new handle. It expires after the session is idle \
-for a while; a handle that is unknown, expired or another principal's is refused with SESSION_UNKNOWN. Leave \
-it out on a client with an MCP session."
+    clients without an MCP session (protocol 2026-07-28), where nothing else ties your calls together: pass it back \
+    to continue that session (its stored values, placeholders and running executions); leave it out of \
+    execute_code to start a new session, whose answer names a new handle. It expires after the session is idle \
+    for a while; a handle that is unknown, expired or another principal's is refused with SESSION_UNKNOWN. Leave \
+    it out on a client with an MCP session."
     })
 }
 
@@ -123,7 +123,9 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn state_of(gateway: &Gateway) -> Result<&std::sync::Arc<crate::exec::state::SessionState>, ErrorData> {
+fn state_of(
+    gateway: &Gateway,
+) -> Result<&std::sync::Arc<crate::exec::state::SessionState>, ErrorData> {
     gateway.sandbox.session_state().ok_or_else(|| {
         ErrorData::internal_error(
             "sessions without an MCP session (protocol 2026-07-28) are kept in the state store, and this \
@@ -141,6 +143,43 @@ fn unavailable(e: crate::store::StoreError) -> ErrorData {
     )
 }
 
+/// The sessions this gateway resumed lately, by scope key, and when it renewed each in the
+/// store: a session resumed again within [`Resumed::window`] is live (it was used that recently,
+/// and nothing ends a handle's session but its TTL) and is not written again. The store's
+/// `used_at` then lags by at most the window, so a session may expire that much early; the
+/// window is a tenth of the TTL, at most 30 s.
+#[derive(Debug, Default)]
+pub struct Resumed {
+    renewed: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
+}
+
+/// Sessions remembered at most; past it the oldest half is forgotten.
+const MAX_REMEMBERED: usize = 10_000;
+
+impl Resumed {
+    fn window(ttl_ms: u64) -> std::time::Duration {
+        std::time::Duration::from_millis((ttl_ms / 10).min(30_000))
+    }
+
+    fn recent(&self, key: &str, ttl_ms: u64) -> bool {
+        let renewed = self.renewed.lock().unwrap_or_else(|p| p.into_inner());
+        renewed
+            .get(key)
+            .is_some_and(|t| t.elapsed() < Self::window(ttl_ms))
+    }
+
+    fn note(&self, key: String) {
+        let mut renewed = self.renewed.lock().unwrap_or_else(|p| p.into_inner());
+        if renewed.len() >= MAX_REMEMBERED {
+            let mut ages: Vec<std::time::Instant> = renewed.values().copied().collect();
+            ages.sort_unstable();
+            let cut = ages[ages.len() / 2];
+            renewed.retain(|_, t| *t > cut);
+        }
+        renewed.insert(key, std::time::Instant::now());
+    }
+}
+
 /// The scope of `handle` if it is a live session of `principal` (renewed), else [`unknown`].
 pub async fn resume(
     gateway: &Gateway,
@@ -149,6 +188,10 @@ pub async fn resume(
 ) -> Result<SessionScope, ErrorData> {
     let state = state_of(gateway)?;
     let scope = scope_of(principal, handle);
+    let key = scope.key();
+    if gateway.handles.recent(&key, state.options().ttl_ms) {
+        return Ok(scope);
+    }
     let (s, options) = (scope.clone(), *state.options());
     let live = state
         .store()
@@ -156,6 +199,7 @@ pub async fn resume(
         .await
         .map_err(unavailable)?;
     if live {
+        gateway.handles.note(key);
         Ok(scope)
     } else {
         Err(unknown())
@@ -183,6 +227,7 @@ pub async fn open(
         .run(move |store| store.open_handle_session(&s, crate::trace::now_ms()))
         .await
         .map_err(unavailable)?;
+    gateway.handles.note(scope.key());
     Ok((scope, handle))
 }
 
@@ -299,6 +344,22 @@ mod tests {
             assert_eq!(e, unknown(), "{bad}");
         }
         assert_eq!(take(&mut JsonObject::new()).unwrap(), None);
+    }
+
+    #[test]
+    fn a_session_resumed_lately_is_not_written_again_within_a_tenth_of_the_ttl() {
+        let r = Resumed::default();
+        assert!(!r.recent("k", 3_600_000));
+        r.note("k".into());
+        assert!(r.recent("k", 3_600_000));
+        assert!(!r.recent("other", 3_600_000));
+        // A 20 ms TTL: a 2 ms window.
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        assert!(!r.recent("k", 20));
+        assert_eq!(
+            Resumed::window(3_600_000),
+            std::time::Duration::from_secs(30)
+        );
     }
 
     #[test]

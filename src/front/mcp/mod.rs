@@ -44,13 +44,13 @@ use crate::context::policy::Policy;
 use crate::context::principal::{Caller, Principal};
 use crate::context::{Client, McpTransport};
 use crate::sandbox::Sandbox;
+use handles::NamedSession;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use handles::NamedSession;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -96,6 +96,8 @@ pub struct Gateway {
     pub liveness: Option<crate::store::pg::liveness::Liveness>,
     /// Other gateways seen without their liveness lock, and since when.
     pub suspects: remote::Suspects,
+    /// Session handles this gateway resumed lately (`handles`).
+    pub handles: handles::Resumed,
 }
 
 impl Gateway {

@@ -185,7 +185,8 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
             .any(|p| !p.flows.is_empty());
     if store.is_none()
         && flows
-        && config.sandbox.flow_scope.unwrap_or_default() != crate::context::flow::FlowScope::Execution
+        && config.sandbox.flow_scope.unwrap_or_default()
+            != crate::context::flow::FlowScope::Execution
     {
         return Err(UsageError(
             "sandbox.flows with flow_scope \"session\" keep each session's data-flow labels in the state store, which could not be opened (see the warning above); fix it, pass --state, or set \"flow_scope\": \"execution\"".into(),
@@ -300,6 +301,7 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
         gateway_id,
         liveness,
         suspects: Default::default(),
+        handles: Default::default(),
     });
     let grace = Duration::from_millis(args.shutdown_grace_ms);
     let stop = CancellationToken::new();
