@@ -175,3 +175,27 @@ async fn a_yielded_execution_is_waited_on_and_cancelled_through_its_handle() {
     assert_eq!(out(&r, 5)["session"], json!(h), "{r}");
     assert_eq!(out(&r, 6)["error"]["code"], json!("CANCELLED"), "{r}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_ask_of_a_2026_client_that_nobody_can_answer_is_refused_at_once_saying_why() {
+    let sandbox = json!({"auth": {}, "ask": ["fixture:echo"]});
+    let g = start_http_state(fixture_config(sandbox), None, &[]).await;
+    let token = create_token(Path::new(&g.state), "ci", &[]);
+    let code = "try { return await mcp.fixture.echo({message: 'x'}) } catch (e) { return [e.code, e.message] }";
+    let steps = json!([{"as": "M", "call": "execute_code", "args": {"code": code, "timeout_ms": 20000}}]);
+    let started = std::time::Instant::now();
+    let r = drive(&g.addr, json!({"M": {"token": token}}), steps);
+    let result = &out(&r, 0)["result"];
+    assert_eq!(result[0], json!("PERMISSION_DENIED"), "{r}");
+    assert!(
+        result[1].as_str().unwrap().contains("speaks MCP 2026-07-28, where a server cannot send it approval requests"),
+        "{r}"
+    );
+    // Not a wait for the 20 s timeout (a hang guard: the refusal takes milliseconds).
+    crate::common::assert_not_hung(
+        started.elapsed(),
+        std::time::Duration::from_secs(15),
+        std::time::Duration::from_secs(1),
+        "the refusal",
+    );
+}

@@ -23,12 +23,24 @@ pub const APPROVE_ONCE: &str = "approve once";
 pub const APPROVE_TOOL: &str = "approve this tool for the rest of this execution";
 pub const DENY: &str = "deny";
 
-/// The approvals of one `execute_code` request from `peer`.
+/// The approvals of one `execute_code` request from `peer` (`sessionless`: a 2026-07-28
+/// request, whose client a server cannot send an elicitation request).
 pub fn approvals(
     peer: &Peer<RoleServer>,
     pre_approved: PreApproved,
     timeout: Duration,
+    sessionless: bool,
 ) -> Approvals {
+    if sessionless {
+        return Approvals::nobody(
+            By::Elicitation,
+            &format!(
+                "{}, or answer on the web view (serve --http with a state store), or start serve with --approve {{call}}",
+                super::passthrough::cannot_ask_2026("approval")
+            ),
+            pre_approved,
+        );
+    }
     if let Some(client) = client_approver(peer) {
         Approvals::new(client, pre_approved, timeout)
     } else {

@@ -253,6 +253,15 @@ fn session_header(context: &RequestContext<RoleServer>) -> Option<&str> {
         .and_then(|v| v.to_str().ok())
 }
 
+/// Whether a request speaks MCP 2026-07-28 or later (its `_meta` names the version): there is
+/// no session, and the server cannot send the client requests (elicitation, sampling).
+fn speaks_2026(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .meta
+        .protocol_version()
+        .is_some_and(|v| v.as_str() >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str())
+}
+
 /// The key of a request's answer in the response budget: released once it is written.
 fn answer_key(context: &RequestContext<RoleServer>) -> responses::AnswerKey {
     let over_http = context
@@ -398,6 +407,7 @@ impl ServerHandler for GatewayServer {
                     &context.peer,
                     context.meta.get_progress_token(),
                     self.approval_turn.clone(),
+                    speaks_2026(&context),
                 );
                 let approvals = (approvals, Some(progress));
                 // What an execution that outlives its request (`yield_after_ms`) keeps.
@@ -476,11 +486,15 @@ impl GatewayServer {
             self.gateway.pre_approved.clone(),
             self.gateway.approval_timeout,
         );
+        let modern = speaks_2026(context);
         if !(over_http && self.gateway.web_approvals) {
-            return elicit::approvals(&context.peer, pre, timeout);
+            return elicit::approvals(&context.peer, pre, timeout, modern);
         }
         let page = web_approval::PageOrClient {
-            client: elicit::client_approver(&context.peer),
+            // A 2026-07-28 client cannot be sent a request: the web view alone answers.
+            client: (!modern)
+                .then(|| elicit::client_approver(&context.peer))
+                .flatten(),
             pending: self.gateway.pending.clone(),
             asker: crate::gate::pending::Asker {
                 tenant: principal.tenant.clone(),

@@ -28,7 +28,7 @@ pub fn upstream(
     token: Option<ProgressToken>,
     turn: Arc<tokio::sync::Mutex<()>>,
 ) -> FeedbackRef {
-    upstream_with_notes(peer, token, turn).0
+    upstream_with_notes(peer, token, turn, false).0
 }
 
 /// The same, and the request's progress notifications (`None` without a progress token), for
@@ -37,12 +37,14 @@ pub fn upstream_with_notes(
     peer: &Peer<RoleServer>,
     token: Option<ProgressToken>,
     turn: Arc<tokio::sync::Mutex<()>>,
+    sessionless: bool,
 ) -> (FeedbackRef, Option<Arc<Notes>>) {
     let notes = notes(peer, token);
     let feedback = FeedbackRef(Arc::new(Upstream {
         peer: peer.clone(),
         turn,
         notes: notes.clone(),
+        sessionless,
     }));
     (feedback, notes)
 }
@@ -103,6 +105,17 @@ struct Upstream {
     peer: Peer<RoleServer>,
     turn: Arc<tokio::sync::Mutex<()>>,
     notes: Option<Arc<Notes>>,
+    /// The client speaks MCP 2026-07-28: a server cannot send it requests.
+    sessionless: bool,
+}
+
+/// Why a 2026-07-28 client cannot be asked `what` (elicitation, sampling, an approval).
+pub fn cannot_ask_2026(what: &str) -> String {
+    format!(
+        "the MCP client of this execution speaks MCP 2026-07-28, where a server cannot send it {what} requests \
+(their replacement, input_required results, is not supported by this gateway yet); use the client in legacy mode \
+(the 2025 handshake) for this"
+    )
 }
 
 impl Feedback for Upstream {
@@ -127,6 +140,7 @@ impl Feedback for Upstream {
         let caps = peer.peer_info().map(|i| i.capabilities.clone());
         let server = server.to_string();
         let turn = self.turn.clone();
+        let sessionless = self.sessionless;
         Box::pin(async move {
             let (declared, what, request) = match request {
                 Forward::Elicit(params) => (
@@ -146,6 +160,9 @@ impl Feedback for Upstream {
                     }),
                 ),
             };
+            if sessionless {
+                return Err(cannot_ask_2026(what));
+            }
             if !declared {
                 return Err(format!(
                     "the MCP client of this execution did not declare the {what} capability"
