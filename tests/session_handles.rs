@@ -37,6 +37,18 @@ pub fn refusal(report: &Value, i: usize) -> (i64, String, String) {
     )
 }
 
+/// `mcp-sandbox ARGS --state STATE`, whose stdout is JSON (`audit --json`, `labels … --json`).
+pub fn cli_json(state: &Path, args: &[&str]) -> Value {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-sandbox"))
+        .args(args)
+        .arg("--state")
+        .arg(state)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 pub fn out(report: &Value, i: usize) -> &Value {
     let s = &report["steps"][i];
     assert!(s.get("error").is_none(), "step {i} failed: {report}");
@@ -182,13 +194,17 @@ async fn an_ask_of_a_2026_client_that_nobody_can_answer_is_refused_at_once_sayin
     let g = start_http_state(fixture_config(sandbox), None, &[]).await;
     let token = create_token(Path::new(&g.state), "ci", &[]);
     let code = "try { return await mcp.fixture.echo({message: 'x'}) } catch (e) { return [e.code, e.message] }";
-    let steps = json!([{"as": "M", "call": "execute_code", "args": {"code": code, "timeout_ms": 20000}}]);
+    let steps =
+        json!([{"as": "M", "call": "execute_code", "args": {"code": code, "timeout_ms": 20000}}]);
     let started = std::time::Instant::now();
     let r = drive(&g.addr, json!({"M": {"token": token}}), steps);
     let result = &out(&r, 0)["result"];
     assert_eq!(result[0], json!("PERMISSION_DENIED"), "{r}");
     assert!(
-        result[1].as_str().unwrap().contains("speaks MCP 2026-07-28, where a server cannot send it approval requests"),
+        result[1]
+            .as_str()
+            .unwrap()
+            .contains("speaks MCP 2026-07-28, where a server cannot send it approval requests"),
         "{r}"
     );
     // Not a wait for the 20 s timeout (a hang guard: the refusal takes milliseconds).

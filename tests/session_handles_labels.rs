@@ -8,7 +8,7 @@
 //! `Client` (2026-07-28) against `serve --http` with tokens; `crm` and `mail` are the rmcp
 //! fixture server (`mail` appends what it sends to a file).
 
-use super::session_handles::{drive, out, MODERN};
+use super::session_handles::{cli_json as cli, drive, out, MODERN};
 use crate::common::bin;
 use crate::serve_support::http::start_http_state;
 use crate::serve_support::team::create_token;
@@ -109,17 +109,6 @@ async fn with_flow_scope_handle_a_model_that_omits_the_handle_starts_clean() {
     );
     assert_eq!(out(&r, 2)["result"], json!("sent"), "{r}");
     assert_eq!(mailed(dir.path()).lines().count(), 1);
-}
-
-fn cli(state: &Path, args: &[&str]) -> Value {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-sandbox"))
-        .args(args)
-        .arg("--state")
-        .arg(state)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -39,13 +39,8 @@ fn call(id: i64, tool: &str, args: Value) -> Value {
 }
 
 fn audit(state: &Path) -> Vec<Value> {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-sandbox"))
-        .args(["audit", "--json", "--state"])
-        .arg(state)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    serde_json::from_slice(&out.stdout).unwrap()
+    let records = super::session_handles::cli_json(state, &["audit", "--json"]);
+    records.as_array().unwrap().clone()
 }
 
 #[tokio::test(flavor = "multi_thread")]
