@@ -34,7 +34,7 @@ pub fn approvals(
     if sessionless {
         return Approvals::nobody(
             By::Elicitation,
-            &format!(
+            format!(
                 "{}, or answer on the web view (serve --http with a state store), or start serve with --approve {{call}}",
                 super::passthrough::cannot_ask_2026("approval")
             ),
