@@ -134,6 +134,7 @@ mod typescript_positions;
 mod ui_access;
 mod ui_approvals;
 mod ui_bidi;
+mod ui_labels;
 mod ui_read_path;
 mod ui_web;
 mod uid_layer;

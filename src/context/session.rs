@@ -27,6 +27,14 @@ impl SessionScope {
         }
     }
 
+    /// Where the data-flow labels of principal `name`'s requests without a protocol session
+    /// (MCP 2026-07-28) stay, in `tenant`. Keyed by the principal's *name* (`token:ci`), not its
+    /// id: an operator names it so, and a new token with a revoked one's name inherits its
+    /// labels (fail closed). No protocol session id or handle digest has this session part.
+    pub fn labels_of_principal(tenant: &str, name: &str) -> Self {
+        SessionScope::new(tenant, name, "labels-of-principal")
+    }
+
     /// One string naming the scope, unambiguous whatever its parts hold (each part is
     /// length-prefixed), for use as a key in a table.
     pub fn key(&self) -> String {

@@ -77,6 +77,40 @@ impl Store {
         })
     }
 
+    /// Clears `scope`'s labels and, when it held some, writes the clear to the audit log as a
+    /// record of `by` (the operator) through `front`, described as `what`, with the labels
+    /// cleared. Returns what was cleared.
+    pub fn clear_labels_on_record(
+        &self,
+        scope: &SessionScope,
+        by: &str,
+        front: &str,
+        what: String,
+    ) -> Result<Vec<LabelSource>, StoreError> {
+        let labels = self.session_labels(scope)?;
+        if labels.is_empty() || !self.clear_session_labels(scope)? {
+            return Ok(Vec::new());
+        }
+        let record = super::audit::AuditRecord {
+            id: 0,
+            ts: crate::trace::now_ms(),
+            principal: by.to_string(),
+            tenant: scope.tenant.clone(),
+            client: None,
+            front: front.to_string(),
+            code_sha256: super::audit_options::sha256_hex(what.as_bytes()),
+            code_bytes: Some(what.len() as u64),
+            code: Some(what),
+            outcome: "OK".into(),
+            duration_ms: 0.0,
+            calls: Vec::new(),
+            labels: labels.iter().map(|l| l.label.clone()).collect(),
+            detail: None,
+        };
+        self.append_audit(&record)?;
+        Ok(labels)
+    }
+
     /// The labels of `scope` if it was used within `options`' TTL (an expired scope's labels
     /// no longer count, swept or not).
     pub fn live_session_labels(

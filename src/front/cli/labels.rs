@@ -6,8 +6,7 @@
 
 use super::team::TeamStoreArgs;
 use super::UsageError;
-use crate::front::mcp::handles::labels_scope;
-use crate::store::audit::AuditRecord;
+use crate::context::session::SessionScope;
 use clap::{Args, Subcommand};
 use serde_json::json;
 
@@ -65,30 +64,16 @@ pub fn command(args: LabelsArgs) -> Result<i32, UsageError> {
     };
     let (store, _) = t.store.open()?;
     let tenant = tenant_of(&store, &t)?;
-    let scope = labels_scope(&tenant, &t.principal);
+    let scope = SessionScope::labels_of_principal(&tenant, &t.principal);
     let failed = |e: crate::store::StoreError| UsageError(e.to_string());
-    let labels = store.session_labels(&scope).map_err(failed)?;
-    if clear && !labels.is_empty() {
-        store.clear_session_labels(&scope).map_err(failed)?;
+    let labels = if clear {
         let what = format!("labels clear --principal {} --tenant {tenant}", t.principal);
-        let record = AuditRecord {
-            id: 0,
-            ts: crate::trace::now_ms(),
-            principal: "local".into(),
-            tenant: tenant.clone(),
-            client: None,
-            front: "cli".into(),
-            code_sha256: crate::store::audit_options::sha256_hex(what.as_bytes()),
-            code_bytes: Some(what.len() as u64),
-            code: Some(what),
-            outcome: "OK".into(),
-            duration_ms: 0.0,
-            calls: Vec::new(),
-            labels: labels.iter().map(|l| l.label.clone()).collect(),
-            detail: None,
-        };
-        store.append_audit(&record).map_err(failed)?;
-    }
+        store
+            .clear_labels_on_record(&scope, "local", "cli", what)
+            .map_err(failed)?
+    } else {
+        store.session_labels(&scope).map_err(failed)?
+    };
     if t.json {
         println!(
             "{}",

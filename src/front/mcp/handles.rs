@@ -33,9 +33,6 @@ pub const UNKNOWN_CODE: &str = "SESSION_UNKNOWN";
 const PREFIX: &str = "session_";
 /// Random bytes in a handle.
 const RANDOM_BYTES: usize = 32;
-/// The session part of the scope whose labels a principal's sessionless requests share
-/// (`flow_scope: "session"`); no protocol session id or handle digest has this form.
-const PRINCIPAL_LABELS: &str = "labels-of-principal";
 
 /// The `session` argument in the input schemas of the tools that take it.
 pub fn schema_property() -> Value {
@@ -90,16 +87,9 @@ fn scope_of(principal: &Principal, handle: &str) -> SessionScope {
     )
 }
 
-/// The scope where the data-flow labels of `principal`'s sessionless requests stay. Keyed by
-/// the principal's *name* (`token:ci`), not its id: an operator names it so (`mcp-sandbox
-/// labels`), and a new token with a revoked one's name inherits its labels (fail closed).
+/// The scope where the data-flow labels of `principal`'s sessionless requests stay.
 pub fn principal_labels(principal: &Principal) -> SessionScope {
-    labels_scope(&principal.tenant, &principal.name)
-}
-
-/// [`principal_labels`] of the principal named `name` in `tenant`.
-pub fn labels_scope(tenant: &str, name: &str) -> SessionScope {
-    SessionScope::new(tenant, name, PRINCIPAL_LABELS)
+    SessionScope::labels_of_principal(&principal.tenant, &principal.name)
 }
 
 /// Takes `session` out of a tool's arguments: `Ok(None)` when absent or null, the refusal when

@@ -119,7 +119,7 @@ fn origin_authority(origin: &str) -> Option<String> {
 }
 
 /// `Err` when the request comes from a page of another origin.
-fn same_origin(headers: &HeaderMap) -> Result<(), Box<Response>> {
+pub(super) fn same_origin(headers: &HeaderMap) -> Result<(), Box<Response>> {
     let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let cross = |why: String| {
         Box::new(refuse(

@@ -9,13 +9,15 @@
 //! while it is open; nothing is fetched from anywhere else (its Content-Security-Policy says
 //! `default-src 'self'`).
 //!
-//! [`approvals`] lists and answers the questions waiting for a person (`serve --http`).
+//! [`approvals`] lists and answers the questions waiting for a person (`serve --http`);
+//! [`labels`] shows and clears a principal's data-flow labels.
 //!
 //! May import `store`, `config`, `gate` (the pending questions) and `context`; `front::mcp` and `front::cli` import it, it
 //! imports neither.
 
 pub mod api;
 pub mod approvals;
+pub mod labels;
 pub mod limit;
 pub mod routes;
 

@@ -9,6 +9,8 @@
 //!   asking for another tenant by name is `403 UI_FORBIDDEN`.
 //! - `GET`/`POST /ui/api/approvals`: the questions waiting for a person, and answering one
 //!   ([`super::approvals`]).
+//! - `GET /ui/api/labels`, `POST /ui/api/labels/clear`: a principal's data-flow labels
+//!   ([`super::labels`]).
 //! - Without authentication (the `ui` subcommand, or `serve --http` without `sandbox.auth`,
 //!   both loopback only) every request must name a loopback host in `Host` (`403
 //!   UI_HOST_REFUSED` otherwise), so a web page elsewhere cannot read the view through a DNS
@@ -70,7 +72,9 @@ impl UiAccess {
 #[derive(Clone)]
 pub(super) struct Ui {
     /// The reads' own handle ([`Store::reader`]), never the execution path's connection.
-    store: Store,
+    pub(super) store: Store,
+    /// The main handle, for the view's few writes (clearing a principal's labels).
+    pub(super) writer: Option<Store>,
     pub(super) access: UiAccess,
     /// The bounds of each principal's reads.
     limits: Arc<super::limit::ReadLimits>,
@@ -89,7 +93,7 @@ pub(super) struct Viewer {
 impl Viewer {
     /// The tenant a request is about: `asked` when the viewer may see it (an operator any, a
     /// principal its own), else `403 UI_FORBIDDEN`. Without `asked`: the viewer's own.
-    fn tenant(&self, asked: Option<&str>) -> Result<String, Box<Response>> {
+    pub(super) fn tenant(&self, asked: Option<&str>) -> Result<String, Box<Response>> {
         match asked {
             None => Ok(self.principal.tenant.clone()),
             Some(t) if self.operator || t == self.principal.tenant => Ok(t.to_string()),
@@ -110,13 +114,19 @@ pub fn router(
     store: Store,
     access: UiAccess,
 ) -> Result<(Router, Router), crate::store::StoreError> {
-    Ok(router_on(store.reader()?, access))
+    let (page, api) = router_with(store.reader()?, Some(store), access);
+    Ok((page, api))
 }
 
 /// [`router`] reading through `reader` as it is (a handle from [`Store::reader`]).
 pub fn router_on(reader: Store, access: UiAccess) -> (Router, Router) {
+    router_with(reader, None, access)
+}
+
+fn router_with(reader: Store, writer: Option<Store>, access: UiAccess) -> (Router, Router) {
     let ui = Ui {
         store: reader,
+        writer,
         access,
         limits: Arc::default(),
     };
@@ -148,13 +158,18 @@ pub fn router_on(reader: Store, access: UiAccess) -> (Router, Router) {
             "/ui/api/approvals",
             get(super::approvals::list).post(super::approvals::answer),
         )
+        .route("/ui/api/labels", get(super::labels::show))
+        .route(
+            "/ui/api/labels/clear",
+            axum::routing::post(super::labels::clear),
+        )
         .route(
             "/ui/api/{*rest}",
             get(|| async {
                 refuse(
                     StatusCode::NOT_FOUND,
                     "UI_NOT_FOUND",
-                    "no such endpoint; the API has /ui/api/me, /ui/api/executions[/ID], /ui/api/graph, /ui/api/capabilities and /ui/api/approvals",
+                    "no such endpoint; the API has /ui/api/me, /ui/api/executions[/ID], /ui/api/graph, /ui/api/capabilities, /ui/api/approvals and /ui/api/labels",
                 )
             }),
         )
@@ -249,7 +264,7 @@ pub(super) fn viewer(ui: &Ui, req: &Request) -> Result<Viewer, Box<Response>> {
 }
 
 /// The query string's parameters (later ones win).
-fn params(req: &Request) -> BTreeMap<String, String> {
+pub(super) fn params(req: &Request) -> BTreeMap<String, String> {
     url::form_urlencoded::parse(req.uri().query().unwrap_or("").as_bytes())
         .into_owned()
         .filter(|(_, v)| !v.is_empty())
@@ -269,7 +284,7 @@ fn admit(ui: &Ui, v: &Viewer) -> Result<super::limit::Admitted, Box<Response>> {
 
 /// Runs a query of the viewer's off the async workers, within its bounds (its slot held until
 /// the query ends, even if the request is dropped before).
-async fn query(
+pub(super) async fn query(
     ui: &Ui,
     v: &Viewer,
     f: impl FnOnce(&Store) -> Result<Value, crate::store::StoreError> + Send + 'static,

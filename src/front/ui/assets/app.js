@@ -71,6 +71,8 @@ function route() {
   if (m) return { view: "exec", id: m[1] };
   if (h.startsWith("/graph")) return { view: "graph" };
   if (h.startsWith("/capabilities")) return { view: "capabilities" };
+  const l = h.match(/^\/labels(?:\/(.+))?$/);
+  if (l) return { view: "labels", principal: l[1] ? decodeURIComponent(l[1]) : null };
   return { view: "list" };
 }
 
@@ -365,6 +367,40 @@ async function approvalsPanel() {
   panel.replaceChildren(el("h2", {}, "Pending approvals (" + data.approvals.length + ")"), ...items);
 }
 
+// ---- data-flow labels --------------------------------------------------------------------------
+
+// What a principal's sessionless (MCP 2026-07-28) executions read, which stays with it
+// (GET /ui/api/labels); an operator may look up any principal and clear them (audited).
+async function labelsView(main) {
+  const r = route();
+  const who = r.principal || state.me.principal;
+  const q = "/ui/api/labels?principal=" + encodeURIComponent(who) + (state.tenant && state.tenant !== "*" ? "&tenant=" + encodeURIComponent(state.tenant) : "");
+  const data = await api(q);
+  const key = "labels " + JSON.stringify(data);
+  if (key === state.last) return;
+  state.last = key;
+  const lookup = el("input", { id: "labels-principal", placeholder: "token:NAME", value: who });
+  const note = el("span", { class: "error" });
+  const rows = data.labels.map((l) => el("tr", {},
+    el("td", { class: "label" }, l.label), el("td", {}, l.tool), el("td", { class: "muted" }, l.execution || "")));
+  const clear = async () => {
+    const headers = { "Content-Type": "application/json" };
+    if (state.token) headers.Authorization = "Bearer " + state.token;
+    const res = await fetch("/ui/api/labels/clear", { method: "POST", headers, body: JSON.stringify({ principal: data.principal, tenant: data.tenant }), cache: "no-store", credentials: "omit" });
+    const answer = await res.json().catch(() => ({}));
+    if (!res.ok) { note.textContent = (answer.error && answer.error.code + ": " + answer.error.message) || res.statusText; return; }
+    state.last = ""; refresh();
+  };
+  main.replaceChildren(
+    el("h2", {}, "Data-flow labels of " + data.principal + " · tenant " + data.tenant),
+    el("p", { class: "muted" }, "What this principal's executions without an MCP session read; flow rules apply to its next executions until the labels expire or are cleared."),
+    state.me.operator ? el("div", { class: "actions" }, lookup,
+      el("button", { type: "button", id: "labels-show", onclick: () => { location.hash = "#/labels/" + encodeURIComponent(lookup.value.trim()); } }, "Show"),
+      el("button", Object.assign({ type: "button", id: "labels-clear", class: "deny", onclick: clear }, data.labels.length === 0 ? { disabled: "disabled" } : {}), "Clear"), note) : el("span"),
+    data.labels.length === 0 ? el("p", { id: "labels-none" }, "no labels") :
+      el("table", { id: "labels-table" }, el("tr", {}, el("th", {}, "label"), el("th", {}, "read from"), el("th", {}, "by execution")), ...rows));
+}
+
 // ---- the frame --------------------------------------------------------------------------------
 
 async function whoami() {
@@ -387,7 +423,7 @@ async function refresh() {
   try {
     if (!state.me) await whoami();
     const r = route();
-    for (const id of ["executions", "graph", "capabilities"]) document.getElementById("nav-" + id).classList.toggle("active", (r.view === "list" || r.view === "exec" ? "executions" : r.view) === id);
+    for (const id of ["executions", "graph", "capabilities", "labels"]) document.getElementById("nav-" + id).classList.toggle("active", (r.view === "list" || r.view === "exec" ? "executions" : r.view) === id);
     const main = document.getElementById("view");
     // The graph and capabilities of "all tenants" are the viewer's own tenant's.
     const saved = state.tenant;
@@ -396,6 +432,7 @@ async function refresh() {
       if (r.view === "exec") await execView(main, r.id);
       else if (r.view === "graph") await graphView(main);
       else if (r.view === "capabilities") await capabilitiesView(main);
+      else if (r.view === "labels") await labelsView(main);
       else await listView(main);
     } finally { state.tenant = saved; }
     await approvalsPanel();
