@@ -70,7 +70,7 @@ pub(super) async fn show(State(ui): State<Ui>, req: Request) -> Response {
         q.get("tenant").map(String::as_str),
     ) {
         Ok(t) => t,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let scope = SessionScope::labels_of_principal(&tenant, &principal);
     // Within the viewer's read bounds, as every read of the view.
@@ -117,7 +117,7 @@ pub(super) async fn clear(State(ui): State<Ui>, req: Request) -> Response {
     };
     let (tenant, principal) = match target(&v, Some(&body.principal), body.tenant.as_deref()) {
         Ok(t) => t,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let Some(writer) = ui.writer.clone() else {
         return refuse(
