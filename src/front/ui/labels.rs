@@ -31,11 +31,11 @@ fn target(
     v: &Viewer,
     principal: Option<&str>,
     tenant: Option<&str>,
-) -> Result<(String, String), Response> {
-    let tenant = v.tenant(tenant).map_err(|r| *r)?;
+) -> Result<(String, String), Box<Response>> {
+    let tenant = v.tenant(tenant)?;
     let principal = principal.unwrap_or(&v.principal.name).to_string();
     if !v.operator && (principal != v.principal.name || tenant != v.principal.tenant) {
-        return Err(forbidden());
+        return Err(Box::new(forbidden()));
     }
     Ok((tenant, principal))
 }
