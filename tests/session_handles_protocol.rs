@@ -157,3 +157,31 @@ async fn discover_headers_caching_and_client_identity() {
     assert_eq!(records.len(), 1, "{records:?}");
     assert_eq!(records[0]["client"], json!("probe-client"), "{records:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_name_of_a_2026_request_reaches_the_execution_span() {
+    let collector = crate::serve_support::otlp::Collector::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("mcp.json");
+    let body = json!({
+        "mcpServers": {"fixture": {"command": crate::common::bin("fixture-mcp-server")}},
+        "sandbox": {"telemetry": {"endpoint": collector.endpoint}},
+    });
+    std::fs::write(&config, body.to_string()).unwrap();
+    let plan = json!({
+        "stdio": [env!("CARGO_BIN_EXE_mcp-sandbox"), config, dir.path().join("state.db")],
+        "clients": {"S": {"mode": "auto"}},
+        "steps": [{"as": "S", "call": "execute_code", "args": {"code": "return 1"}}],
+    });
+    let r = tokio::task::spawn_blocking(move || {
+        crate::serve_support::sdk::client("modern_client.py", &[plan.to_string().as_ref()])
+    })
+    .await
+    .unwrap();
+    assert_eq!(r["versions"]["S"], json!(VERSION), "{r}");
+    let spans = collector.wait_for(1, std::time::Duration::from_secs(15)).await;
+    let exec = spans.iter().find(|s| s.span.name == "execute_code").unwrap();
+    let attrs = crate::serve_support::otlp::attrs(&exec.span.attributes);
+    // The Python SDK names itself in each request's `_meta` (there is no initialize).
+    assert_eq!(attrs.get("mcp_sandbox.client.name").map(String::as_str), Some("mcp"), "{attrs:?}");
+}
