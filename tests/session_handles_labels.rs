@@ -166,3 +166,47 @@ async fn an_operator_sees_a_principals_labels_and_clears_them_on_the_record() {
     assert_eq!(labels.len(), 1, "{again}");
     assert_eq!(labels[0]["label"], json!("egress"), "{again}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn policy_explain_counts_the_labels_a_principal_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = start_http_state(config(dir.path(), "session"), None, &[]).await;
+    let a = create_token(Path::new(&g.state), "a", &[]);
+    create_token(Path::new(&g.state), "b", &[]);
+    drive(
+        &g.addr,
+        json!({"A": {"token": a}}),
+        json!([{"as": "A", "call": "execute_code", "args": {"code": READ}}]),
+    );
+    let explain = |principal: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-sandbox"))
+            .args(["policy", "explain", "--config"])
+            .arg(g.dir.path().join("mcp.json"))
+            .args([
+                "--call",
+                "mail:send_mail {\"to\": [\"x@example.com\"]}",
+                "--principal",
+                principal,
+                "--state",
+            ])
+            .arg(&g.state)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let text = explain("token:a");
+    assert!(
+        text.starts_with("deny: mail:send_mail is egress; this execution read private data from crm:get_customer in an earlier execution ("),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("token:a holds private (from crm:get_customer)\n"),
+        "{text}"
+    );
+    let text = explain("token:b");
+    assert_eq!(
+        text,
+        "allow: no rule refuses it or asks for approval\ntoken:b holds no labels\n"
+    );
+}

@@ -179,9 +179,18 @@ async fn the_client_name_of_a_2026_request_reaches_the_execution_span() {
     .await
     .unwrap();
     assert_eq!(r["versions"]["S"], json!(VERSION), "{r}");
-    let spans = collector.wait_for(1, std::time::Duration::from_secs(15)).await;
-    let exec = spans.iter().find(|s| s.span.name == "execute_code").unwrap();
+    let spans = collector
+        .wait_for(1, std::time::Duration::from_secs(15))
+        .await;
+    let exec = spans
+        .iter()
+        .find(|s| s.span.name == "execute_code")
+        .unwrap();
     let attrs = crate::serve_support::otlp::attrs(&exec.span.attributes);
     // The Python SDK names itself in each request's `_meta` (there is no initialize).
-    assert_eq!(attrs.get("mcp_sandbox.client.name").map(String::as_str), Some("mcp"), "{attrs:?}");
+    assert_eq!(
+        attrs.get("mcp_sandbox.client.name").map(String::as_str),
+        Some("mcp"),
+        "{attrs:?}"
+    );
 }

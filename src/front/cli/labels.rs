@@ -39,17 +39,33 @@ pub struct Target {
     pub store: TeamStoreArgs,
 }
 
-fn tenant_of(store: &crate::store::Store, t: &Target) -> Result<String, UsageError> {
-    if let Some(tenant) = &t.tenant {
-        return Ok(tenant.clone());
+/// The labels `principal` (in `tenant`, else its own) holds now.
+pub(super) fn held(
+    store: &crate::store::Store,
+    principal: &str,
+    tenant: Option<&str>,
+) -> Result<Vec<crate::context::flow::LabelSource>, UsageError> {
+    let tenant = tenant_of(store, principal, tenant)?;
+    store
+        .session_labels(&SessionScope::labels_of_principal(&tenant, principal))
+        .map_err(|e| UsageError(e.to_string()))
+}
+
+fn tenant_of(
+    store: &crate::store::Store,
+    principal: &str,
+    tenant: Option<&str>,
+) -> Result<String, UsageError> {
+    if let Some(tenant) = tenant {
+        return Ok(tenant.to_string());
     }
-    if let Some(name) = t.principal.strip_prefix("token:") {
+    if let Some(name) = principal.strip_prefix("token:") {
         let tokens = store.list_tokens().map_err(|e| UsageError(e.to_string()))?;
         return match tokens.into_iter().find(|r| r.name == name) {
             Some(r) => Ok(r.tenant),
             None => Err(UsageError(format!(
                 "--principal {:?}: no token named {:?} in this state store (see mcp-sandbox token list), or pass --tenant",
-                crate::term::escape(&t.principal),
+                crate::term::escape(principal),
                 crate::term::escape(name)
             ))),
         };
@@ -63,7 +79,7 @@ pub fn command(args: LabelsArgs) -> Result<i32, UsageError> {
         LabelsCommand::Clear(t) => (t, true),
     };
     let (store, _) = t.store.open()?;
-    let tenant = tenant_of(&store, &t)?;
+    let tenant = tenant_of(&store, &t.principal, t.tenant.as_deref())?;
     let scope = SessionScope::labels_of_principal(&tenant, &t.principal);
     let failed = |e: crate::store::StoreError| UsageError(e.to_string());
     let labels = if clear {

@@ -41,6 +41,17 @@ pub struct ExplainArgs {
     /// labels count for the config's flow rules, as the gateway counts them.
     #[arg(long = "after", value_name = "SERVER:TOOL")]
     pub after: Vec<String>,
+    /// Count the data-flow labels this principal's sessionless (MCP 2026-07-28) executions
+    /// read, as the gateway counts them for its next execution (`token:NAME`; the state store of
+    /// `--state` or the config's `sandbox.state`).
+    #[arg(long, value_name = "NAME")]
+    pub principal: Option<String>,
+    /// The principal's tenant (default: a token's own tenant, else `default`).
+    #[arg(long, value_name = "NAME", requires = "principal")]
+    pub tenant: Option<String>,
+    /// The state store holding the principal's labels.
+    #[arg(long, value_name = "PATH", requires = "principal")]
+    pub state: Option<PathBuf>,
     /// Print `{decision, why, call, policies, labels_read}` as JSON.
     #[arg(long)]
     pub json: bool,
@@ -96,6 +107,14 @@ pub fn command(args: PolicyArgs) -> Result<i32, UsageError> {
             taint.add(&label, read);
         }
     }
+    if let Some(principal) = &args.principal {
+        let store = super::learning::StateArgs {
+            state: args.state.clone(),
+        }
+        .open(Some(&config))?;
+        let held = super::labels::held(&store, principal, args.tenant.as_deref())?;
+        taint.inherit(&held);
+    }
     let read = taint.read();
     let qualified = format!("{server}:{tool}");
     // As the gate: the rules first (deny > ask > allow), then the flow rules, which can only
@@ -122,6 +141,23 @@ pub fn command(args: PolicyArgs) -> Result<i32, UsageError> {
         );
     } else {
         println!("{decision}: {}", crate::term::escape(&why));
+        if let Some(p) = &args.principal {
+            let held: Vec<String> = read
+                .iter()
+                .filter(|s| s.earlier)
+                .map(|s| format!("{} (from {})", s.label, s.tool))
+                .collect();
+            let held = if held.is_empty() {
+                "no labels".to_string()
+            } else {
+                held.join(", ")
+            };
+            println!(
+                "{} holds {}",
+                crate::term::escape(p),
+                crate::term::escape(&held)
+            );
+        }
     }
     Ok(0)
 }
