@@ -44,7 +44,7 @@ fn main() {
             Command::Auth(args) => cli::auth::command(args).await,
             Command::Token(args) => cli::team::token(args),
             Command::Audit(args) => cli::team::audit(args),
-            Command::Policy(args) => cli::policy::command(args),
+            Command::Policy(args) => cli::policy::command(args).await,
             Command::Ui(args) => cli::ui::command(args).await,
             Command::Migrate(args) => cli::migrate::command(args),
         }

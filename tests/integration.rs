@@ -61,6 +61,7 @@ mod performance_clock;
 mod pg_least_privilege;
 mod policy_conditions;
 mod policy_flows;
+mod policy_typos;
 mod progress_line;
 mod queue_bound;
 mod random_kills;

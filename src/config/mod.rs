@@ -7,6 +7,7 @@
 //! ```
 
 pub mod gateway;
+pub mod rule_names;
 pub mod server_entry;
 pub mod telemetry;
 
@@ -250,6 +251,10 @@ pub struct SandboxSection {
     /// OpenTelemetry export (see `telemetry`): collector, headers, service name, sampler.
     #[serde(default)]
     pub telemetry: telemetry::TelemetryConfig,
+    /// A policy glob that matches none of the tools its server lists refuses the start (as
+    /// `--strict`) instead of being a warning (see `rule_names`).
+    #[serde(default)]
+    pub strict_policy: bool,
 }
 
 impl SandboxSection {

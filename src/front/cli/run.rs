@@ -252,6 +252,10 @@ pub async fn command(args: RunArgs) -> Result<i32, UsageError> {
             return Ok(0);
         }
     };
+    if let Err(e) = args.policy.check_globs(&config, &catalog) {
+        catalog.shutdown().await;
+        return Err(e);
+    }
     let mut sandbox = Sandbox::new(
         Arc::new(catalog),
         runner.clone(),

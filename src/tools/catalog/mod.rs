@@ -10,6 +10,7 @@ mod mcp_client;
 mod mcp_result;
 mod mcp_start;
 mod mcp_watcher;
+pub use mcp_watcher::{on_relist, RelistHook};
 mod notification_order;
 pub mod oauth;
 pub mod oauth_store;
