@@ -131,6 +131,7 @@ mod ui_bidi;
 mod ui_read_path;
 mod ui_web;
 mod uid_layer;
+mod unawaited_calls;
 mod unknown_tools;
 mod walkthrough;
 mod web_globals;

@@ -119,7 +119,7 @@ fn the_dot_spelling_is_refused_with_the_colon_form() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert_eq!(
         stderr(&out),
-        "mcp-sandbox: --deny: POLICY_DOT_NAME: \"memory.delete_entities\" is written server.tool; tool names are written server:tool everywhere — write \"memory:delete_entities\"\n"
+        "mcp-sandbox: POLICY_DOT_NAME: \"memory.delete_entities\" is written server.tool; tool names are written server:tool everywhere — write \"memory:delete_entities\"\n"
     );
     assert!(!dir.path().join("memory.jsonl").exists());
     // In the config, and in `policy explain --call`.

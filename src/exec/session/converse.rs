@@ -166,6 +166,7 @@ impl Run {
                                 self.check_result_size(result.as_ref())?;
                             }
                             self.complete(catalog, success, result, error)?;
+                            self.warn_unawaited();
                             // The execution is over: nothing the runner sends or does from
                             // here on changes the outcome (the caller kills and reaps it in the
                             // background). Calls the script did not wait for are abandoned

@@ -73,11 +73,6 @@ pub struct PolicyArgs {
 impl PolicyArgs {
     /// The config's policy, narrowed by these flags.
     pub fn policy(&self, config: &Config) -> Result<Policy, UsageError> {
-        crate::config::rule_names::check_servers(
-            &self.named_rules(config),
-            config.servers.keys().map(String::as_str),
-        )
-        .map_err(UsageError)?;
         let mut policy = config.policy();
         if !self.allow.is_empty() || !self.deny.is_empty() {
             let allow = (!self.allow.is_empty()).then_some(self.allow.as_slice());
@@ -85,9 +80,16 @@ impl PolicyArgs {
                 .map_err(|e| UsageError(e.to_string()))?;
             policy = policy.with(rules);
         }
-        policy
+        let policy = policy
             .with_ask("--ask", &self.ask)
-            .map_err(|e| UsageError(format!("--ask: {e}")))
+            .map_err(|e| UsageError(format!("--ask: {e}")))?;
+        // After the patterns' syntax: a rule that names a server not configured.
+        crate::config::rule_names::check_servers(
+            &self.named_rules(config),
+            config.servers.keys().map(String::as_str),
+        )
+        .map_err(UsageError)?;
+        Ok(policy)
     }
 
     /// Every rule of the config and of these flags, by where it was written.
