@@ -20,6 +20,7 @@ mod check_command;
 mod clear_messages;
 mod cli;
 mod conditions_on_sent_values;
+mod config_mistakes;
 mod context_keys;
 mod cpu_limit;
 mod deadlock;

@@ -244,6 +244,23 @@ pub async fn command(args: RunArgs) -> Result<i32, UsageError> {
         }
         _ => None,
     };
+    if config.servers.is_empty() {
+        let uses_mcp = match &reach {
+            Some(names) => !names.is_empty(),
+            None => true,
+        };
+        if uses_mcp {
+            let why = match &args.config {
+                None => "no --config was given".to_string(),
+                Some(p) => format!("{} has no mcpServers section", p.display()),
+            };
+            crate::term::errln(&format!(
+                "mcp-sandbox: warning: {}: no MCP server is configured ({}), so mcp.* reaches only saved capabilities; pass --config FILE with {{\"mcpServers\": {{...}}}}",
+                crate::exec::capability::NO_SERVERS,
+                crate::term::escape(&why)
+            ));
+        }
+    }
     // A signal while the servers start ends `run` at once (they are stopped as it exits).
     let catalog = tokio::select! {
         catalog = load_catalog_of(&config, reach.as_ref()) => catalog?,

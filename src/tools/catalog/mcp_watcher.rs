@@ -163,6 +163,11 @@ impl ListWatcher {
                     *t = tools;
                 }
             }
+            // The connection is closing (the server stops, the gateway shuts down): there is
+            // nothing left to re-list, and nothing to warn about.
+            Ok(Err(ListError::Service(rmcp::ServiceError::TransportClosed))) => {
+                tracing::debug!(server = %self.server, "tool list changed as the connection closed")
+            }
             Ok(Err(ListError::Service(e))) => {
                 tracing::warn!(server = %self.server, "tool list changed but tools/list failed: {e}")
             }

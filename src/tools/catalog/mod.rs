@@ -202,6 +202,11 @@ impl Catalog {
         self.providers.get(server)
     }
 
+    /// Whether any server is configured (started or not).
+    pub fn has_servers(&self) -> bool {
+        !self.providers.is_empty() || !self.unavailable.is_empty()
+    }
+
     pub fn unavailable(&self) -> &BTreeMap<String, String> {
         &self.unavailable
     }
