@@ -7,6 +7,8 @@ fn main() {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        // Colours only for a person at a terminal: no escape codes in a log file or a pipe.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             EnvFilter::try_from_env("MCP_SANDBOX_LOG").unwrap_or_else(|_| EnvFilter::new("warn")),
         )

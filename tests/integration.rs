@@ -13,6 +13,7 @@ mod arg_size_limit;
 mod args_in_flight;
 mod audit_content;
 mod audit_log;
+mod blame_messages;
 mod broken_pipe;
 mod builtins_sweep;
 mod capabilities;

@@ -77,6 +77,11 @@ impl Run {
             tokio::select! {
                 biased;
                 _ = &mut wall_clock => {
+                    // Nothing the host was doing for the script (no call, no timer): the script
+                    // was computing the whole time, not waiting on a promise.
+                    if running.is_empty() && self.queue.is_empty() && !wake_armed {
+                        return Err(self.busy_timeout_error());
+                    }
                     return Err(self.timeout_error(""));
                 }
                 _ = &mut wake, if wake_armed => {

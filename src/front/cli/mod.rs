@@ -212,16 +212,32 @@ pub async fn load_catalog_of(
     config: &Config,
     only: Option<&std::collections::BTreeSet<String>>,
 ) -> Result<Catalog, UsageError> {
+    let catalog = start_catalog(config, only).await?;
+    for (name, reason) in catalog.unavailable() {
+        report_unavailable(name, reason);
+    }
+    Ok(catalog)
+}
+
+/// The one report of a server that could not be started.
+pub fn report_unavailable(name: &str, reason: &str) {
+    crate::term::errln(&format!(
+        "mcp-sandbox: warning: MCP server '{name}' is unavailable: {}",
+        crate::term::escape(reason)
+    ));
+}
+
+/// Like [`load_catalog_of`], without reporting the unavailable servers (the caller does).
+pub async fn start_catalog(
+    config: &Config,
+    only: Option<&std::collections::BTreeSet<String>>,
+) -> Result<Catalog, UsageError> {
     let mut catalog = Catalog::new();
     let (servers, failed) = start_some_mcp_servers(config, only, None).await;
     for s in servers {
         catalog.add(s).map_err(|e| UsageError(e.to_string()))?;
     }
     for (name, reason) in failed {
-        crate::term::errln(&format!(
-            "mcp-sandbox: warning: MCP server '{name}' is unavailable: {}",
-            crate::term::escape(&reason)
-        ));
         catalog.add_unavailable(name, reason);
     }
     for (name, server) in &config.servers {
