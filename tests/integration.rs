@@ -97,6 +97,7 @@ mod serve_principal_policy;
 mod serve_protocol_errors;
 mod serve_python_sdk;
 mod serve_secrets;
+mod serve_session_delete;
 mod serve_sessions;
 mod serve_shutdown;
 mod serve_soak;
