@@ -36,6 +36,7 @@ mod fresh_randomness;
 mod gateway_approvals;
 mod gateway_checks;
 mod gateway_sessions;
+mod graph_refusals;
 mod host_death;
 mod hostile_budget;
 mod hostile_memory;
