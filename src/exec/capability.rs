@@ -316,7 +316,7 @@ fn resolve(
 pub const NO_SERVERS: &str = "NO_SERVERS";
 
 /// `TOOL_NOT_FOUND` for a static reference, with up to three close names (servers' tools and
-/// capabilities), in the runner's `server.tool` form.
+/// capabilities), as `server:tool`.
 fn not_found(catalog: &Catalog, store: &Store, r: &ToolReference) -> ExecError {
     let mut names: Vec<(String, String)> = catalog
         .tools()
