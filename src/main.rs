@@ -7,6 +7,8 @@ fn main() {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        // Colours only for a person at a terminal: no escape codes in a log file or a pipe.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             EnvFilter::try_from_env("MCP_SANDBOX_LOG").unwrap_or_else(|_| EnvFilter::new("warn")),
         )
@@ -45,7 +47,7 @@ fn main() {
             Command::Token(args) => cli::team::token(args),
             Command::Audit(args) => cli::team::audit(args),
             Command::Labels(args) => cli::labels::command(args),
-            Command::Policy(args) => cli::policy::command(args),
+            Command::Policy(args) => cli::policy::command(args).await,
             Command::Ui(args) => cli::ui::command(args).await,
             Command::Migrate(args) => cli::migrate::command(args),
         }

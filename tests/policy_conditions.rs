@@ -65,7 +65,8 @@ fn explain(sandbox: &Value, tool: &str, args: &str) -> Value {
     let config = dir.path().join("mcp.json");
     std::fs::write(
         &config,
-        json!({"mcpServers": {}, "sandbox": sandbox}).to_string(),
+        // The rules name the fixture: a rule naming a server not configured is a config error.
+        json!({"mcpServers": {"fixture": {"command": crate::common::bin("fixture-mcp-server")}}, "sandbox": sandbox}).to_string(),
     )
     .unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-sandbox"))

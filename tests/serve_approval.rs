@@ -98,6 +98,16 @@ fn approving_the_tool_asks_once_per_execution() {
 }
 
 #[test]
+fn an_answer_without_a_valid_decision_is_denied_naming_the_choices() {
+    let r = client("no_decision", &[]);
+    let denied = json!([
+        "PERMISSION_DENIED",
+        "fixture:echo was denied by the person asked (elicitation): the client's answer had no valid decision (\"yes\"); the form's decision is one of \"approve once\", \"approve this tool for the rest of this execution\", \"deny\"; the call was not forwarded"
+    ]);
+    assert_eq!(r["outcome"]["result"], json!([denied, denied]), "{r}");
+}
+
+#[test]
 fn the_client_denies_with_a_reason_the_script_sees() {
     let r = client("deny", &[]);
     let denied = json!([

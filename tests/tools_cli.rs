@@ -146,11 +146,11 @@ fn broken_servers_are_reported_and_the_others_listed() {
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
-        text.contains("fixture.echo  Returns the message as one text item.\n"),
+        text.contains("fixture:echo  Returns the message as one text item.\n"),
         "{text}"
     );
     assert!(
-        text.contains("fixture.crash [denied by policy]  "),
+        text.contains("fixture:crash [denied by policy]  "),
         "{text}"
     );
     assert!(

@@ -118,6 +118,9 @@ async fn the_web_view_shows_executions_waterfalls_and_the_graph_live() {
             .map(|r| json!([r["id"], r["outcome"]]))
             .collect();
         assert_eq!(listed, json!(expected));
+        // Nothing stray under the table (a `null` child used to show as the text "null").
+        let after = b.eval("document.getElementById('executions').nextSibling === null && !document.querySelector('main').textContent.includes('null')");
+        assert_eq!(after, json!(true));
 
         // The waterfall of the slow one: sleep, then echo after it, with their durations.
         let r = open_execution(&mut b, slow, 2);

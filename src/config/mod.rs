@@ -7,6 +7,7 @@
 //! ```
 
 pub mod gateway;
+pub mod rule_names;
 pub mod server_entry;
 pub mod telemetry;
 
@@ -22,7 +23,7 @@ const MAX_CONFIG_BYTES: u64 = 4 * 1024 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("cannot read config {path}: {source}")]
+    #[error("cannot read config {path}{}: {source}", relative_to(path))]
     Read {
         path: PathBuf,
         source: std::io::Error,
@@ -31,6 +32,18 @@ pub enum ConfigError {
     TooLarge { path: PathBuf },
     #[error("config {path} is not valid: {message}")]
     Invalid { path: PathBuf, message: String },
+}
+
+/// For a relative path: the working directory it was looked up in (agents often start the
+/// gateway in `/`, where a relative path finds nothing).
+fn relative_to(path: &Path) -> String {
+    if path.is_absolute() {
+        return String::new();
+    }
+    match std::env::current_dir() {
+        Ok(dir) => format!(" (looked up in the working directory {})", dir.display()),
+        Err(_) => " (the working directory cannot be read; give an absolute path)".to_string(),
+    }
 }
 
 /// One MCP server: a stdio server (`command`) or a remote one (`url`).
@@ -250,6 +263,10 @@ pub struct SandboxSection {
     /// OpenTelemetry export (see `telemetry`): collector, headers, service name, sampler.
     #[serde(default)]
     pub telemetry: telemetry::TelemetryConfig,
+    /// A policy glob that matches none of the tools its server lists refuses the start (as
+    /// `--strict`) instead of being a warning (see `rule_names`).
+    #[serde(default)]
+    pub strict_policy: bool,
 }
 
 impl SandboxSection {
@@ -259,12 +276,40 @@ impl SandboxSection {
     }
 }
 
+/// The file's top level: `mcpServers` and `sandbox`; any other key is refused (a misspelled
+/// or misplaced section would otherwise be ignored without a word), except the two that the
+/// files this one is copied from commonly hold and that mean nothing here.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RawConfig {
     #[serde(default, rename = "mcpServers")]
     mcp_servers: BTreeMap<String, ServerConfig>,
     #[serde(default)]
     sandbox: SandboxSection,
+    /// Claude Desktop's own setting, in the file its users copy: ignored.
+    #[serde(default, rename = "globalShortcut")]
+    _global_shortcut: Option<serde_json::Value>,
+    /// A JSON schema reference for editors: ignored.
+    #[serde(default, rename = "$schema")]
+    _schema: Option<serde_json::Value>,
+}
+
+/// Code of an unknown top-level key in the config.
+pub const CONFIG_UNKNOWN_KEY: &str = "CONFIG_UNKNOWN_KEY";
+
+/// The message of a JSON error, with what to do for an unknown top-level key.
+fn explain_json_error(e: serde_json::Error) -> String {
+    let message = e.to_string();
+    // Only the top level's error lists `mcpServers` among the expected fields.
+    if !message.starts_with("unknown field") || !message.contains("`mcpServers`") {
+        return message;
+    }
+    let hint = if message.starts_with("unknown field `servers`") {
+        "that is the shape of VS Code's mcp.json; mcp-sandbox reads the servers from \"mcpServers\" (rename the key, the entries are the same)"
+    } else {
+        "the top level holds \"mcpServers\" (the MCP servers) and \"sandbox\" (limits, policy, state)"
+    };
+    format!("{CONFIG_UNKNOWN_KEY}: {message}: {hint}")
 }
 
 /// A loaded configuration.
@@ -308,7 +353,7 @@ impl Config {
 
     /// Parses configuration text; relative paths resolve against `base_dir`.
     pub fn parse(text: &str, base_dir: &Path) -> Result<Config, String> {
-        let raw: RawConfig = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let raw: RawConfig = serde_json::from_str(text).map_err(explain_json_error)?;
         for (name, server) in &raw.mcp_servers {
             if !valid_server_name(name) {
                 return Err(format!(
@@ -520,6 +565,15 @@ mod tests {
             (r#"{"sandbox": {"deny": ["a:b:c"]}}"#, "sandbox.allow/deny"),
             (r#"{"sandbox": {"allow": "fs:*"}}"#, "invalid type"),
             (r#"{"mcpServers": "#, "EOF"),
+            (
+                r#"{"servers": {"fs": {"command": "x"}}}"#,
+                "CONFIG_UNKNOWN_KEY: unknown field `servers`, expected one of `mcpServers`, `sandbox`, `globalShortcut`, `$schema` at line 1 column 10: that is the shape of VS Code's mcp.json",
+            ),
+            (
+                r#"{"mcpServers": {},
+                    "sandbx": {}}"#,
+                "CONFIG_UNKNOWN_KEY: unknown field `sandbx`, expected one of `mcpServers`, `sandbox`, `globalShortcut`, `$schema` at line 2 column 28: the top level holds",
+            ),
         ];
         for (text, needle) in bad {
             let err = Config::parse(text, Path::new("/")).unwrap_err();

@@ -32,6 +32,10 @@ pub enum PolicyError {
     BadCondition { rule: String, message: String },
     #[error("rule name {0:?} is not valid: use 1 to 64 letters, digits, '-', '_' or '.'")]
     BadName(String),
+    /// `memory.delete_entities`: a server name never holds a dot, so the rule would match
+    /// nothing.
+    #[error("POLICY_DOT_NAME: {0:?} is written server.tool; tool names are written server:tool everywhere — write {1:?}")]
+    DotName(String, String),
 }
 
 /// One entry of an `allow`, `deny` or `ask` list: a glob, or a glob with a condition on the
@@ -99,6 +103,13 @@ impl Pattern {
             && s.chars().all(|c| !c.is_control() && !c.is_whitespace());
         if !valid {
             return Err(PolicyError::BadPattern(source.to_string()));
+        }
+        // Server names hold no dot: `memory.delete_entities` is the other spelling of a name.
+        if s.split(':')
+            .next()
+            .is_some_and(|server| server.contains('.'))
+        {
+            return Err(PolicyError::DotName(s.to_string(), s.replacen('.', ":", 1)));
         }
         let full = if s.contains(':') {
             if s.ends_with(':') {

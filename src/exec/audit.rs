@@ -275,6 +275,9 @@ impl Auditor {
     /// `SANDBOX_UNAVAILABLE` instead (nothing leaves the host unlogged) — or, with
     /// `required: false`, queues the record and returns the outcome.
     pub async fn commit(&self, header: AuditRecord, outcome: Outcome, args: &ArgsSink) -> Outcome {
+        // A call the script did not await may have started the write-ahead record and been
+        // dropped before it was written: the record completes it rather than adding another.
+        args.settled().await;
         let ahead = args.written_ahead();
         // A record whose write-ahead failed is not tried again at once: withheld, or queued
         // whole. Its store failed a moment ago; another try would make the answer wait a

@@ -312,8 +312,11 @@ fn resolve(
     Ok(plan)
 }
 
+/// Named in a `TOOL_NOT_FOUND` when no server is configured at all.
+pub const NO_SERVERS: &str = "NO_SERVERS";
+
 /// `TOOL_NOT_FOUND` for a static reference, with up to three close names (servers' tools and
-/// capabilities), in the runner's `server.tool` form.
+/// capabilities), as `server:tool`.
 fn not_found(catalog: &Catalog, store: &Store, r: &ToolReference) -> ExecError {
     let mut names: Vec<(String, String)> = catalog
         .tools()
@@ -332,7 +335,13 @@ fn not_found(catalog: &Catalog, store: &Store, r: &ToolReference) -> ExecError {
         &r.tool,
         names.iter().map(|(s, t)| (s.as_str(), t.as_str())),
     );
-    let hint = if alternatives.is_empty() {
+    let hint = if !catalog.has_servers() {
+        // The newcomer's case: `run` without --config, or a config whose servers are not
+        // under `mcpServers`. Not a typo: say what is missing.
+        format!(
+            "{NO_SERVERS}: no MCP server is configured (no --config, or a config without an mcpServers section), so mcp.* reaches only saved capabilities and none has that name; pass --config FILE with {{\"mcpServers\": {{...}}}}"
+        )
+    } else if alternatives.is_empty() {
         "no server or saved capability has that name; see `mcp-sandbox capability list`".to_string()
     } else {
         format!("did you mean {}?", alternatives.join(", "))

@@ -110,6 +110,27 @@ fn parse_and_collect(code: &str) -> Result<Collector, ParseError> {
     Ok(v)
 }
 
+/// The calls `mcp.X.Y(…)` made as a statement of their own — not awaited, returned, assigned,
+/// chained (`.then`, `.catch`) or passed along — in source order: each starts a call nothing
+/// waits for, which the script may return before (it is then cancelled). A script in which no
+/// `mcp.` starts a statement (the usual `await mcp.…`, `const x = …`) is not parsed at all;
+/// one that does not parse has none (the runner reports its syntax error).
+pub fn unawaited_calls(code: &str) -> Vec<ToolReference> {
+    if !may_start_a_statement_with_mcp(code) {
+        return Vec::new();
+    }
+    collect(code).map(|v| v.unawaited).unwrap_or_default()
+}
+
+/// Whether some `mcp.` follows the start, `;`, `{`, `}` or `)` (whitespace aside): a cheap
+/// filter in front of the parse.
+fn may_start_a_statement_with_mcp(code: &str) -> bool {
+    code.match_indices("mcp.").any(|(at, _)| {
+        let before = code[..at].trim_end();
+        before.is_empty() || before.ends_with([';', '{', '}', ')'])
+    })
+}
+
 /// Which configured servers a script can reach.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reach {
@@ -141,6 +162,8 @@ struct Collector {
     certain_calls: BTreeSet<ToolReference>,
     /// How many constructs that may skip their code enclose the current node.
     uncertain: u32,
+    /// See [`unawaited_calls`].
+    unawaited: Vec<ToolReference>,
 }
 
 impl Collector {
@@ -258,6 +281,23 @@ impl<'a> Visit<'a> for Collector {
         self.uncertainly(|v| walk::walk_arrow_function_expression(v, it));
     }
 
+    fn visit_expression_statement(&mut self, it: &oxc::ast::ast::ExpressionStatement<'a>) {
+        // (An arrow's expression body is an expression here, not a statement: it is returned.)
+        if let Expression::CallExpression(call) = it.expression.without_parentheses() {
+            if let Some(m) = call.callee.without_parentheses().as_member_expression() {
+                if let (Some(server), Some(tool)) =
+                    (server_of(m.object()), m.static_property_name())
+                {
+                    self.unawaited.push(ToolReference {
+                        server: server.to_string(),
+                        tool: tool.to_string(),
+                    });
+                }
+            }
+        }
+        walk::walk_expression_statement(self, it);
+    }
+
     fn visit_class(&mut self, it: &oxc::ast::ast::Class<'a>) {
         self.uncertainly(|v| walk::walk_class(v, it));
     }
@@ -288,6 +328,37 @@ impl<'a> Visit<'a> for Collector {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn calls_started_as_statements_are_unawaited() {
+        let names = |code: &str| -> Vec<String> {
+            unawaited_calls(code)
+                .iter()
+                .map(ToolReference::qualified)
+                .collect()
+        };
+        assert_eq!(
+            names("mcp.filesystem.write_file({path: 'a'}); return 'done'"),
+            ["filesystem:write_file"]
+        );
+        assert_eq!(
+            names("if (x) { mcp.a.b(); } (mcp.c.d()); function f() { mcp.e.f() }"),
+            ["a:b", "c:d", "e:f"]
+        );
+        // Awaited, returned, assigned, chained, passed along, or an arrow's value: not flagged.
+        for code in [
+            "await mcp.a.b(); return 1",
+            "return mcp.a.b()",
+            "const p = mcp.a.b(); await p",
+            "mcp.a.b().catch(() => {})",
+            "await Promise.all([1].map(x => mcp.a.b({x})))",
+            "void mcp.a.b()",
+            "const m = 'mcp.a.b()'",
+            "mcp.a.b(",
+        ] {
+            assert_eq!(names(code), Vec::<String>::new(), "{code}");
+        }
+    }
 
     fn refs(code: &str) -> Vec<String> {
         tool_references(code)

@@ -133,9 +133,15 @@ struct WriteAhead {
     /// Calls go on when the record cannot be written (`sandbox.audit.required: false`).
     loss_allowed: bool,
     /// The record's id, or why it could not be written (and whether the store refused its
-    /// content rather than failed: [`super::StoreError::refused_content`]).
-    done: tokio::sync::OnceCell<Result<i64, (String, bool)>>,
+    /// content rather than failed: [`super::StoreError::refused_content`]); `None` inside
+    /// while the write runs, no receiver before it started. The write runs in a task of its
+    /// own: a call dropped while it waits (the script returned before the call left) does not
+    /// cancel it, and the final record completes the one it wrote instead of adding a second
+    /// (issue 47: a `RUNNING` record left beside the real one).
+    done: Mutex<Option<tokio::sync::watch::Receiver<Option<AheadResult>>>>,
 }
+
+type AheadResult = Result<i64, (String, bool)>;
 
 #[derive(Debug, Default)]
 struct Notes {
@@ -164,7 +170,7 @@ impl ArgsSink {
             store,
             header,
             loss_allowed,
-            done: tokio::sync::OnceCell::new(),
+            done: Mutex::new(None),
         }));
         self
     }
@@ -175,21 +181,57 @@ impl ArgsSink {
         let Some(ahead) = &self.ahead else {
             return Ok(());
         };
-        let done = ahead
-            .done
-            .get_or_init(|| async {
-                let a = ahead.clone();
-                a.store
-                    .clone()
-                    .run(move |s| s.begin_audit(&a.header))
-                    .await
-                    .map_err(|e| (e.to_string(), e.refused_content()))
-            })
-            .await;
+        let mut rx = {
+            let mut started = ahead.done.lock().unwrap_or_else(|p| p.into_inner());
+            match &*started {
+                Some(rx) => rx.clone(),
+                None => {
+                    let (tx, rx) = tokio::sync::watch::channel(None);
+                    let a = ahead.clone();
+                    tokio::spawn(async move {
+                        let header = a.header.clone();
+                        let written = a
+                            .store
+                            .clone()
+                            .run(move |s| s.begin_audit(&header))
+                            .await
+                            .map_err(|e| (e.to_string(), e.refused_content()));
+                        let _ = tx.send(Some(written));
+                    });
+                    *started = Some(rx.clone());
+                    rx
+                }
+            }
+        };
+        let done = match rx.wait_for(Option::is_some).await {
+            Ok(done) => done.clone().unwrap_or_else(|| Err(ended())),
+            Err(_) => Err(ended()),
+        };
         match done {
             Err(_) if ahead.loss_allowed => Ok(()),
-            done => done.as_ref().map(|_| ()).map_err(|(e, _)| e.clone()),
+            done => done.map(|_| ()).map_err(|(e, _)| e),
         }
+    }
+
+    /// Waits for a write-ahead record whose write started (it may outlive the call that
+    /// started it), so that [`ArgsSink::written_ahead`] and [`ArgsSink::write_ahead_failed`]
+    /// then tell how it went.
+    pub async fn settled(&self) {
+        let rx = self
+            .ahead
+            .as_ref()
+            .and_then(|a| a.done.lock().unwrap_or_else(|p| p.into_inner()).clone());
+        if let Some(mut rx) = rx {
+            let _ = rx.wait_for(Option::is_some).await;
+        }
+    }
+
+    /// The write-ahead's result, once written.
+    fn ahead_result(&self) -> Option<AheadResult> {
+        let a = self.ahead.as_ref()?;
+        let rx = a.done.lock().unwrap_or_else(|p| p.into_inner()).clone()?;
+        let r = rx.borrow().clone();
+        r
     }
 
     /// Why the write-ahead record could not be written, if it was tried and failed.
@@ -200,18 +242,12 @@ impl ArgsSink {
     /// Why the write-ahead record could not be written, and whether the store refused its
     /// content (rather than failed), if it was tried and failed.
     pub fn write_ahead_failed(&self) -> Option<(String, bool)> {
-        self.ahead
-            .as_ref()
-            .and_then(|a| a.done.get())
-            .and_then(|r| r.as_ref().err().cloned())
+        self.ahead_result().and_then(|r| r.err())
     }
 
     /// The id of the committed write-ahead record, if one was written.
     pub fn written_ahead(&self) -> Option<i64> {
-        self.ahead
-            .as_ref()
-            .and_then(|a| a.done.get())
-            .and_then(|r| r.as_ref().ok().copied())
+        self.ahead_result().and_then(|r| r.ok())
     }
 
     /// Notes the arguments of the call `trace_id` (`None`: too large to be decoded; no digest).
@@ -236,6 +272,14 @@ impl ArgsSink {
         let mut notes = self.notes.lock().unwrap_or_else(|p| p.into_inner());
         notes.by_trace.remove(trace_id).unwrap_or((None, None))
     }
+}
+
+/// Why a write-ahead task ended without an answer (it panicked, or the runtime stopped).
+fn ended() -> (String, bool) {
+    (
+        "the audit write-ahead ended without an answer (the host is stopping?)".to_string(),
+        false,
+    )
 }
 
 pub fn sha256_hex(bytes: &[u8]) -> String {

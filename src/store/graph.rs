@@ -10,6 +10,8 @@
 //! - Every finished call counts once in `calls` of its tool, and once in `successes` or
 //!   `failures`. Durations (mean and p95) are those of successful calls only: a failure's
 //!   duration is mostly the timeout it hit.
+//! - A call refused by the policy or an approver (`PERMISSION_DENIED`) never reached its tool:
+//!   it is not counted at all (neither a call nor a failure) and not in the sequence.
 //! - Failed calls are dropped from the sequence; each pair of neighbours in what remains adds 1
 //!   to edge `a → b` (so `a, fail(b), c` adds `a → c`, and `a, a` adds `a → a`). Calling
 //!   `fs:read, memory:store, fs:read, memory:store` adds 2 to `fs:read → memory:store` and 1 to
@@ -101,6 +103,15 @@ pub(super) fn sequences(traces: &[TraceEvent]) -> Vec<Vec<Finished>> {
         let Some(end) = ends.get(start.trace_id.as_str()) else {
             continue;
         };
+        // Refused by the policy (or an approver): the tool never ran, so it neither failed nor
+        // succeeded — counting it as a failure would blame the tool for the rule.
+        if end
+            .error
+            .as_ref()
+            .is_some_and(|e| e.code == ErrorCode::PermissionDenied)
+        {
+            continue;
+        }
         scopes
             .entry(start.parent_trace_id.as_deref())
             .or_default()
@@ -422,6 +433,30 @@ pub(super) mod tests {
             ev(TraceKind::ToolStart, None, None),
             ev(TraceKind::ToolEnd, Some(ok), Some(ms)),
         ]
+    }
+
+    #[test]
+    fn policy_refusals_are_not_tool_failures() {
+        let mut traces = Vec::new();
+        traces.extend(call("a:x", 1, true, 1.0, None));
+        let mut refused = call("a:del", 2, false, 0.0, None);
+        refused[1].error = Some(crate::trace::TraceError {
+            code: ErrorCode::PermissionDenied,
+            message: "a:del is denied by the config rule deny \"a:del\"".into(),
+        });
+        traces.extend(refused);
+        let mut failed = call("a:y", 3, false, 3.0, None);
+        failed[1].error = Some(crate::trace::TraceError {
+            code: ErrorCode::ToolError,
+            message: "boom".into(),
+        });
+        traces.extend(failed);
+        let seqs = sequences(&traces);
+        let tools: Vec<(&str, bool)> = seqs[0]
+            .iter()
+            .map(|f| (f.tool.as_str(), f.success))
+            .collect();
+        assert_eq!(tools, [("a:x", true), ("a:y", false)]);
     }
 
     pub(crate) fn mean_and_p95_over_successes_only(s: &Store) {

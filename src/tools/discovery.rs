@@ -180,7 +180,7 @@ pub fn to_text(catalog: &Catalog, policy: &Policy) -> String {
         } else {
             " [denied by policy]"
         };
-        out.push_str(&format!("{}.{}{denied}  {desc}\n", t.server, t.name));
+        out.push_str(&format!("{}:{}{denied}  {desc}\n", t.server, t.name));
     }
     for (server, reason) in catalog.unavailable() {
         out.push_str(&format!("{server}: UNAVAILABLE: {reason}\n"));

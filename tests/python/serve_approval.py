@@ -103,6 +103,9 @@ async def main() -> None:
             return types.ElicitResult(
                 action="accept", content={"decision": "deny", "reason": "not on a Friday"}
             )
+        if mode == "no_decision":
+            # A client that fills in the form wrongly: "yes" is not one of the choices.
+            return types.ElicitResult(action="accept", content={"decision": "yes"})
         # never / cancel: nobody answers. The server withdraws the question with
         # notifications/cancelled, which makes the SDK cancel this handler.
         try:

@@ -19,26 +19,51 @@ pub const SCRIPT_VISIBLE_CODES: &[&str] = &[
     "SERVER_UNAVAILABLE",
 ];
 
+/// Names the collections JSON would turn into `{}` without a word (`Map`, `Set` and their weak
+/// kinds), with how to convert each; `""` for anything else.
+const COLLECTION_KIND: &str = "(v) => v instanceof Map ? 'a Map|convert it first: Object.fromEntries(map) for string keys, or [...map] for its [key, value] pairs' : v instanceof Set ? 'a Set|convert it first: [...set]' : v instanceof WeakMap ? 'a WeakMap|return plain data instead' : v instanceof WeakSet ? 'a WeakSet|return plain data instead' : ''";
+
 /// Serializes the script's result. `undefined` becomes `null`; functions, symbols, BigInt and
-/// cycles are `RESULT_NOT_SERIALIZABLE`.
+/// cycles are `RESULT_NOT_SERIALIZABLE`, and so are a `Map` and a `Set` (which `JSON.stringify`
+/// would silently turn into `{}`): the message says how to convert them.
 pub fn result_json<'js>(ctx: &Ctx<'js>, value: Value<'js>) -> Result<String, WireError> {
     if value.is_undefined() {
         return Ok("null".to_string());
     }
+    let kind_of: Function<'js> = ctx
+        .eval(COLLECTION_KIND)
+        .map_err(|e| WireError::new("RUNTIME_ERROR", e.to_string()))?;
+    // Plain objects (the bulk of a result) are told apart without calling into JavaScript.
+    let plain: Option<Object<'js>> = ctx
+        .globals()
+        .get::<_, Object>("Object")
+        .and_then(|o| o.get("prototype"))
+        .ok();
     let replacer = Function::new(
         ctx.clone(),
-        |ctx: Ctx<'js>, key: Value<'js>, v: Value<'js>| -> rquickjs::Result<Value<'js>> {
-            let what = if v.is_function() {
-                Some("a function")
-            } else if v.is_symbol() {
-                Some("a symbol")
-            } else if v.is_big_int() {
-                Some("a BigInt")
+        move |ctx: Ctx<'js>, key: Value<'js>, v: Value<'js>| -> rquickjs::Result<Value<'js>> {
+            let is_plain = v.as_object().is_some_and(|o| match o.get_prototype() {
+                None => true,
+                Some(p) => plain.as_ref() == Some(&p),
+            });
+            let collection = if v.is_object() && !is_plain && !v.is_array() && !v.is_function() {
+                let kind: String = kind_of.call((v.clone(),))?;
+                kind.split_once('|')
+                    .map(|(what, how)| (what.to_string(), format!("; {how}")))
             } else {
                 None
             };
+            let what = if v.is_function() {
+                Some(("a function".to_string(), String::new()))
+            } else if v.is_symbol() {
+                Some(("a symbol".to_string(), String::new()))
+            } else if v.is_big_int() {
+                Some(("a BigInt".to_string(), String::new()))
+            } else {
+                collection
+            };
             match what {
-                Some(what) => {
+                Some((what, how)) => {
                     let key = value_text(&ctx, key).unwrap_or_default();
                     let at = if key.is_empty() {
                         "the result itself".to_string()
@@ -47,7 +72,9 @@ pub fn result_json<'js>(ctx: &Ctx<'js>, value: Value<'js>) -> Result<String, Wir
                     };
                     Err(Exception::throw_type(
                         &ctx,
-                        &format!("the result contains {what} ({at}), which JSON cannot represent"),
+                        &format!(
+                            "the result contains {what} ({at}), which JSON cannot represent{how}"
+                        ),
                     ))
                 }
                 None => Ok(v),

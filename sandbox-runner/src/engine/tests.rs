@@ -159,6 +159,17 @@ fn script_errors_have_codes() {
     assert_eq!(code, "RESULT_NOT_SERIALIZABLE");
     let (code, _) = code_of(outcome("return {n: 10n}"));
     assert_eq!(code, "RESULT_NOT_SERIALIZABLE");
+    // A Map or a Set would become {} without a word: refused, with how to convert it.
+    let (code, msg) = code_of(outcome("return {m: new Map([['a', 1]])}"));
+    assert_eq!(code, "RESULT_NOT_SERIALIZABLE");
+    assert_eq!(msg, "the result contains a Map (key \"m\"), which JSON cannot represent; convert it first: Object.fromEntries(map) for string keys, or [...map] for its [key, value] pairs. Return plain data: objects, arrays, strings, numbers, booleans, null.");
+    let (code, msg) = code_of(outcome("return new Set([1])"));
+    assert_eq!(code, "RESULT_NOT_SERIALIZABLE");
+    assert!(msg.starts_with("the result contains a Set (the result itself), which JSON cannot represent; convert it first: [...set]"), "{msg}");
+    assert!(matches!(
+        outcome("return Object.fromEntries(new Map([['a', 1]]))"),
+        RunnerMessage::ExecutionComplete { success: true, .. }
+    ));
 }
 
 #[test]

@@ -14,6 +14,9 @@ pub fn calls_in_flight() -> usize {
     CALLS_IN_FLIGHT.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// Code of the warning that calls were still running when the script returned.
+pub const UNAWAITED_CALL: &str = "UNAWAITED_CALL";
+
 pub(super) struct Call {
     pub(super) tool: String,
     pub(super) capability: bool,
@@ -400,6 +403,52 @@ impl Run {
     }
 
     /// A `tool_end` receipt with `error` for every call still open.
+    /// The calls still open when the script returned (it did not await them): one warning in
+    /// the logs (so in `run`'s stderr and `execute_code`'s summary) and the tracing log.
+    pub(super) fn warn_unawaited(&mut self) {
+        let mut open: Vec<(u64, String)> = self
+            .inflight
+            .iter()
+            .map(|(id, c)| (*id, c.tool.clone()))
+            .chain(
+                self.queue
+                    .iter()
+                    .map(|q| (q.id, format!("{}:{}", q.server, q.tool))),
+            )
+            .collect();
+        if open.is_empty() {
+            return;
+        }
+        open.sort();
+        let count = open.len();
+        let mut names: Vec<(String, usize)> = Vec::new();
+        for (_, tool) in open {
+            match names.iter_mut().find(|(t, _)| *t == tool) {
+                Some((_, n)) => *n += 1,
+                None => names.push((tool, 1)),
+            }
+        }
+        let shown: Vec<String> = names
+            .iter()
+            .take(5)
+            .map(|(t, n)| {
+                if *n > 1 {
+                    format!("{t} ×{n}")
+                } else {
+                    t.clone()
+                }
+            })
+            .collect();
+        let more = if names.len() > 5 { ", …" } else { "" };
+        let message = format!(
+            "{count} call{} still running when the script returned: {}{more} — missing await? ({UNAWAITED_CALL}: such a call is cancelled; await it, or await Promise.all of them, before returning)",
+            if count == 1 { "" } else { "s" },
+            shown.join(", ")
+        );
+        tracing::warn!(execution_id = %self.request.execution_id, "{message}");
+        self.log("warn", format!("[mcp-sandbox: {message}]"));
+    }
+
     pub(super) fn receipts(&mut self, error: &ExecError) {
         self.args_in_flight = 0;
         let mut open: Vec<(u64, Call)> = self.inflight.drain().collect();

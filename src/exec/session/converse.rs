@@ -77,6 +77,11 @@ impl Run {
             tokio::select! {
                 biased;
                 _ = &mut wall_clock => {
+                    // Nothing the host was doing for the script (no call, no timer): the script
+                    // was computing the whole time, not waiting on a promise.
+                    if running.is_empty() && self.queue.is_empty() && !wake_armed {
+                        return Err(self.busy_timeout_error());
+                    }
                     return Err(self.timeout_error(""));
                 }
                 _ = &mut wake, if wake_armed => {
@@ -166,6 +171,7 @@ impl Run {
                                 self.check_result_size(result.as_ref())?;
                             }
                             self.complete(catalog, success, result, error)?;
+                            self.warn_unawaited();
                             // The execution is over: nothing the runner sends or does from
                             // here on changes the outcome (the caller kills and reaps it in the
                             // background). Calls the script did not wait for are abandoned

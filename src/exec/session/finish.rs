@@ -71,6 +71,18 @@ impl Run {
         )
     }
 
+    /// The wall clock ran out while the script waited on nothing the host does (no call open,
+    /// no timer armed): it was busy, most likely in a loop that does not end.
+    pub(super) fn busy_timeout_error(&self) -> ExecError {
+        ExecError::new(
+            ErrorCode::ExecutionTimeout,
+            format!(
+                "the script ran for {} ms without waiting on anything (an endless loop?); the runner was killed. Look for a loop whose condition never becomes false, or raise --timeout-ms",
+                self.limits.timeout_ms
+            ),
+        )
+    }
+
     /// The servers' log lines that arrived since the last time, into the execution's logs.
     pub(super) fn server_logs(&mut self) {
         for line in self.feedback.take() {

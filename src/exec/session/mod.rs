@@ -189,6 +189,18 @@ pub async fn execute_pooled(
             Err(e) => return run.finish(Some(e), started),
         }
     }
+    // Before it runs: calls started as statements of their own, which nothing waits for.
+    for call in crate::script::analysis::unawaited_calls(&req.code) {
+        run.log(
+            "warn",
+            format!(
+                "[mcp-sandbox: {}: mcp.{}.{}(…) is neither awaited nor returned nor assigned — missing await? The script may return before it is done, and then it is cancelled]",
+                calls::UNAWAITED_CALL,
+                call.server,
+                call.tool
+            ),
+        );
+    }
     let mut error = run
         .drive(catalog, runner, pool, &req)
         .instrument(span)

@@ -66,6 +66,10 @@ pub struct PolicyArgs {
     /// How long a call waits for approval before it is denied ("not approved in time").
     #[arg(long, value_name = "N", default_value_t = crate::gate::approval::DEFAULT_APPROVAL_TIMEOUT_MS)]
     pub approval_timeout_ms: u64,
+    /// A policy glob that matches none of the tools its server lists refuses the start
+    /// (exit 2) instead of printing a warning (as `sandbox.strict_policy: true`).
+    #[arg(long)]
+    pub strict: bool,
 }
 
 impl PolicyArgs {
@@ -78,9 +82,71 @@ impl PolicyArgs {
                 .map_err(|e| UsageError(e.to_string()))?;
             policy = policy.with(rules);
         }
-        policy
+        let policy = policy
             .with_ask("--ask", &self.ask)
-            .map_err(|e| UsageError(format!("--ask: {e}")))
+            .map_err(|e| UsageError(format!("--ask: {e}")))?;
+        // After the patterns' syntax: a rule that names a server not configured.
+        crate::config::rule_names::check_servers(
+            &self.named_rules(config),
+            config.servers.keys().map(String::as_str),
+        )
+        .map_err(UsageError)?;
+        Ok(policy)
+    }
+
+    /// Every rule of the config and of these flags, by where it was written.
+    fn named_rules(&self, config: &Config) -> Vec<crate::config::rule_names::NamedRule> {
+        crate::config::rule_names::rules_of(
+            config,
+            &[
+                ("--allow", &self.allow),
+                ("--deny", &self.deny),
+                ("--ask", &self.ask),
+            ],
+        )
+    }
+
+    /// Checks the rules' globs against the tools the started servers list: each glob that
+    /// matches none is a warning on stderr, or refuses the start under `--strict` /
+    /// `sandbox.strict_policy`. Later re-listings (`list_changed`) are checked again, with a
+    /// warning in the log.
+    pub fn check_globs(&self, config: &Config, catalog: &Catalog) -> Result<(), UsageError> {
+        use crate::config::rule_names::unmatched;
+        let rules = self.named_rules(config);
+        let listed: Vec<String> = config
+            .servers
+            .keys()
+            .filter(|s| catalog.provider(s).is_some())
+            .cloned()
+            .collect();
+        let tools: Vec<String> = catalog
+            .tools()
+            .iter()
+            .map(|t| format!("{}:{}", t.server, t.name))
+            .collect();
+        let found = unmatched(&rules, &listed, &tools);
+        if !found.is_empty() && (self.strict || config.sandbox.strict_policy) {
+            return Err(UsageError(format!(
+                "{} (refused under --strict / sandbox.strict_policy)",
+                found.join("; ")
+            )));
+        }
+        for message in &found {
+            crate::term::errln(&format!(
+                "mcp-sandbox: warning: {}",
+                crate::term::escape(message)
+            ));
+        }
+        crate::tools::catalog::on_relist(Box::new(move |server, tools| {
+            let tools: Vec<String> = tools
+                .iter()
+                .map(|t| format!("{server}:{}", t.name))
+                .collect();
+            for message in unmatched(&rules, &[server.to_string()], &tools) {
+                tracing::warn!(server, "after list_changed: {message}");
+            }
+        }));
+        Ok(())
     }
 
     /// The `--approve` patterns.
@@ -147,16 +213,32 @@ pub async fn load_catalog_of(
     config: &Config,
     only: Option<&std::collections::BTreeSet<String>>,
 ) -> Result<Catalog, UsageError> {
+    let catalog = start_catalog(config, only).await?;
+    for (name, reason) in catalog.unavailable() {
+        report_unavailable(name, reason);
+    }
+    Ok(catalog)
+}
+
+/// The one report of a server that could not be started.
+pub fn report_unavailable(name: &str, reason: &str) {
+    crate::term::errln(&format!(
+        "mcp-sandbox: warning: MCP server '{name}' is unavailable: {}",
+        crate::term::escape(reason)
+    ));
+}
+
+/// Like [`load_catalog_of`], without reporting the unavailable servers (the caller does).
+pub async fn start_catalog(
+    config: &Config,
+    only: Option<&std::collections::BTreeSet<String>>,
+) -> Result<Catalog, UsageError> {
     let mut catalog = Catalog::new();
     let (servers, failed) = start_some_mcp_servers(config, only, None).await;
     for s in servers {
         catalog.add(s).map_err(|e| UsageError(e.to_string()))?;
     }
     for (name, reason) in failed {
-        crate::term::errln(&format!(
-            "mcp-sandbox: warning: MCP server '{name}' is unavailable: {}",
-            crate::term::escape(&reason)
-        ));
         catalog.add_unavailable(name, reason);
     }
     for (name, server) in &config.servers {

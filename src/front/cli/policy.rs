@@ -3,8 +3,9 @@
 //! It uses the same code as the gate (`Policy::decide`: rules, conditions on the arguments,
 //! ask rules), narrowed by the principal policies named with `--policy` as the gateway narrows
 //! a principal's, then the data-flow rules (`context::flow::FlowPolicy::decide`) with the labels
-//! of the tools named by `--after` as read. The tool's inputSchema is not checked (no server is
-//! started).
+//! of the tools named by `--after` as read. A rule naming a server that is not configured is a
+//! config error, as for `run` and `serve`. Only the call's server is started, to say whether it
+//! lists the tool (the verdict is given either way); its inputSchema is not checked.
 
 use super::UsageError;
 use crate::config::Config;
@@ -65,6 +66,9 @@ fn parse_call(call: &str) -> Result<(String, String, Value), UsageError> {
         .split_once(':')
         .filter(|(s, t)| !s.is_empty() && !t.is_empty())
     else {
+        if let Some(hint) = crate::config::rule_names::dot_form_hint(name) {
+            return Err(UsageError(format!("--call: {hint}")));
+        }
         return Err(UsageError(format!(
             "--call {name:?}: start with server:tool, then the arguments as JSON, e.g. 'payments:refund {{\"amount\": 150}}'"
         )));
@@ -83,9 +87,66 @@ fn parse_call(call: &str) -> Result<(String, String, Value), UsageError> {
     Ok((server.to_string(), tool.to_string(), args))
 }
 
-pub fn command(args: PolicyArgs) -> Result<i32, UsageError> {
+/// Code of the note that the call's tool does not exist.
+pub const POLICY_TOOL_UNKNOWN: &str = "POLICY_TOOL_UNKNOWN";
+
+/// Whether `server` lists `tool` (`None`: it could not be told); the note to print when not.
+async fn tool_exists(config: &Config, server: &str, tool: &str) -> (Option<bool>, Option<String>) {
+    if !config.servers.contains_key(server) {
+        let configured: Vec<&str> = config.servers.keys().map(String::as_str).collect();
+        return (
+            Some(false),
+            Some(format!(
+                "{POLICY_TOOL_UNKNOWN}: the server '{server}' is not configured ({}), so this call would fail with TOOL_NOT_FOUND whatever the policy says",
+                if configured.is_empty() {
+                    "no server is".to_string()
+                } else {
+                    format!("configured: {}", configured.join(", "))
+                }
+            )),
+        );
+    }
+    let only = std::collections::BTreeSet::from([server.to_string()]);
+    let catalog = match super::load_catalog_of(config, Some(&only)).await {
+        Ok(c) => c,
+        Err(e) => return (None, Some(format!("could not list {server}'s tools: {e}"))),
+    };
+    let answer = if let Some(reason) = catalog.unavailable().get(server) {
+        (
+            None,
+            Some(format!(
+                "could not tell whether {server} has the tool {tool}: the server did not start ({reason})"
+            )),
+        )
+    } else if catalog.has_tool(server, tool) {
+        (Some(true), None)
+    } else {
+        let names: Vec<String> = catalog
+            .tools()
+            .into_iter()
+            .filter(|t| t.server == server)
+            .map(|t| t.name)
+            .collect();
+        (
+            Some(false),
+            Some(format!(
+                "{POLICY_TOOL_UNKNOWN}: the server '{server}' lists no tool '{tool}' (its tools: {}), so this call would fail with TOOL_NOT_FOUND; a rule written for this name matches nothing",
+                names.join(", ")
+            )),
+        )
+    };
+    catalog.shutdown().await;
+    answer
+}
+
+pub async fn command(args: PolicyArgs) -> Result<i32, UsageError> {
     let PolicyCommand::Explain(args) = args.command;
     let config = Config::load(&args.config).map_err(|e| UsageError(e.to_string()))?;
+    crate::config::rule_names::check_servers(
+        &crate::config::rule_names::rules_of(&config, &[]),
+        config.servers.keys().map(String::as_str),
+    )
+    .map_err(UsageError)?;
     let (server, tool, call_args) = parse_call(&args.call)?;
     let mut policy = config.policy();
     for name in &args.policies {
@@ -133,12 +194,14 @@ pub fn command(args: PolicyArgs) -> Result<i32, UsageError> {
             "no rule refuses it or asks for approval".to_string(),
         ),
     };
+    let (exists, note) = tool_exists(&config, &server, &tool).await;
     if args.json {
         let labels: Vec<&str> = read.iter().map(|s| s.label.as_str()).collect();
-        println!(
-            "{}",
-            json!({"decision": decision, "why": why, "call": {"tool": qualified, "args": call_args}, "policies": args.policies, "labels_read": labels})
-        );
+        let mut answer = json!({"decision": decision, "why": why, "call": {"tool": qualified, "args": call_args}, "policies": args.policies, "labels_read": labels, "tool_exists": exists});
+        if let Some(note) = &note {
+            answer["note"] = json!(note);
+        }
+        println!("{answer}");
     } else {
         println!("{decision}: {}", crate::term::escape(&why));
         if let Some(p) = &args.principal {
@@ -157,6 +220,9 @@ pub fn command(args: PolicyArgs) -> Result<i32, UsageError> {
                 crate::term::escape(p),
                 crate::term::escape(&held)
             );
+        }
+        if let Some(note) = &note {
+            println!("note: {}", crate::term::escape(note));
         }
     }
     Ok(0)

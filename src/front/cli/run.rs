@@ -3,7 +3,7 @@
 
 use super::learning::StateArgs;
 use super::run_output::print_outcome;
-use super::{load_catalog_of, PolicyArgs, RunnerArgs, UsageError, EXIT_FAILED};
+use super::{start_catalog, PolicyArgs, RunnerArgs, UsageError, EXIT_FAILED};
 use crate::config::Config;
 use crate::context::limits::Limits;
 use crate::context::principal::Caller;
@@ -244,14 +244,37 @@ pub async fn command(args: RunArgs) -> Result<i32, UsageError> {
         }
         _ => None,
     };
+    if config.servers.is_empty() {
+        let uses_mcp = match &reach {
+            Some(names) => !names.is_empty(),
+            None => true,
+        };
+        if uses_mcp {
+            let why = match &args.config {
+                None => "no --config was given".to_string(),
+                Some(p) => format!("{} has no mcpServers section", p.display()),
+            };
+            crate::term::errln(&format!(
+                "mcp-sandbox: warning: {}: no MCP server is configured ({}), so mcp.* reaches only saved capabilities; pass --config FILE with {{\"mcpServers\": {{...}}}}",
+                crate::exec::capability::NO_SERVERS,
+                crate::term::escape(&why)
+            ));
+        }
+    }
     // A signal while the servers start ends `run` at once (they are stopped as it exits).
     let catalog = tokio::select! {
-        catalog = load_catalog_of(&config, reach.as_ref()) => catalog?,
+        catalog = start_catalog(&config, reach.as_ref()) => catalog?,
         sig = signals.recv() => {
             crate::term::errln(&format!("mcp-sandbox: {sig}: stopped before the script ran"));
             return Ok(0);
         }
     };
+    if let Err(e) = args.policy.check_globs(&config, &catalog) {
+        catalog.shutdown().await;
+        return Err(e);
+    }
+    // Reported once: after the outcome, unless the outcome already says it (a call to it).
+    let unavailable = catalog.unavailable().clone();
     let mut sandbox = Sandbox::new(
         Arc::new(catalog),
         runner.clone(),
@@ -337,6 +360,21 @@ pub async fn command(args: RunArgs) -> Result<i32, UsageError> {
     }
     // The outcome goes out first; the MCP servers (and their process trees) are shut down after.
     print_outcome(&outcome, args.json, args.trace, max_output);
+    for (name, reason) in &unavailable {
+        let prefix = format!("{name}:");
+        let told = outcome
+            .traces
+            .iter()
+            .any(|t| t.error.is_some() && t.tool.starts_with(&prefix))
+            || outcome
+                .error
+                .as_ref()
+                .and_then(|e| e.tool.as_deref())
+                .is_some_and(|t| t.starts_with(&prefix));
+        if !told {
+            super::report_unavailable(name, reason);
+        }
+    }
     sandbox.shutdown(grace).await;
     if let Some(t) = sandbox.telemetry().cloned() {
         // The spans still queued go out now, for a few seconds at most.

@@ -125,7 +125,10 @@ impl Approver for ElicitationApprover {
                         Some(APPROVE_ONCE) => Answer::Once,
                         Some(APPROVE_TOOL) => Answer::ToolForExecution,
                         Some(DENY) => Answer::Deny(reason),
-                        _ => Answer::Deny(Some("the client's answer had no valid decision".into())),
+                        other => Answer::Deny(Some(format!(
+                            "the client's answer had no valid decision ({}); the form's decision is one of \"{APPROVE_ONCE}\", \"{APPROVE_TOOL}\", \"{DENY}\"",
+                            other.map_or("none".to_string(), |d| format!("{d:?}"))
+                        ))),
                     }
                 }
                 ElicitationAction::Decline => Answer::Deny(Some("declined".into())),

@@ -195,6 +195,10 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
     // Listen before starting servers so an early signal still shuts them down cleanly.
     let mut signals = SignalListener::install();
     let catalog = Arc::new(load_catalog(&config).await?);
+    if let Err(e) = args.policy.check_globs(&config, &catalog) {
+        catalog.shutdown().await;
+        return Err(e);
+    }
     let mut sandbox = Sandbox::new(catalog, runner.clone(), QueueOptions::default());
     // Traces when a collector is configured; metrics for `--http` and `--metrics`.
     let metrics = args.http.is_some() || args.metrics.is_some();

@@ -69,7 +69,8 @@ pub async fn start_some_mcp_servers(
         match r {
             Ok(s) => ok.push(s),
             Err(reason) => {
-                tracing::warn!(server = %name, "MCP server unavailable: {reason}");
+                // Reported once, by the caller (the CLI's warning, an outcome's error).
+                tracing::debug!(server = %name, "MCP server unavailable: {reason}");
                 failed.push((name, reason));
             }
         }

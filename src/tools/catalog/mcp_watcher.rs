@@ -11,6 +11,17 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 use tokio::sync::watch;
 
+/// Called with a server's name and its new tool list after each re-listing on `list_changed`
+/// (the front's check of policy globs that match no tool; see `config::rule_names`).
+pub type RelistHook = Box<dyn Fn(&str, &[ToolInfo]) + Send + Sync>;
+
+static RELIST_HOOK: std::sync::OnceLock<RelistHook> = std::sync::OnceLock::new();
+
+/// Sets the process's [`RelistHook`] (the first one set stays).
+pub fn on_relist(hook: RelistHook) {
+    let _ = RELIST_HOOK.set(hook);
+}
+
 /// How long a `tools/list` refresh after `notifications/tools/list_changed` may take.
 const REFRESH_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -145,9 +156,17 @@ impl ListWatcher {
         match tokio::time::timeout(REFRESH_TIMEOUT, listed).await {
             Ok(Ok(tools)) => {
                 tracing::info!(server = %self.server, tools = tools.len(), "tool list changed; re-read it");
+                if let Some(hook) = RELIST_HOOK.get() {
+                    hook(&self.server, &tools);
+                }
                 if let Ok(mut t) = self.tools.write() {
                     *t = tools;
                 }
+            }
+            // The connection is closing (the server stops, the gateway shuts down): there is
+            // nothing left to re-list, and nothing to warn about.
+            Ok(Err(ListError::Service(rmcp::ServiceError::TransportClosed))) => {
+                tracing::debug!(server = %self.server, "tool list changed as the connection closed")
             }
             Ok(Err(ListError::Service(e))) => {
                 tracing::warn!(server = %self.server, "tool list changed but tools/list failed: {e}")

@@ -10,6 +10,7 @@ mod mcp_client;
 mod mcp_result;
 mod mcp_start;
 mod mcp_watcher;
+pub use mcp_watcher::{on_relist, RelistHook};
 mod notification_order;
 pub mod oauth;
 pub mod oauth_store;
@@ -199,6 +200,11 @@ impl Catalog {
 
     pub fn provider(&self, server: &str) -> Option<&Arc<dyn ToolProvider>> {
         self.providers.get(server)
+    }
+
+    /// Whether any server is configured (started or not).
+    pub fn has_servers(&self) -> bool {
+        !self.providers.is_empty() || !self.unavailable.is_empty()
     }
 
     pub fn unavailable(&self) -> &BTreeMap<String, String> {

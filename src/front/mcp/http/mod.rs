@@ -8,6 +8,7 @@ mod connection;
 mod front_state;
 mod guard;
 mod kept_sessions;
+mod session_delete;
 
 use super::{Gateway, GatewayServer};
 use crate::front::cli::UsageError;
@@ -202,6 +203,9 @@ pub async fn serve_http(
                 async move { super::metrics::answer_to(sandbox, &headers, &hosts).await }
             }),
         )
+        .layer(axum::middleware::from_fn(
+            session_delete::session_delete_answer,
+        ))
         .layer(axum::middleware::from_fn_with_state(front.clone(), guard));
     let router = router.merge(ui_page.unwrap_or_default());
     // The protected-resource metadata is public (clients read it to learn how to authenticate).

@@ -123,8 +123,9 @@ async function listView(main) {
     body.append(row);
   }
   table.append(body);
-  main.replaceChildren(el("h2", {}, "Recent executions"), filterBar(), table,
-    data.executions.length ? null : el("p", { class: "muted", id: "empty" }, "No executions match."));
+  // replaceChildren, unlike el(), would show a null child as the text "null".
+  const empty = data.executions.length ? [] : [el("p", { class: "muted", id: "empty" }, "No executions match.")];
+  main.replaceChildren(el("h2", {}, "Recent executions"), filterBar(), table, ...empty);
   if (focused && document.getElementById(focused)) document.getElementById(focused).focus();
 }
 
