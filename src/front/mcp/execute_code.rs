@@ -108,7 +108,7 @@ pub fn input_schema() -> Value {
             "timeout_ms": {"type": "integer", "minimum": 1, "description": "Wall-clock limit for the whole execution (default: the server's, 30000 unless configured). It can only lower the server's limit; a larger value is capped and the outcome's metrics.limits says so."},
             "limits": {"type": "object", "description": "Lower any of the server's limits for this execution (timeout_ms, cpu_ms, memory_mb, stack_kb, call_timeout_ms, max_calls, max_concurrent_calls, source_bytes, result_bytes, log_bytes, frame_bytes, max_output_bytes); larger values are capped.", "additionalProperties": {"type": "integer", "minimum": 0}},
             "max_output_bytes": {"type": "integer", "minimum": MIN_MAX_OUTPUT_BYTES, "description": "A smaller output budget for this answer, in bytes (text and structuredContent together). It can only lower the server's budget; a larger value is capped and the answer's `output` says so. Past the budget the answer is cut (truncated: true)."},
-            "language": {"type": "string", "enum": ["javascript", "typescript"], "description": "typescript is stripped to JavaScript before it runs (default javascript)."},
+            "language": {"type": "string", "enum": ["javascript", "typescript"], "description": "typescript is stripped to JavaScript before it runs: its types are not checked (default javascript)."},
             "yield_after_ms": {"type": "integer", "minimum": 1, "description": super::wait_execution::YIELD_DESCRIPTION}
         },
         "required": ["code"],
