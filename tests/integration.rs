@@ -44,6 +44,7 @@ mod hostile_memory;
 mod hostile_runner;
 mod hostile_scripts;
 mod hostile_server_names;
+mod input_required_approvals;
 mod install_layout;
 mod isolation_verified;
 mod learning_cli;

@@ -204,7 +204,7 @@ async fn an_ask_of_a_2026_client_that_nobody_can_answer_is_refused_at_once_sayin
         result[1]
             .as_str()
             .unwrap()
-            .contains("speaks MCP 2026-07-28, where a server cannot send it approval requests"),
+            .contains("nobody can approve: the MCP client did not declare the elicitation capability in its request's _meta"),
         "{r}"
     );
     // Not a wait for the 20 s timeout (a hang guard: the refusal takes milliseconds).

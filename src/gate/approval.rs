@@ -40,6 +40,9 @@ pub struct Question {
     pub rule: String,
     /// The execution that made the call (shown on the web view).
     pub execution_id: Option<String>,
+    /// The question's id on the web view's registry, once it is registered there
+    /// (`front::mcp::web_approval`): a 2026-07-28 client's retry answers it by this id.
+    pub pending_id: Option<String>,
 }
 
 impl Question {
@@ -64,6 +67,7 @@ impl Question {
             truncated,
             rule: rule.to_string(),
             execution_id: None,
+            pending_id: None,
         }
     }
 
@@ -110,6 +114,8 @@ pub enum By {
     Timeout,
     /// A principal on the web view (`/ui`) of `serve --http`.
     Web,
+    /// A 2026-07-28 client's retry of `execute_code` carrying the answer (`input_required`).
+    InputRequired,
 }
 
 impl By {
@@ -120,6 +126,7 @@ impl By {
             By::Flag => "flag",
             By::Timeout => "timeout",
             By::Web => "web",
+            By::InputRequired => "input_required",
         }
     }
 }

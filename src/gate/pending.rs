@@ -17,7 +17,7 @@
 
 mod shared;
 
-use super::approval::{Answer, Question};
+use super::approval::{Answer, By, Question};
 pub use crate::store::approvals::PendingQuestion;
 use crate::trace::now_ms;
 use std::collections::HashMap;
@@ -30,11 +30,13 @@ pub const MAX_PENDING: usize = 256;
 /// Names (principal, tenant, execution) and the rule are cut past this many bytes.
 pub const MAX_FIELD_BYTES: usize = 512;
 
-/// An answer from the page, and the principal who gave it.
+/// An answer from the page (or a 2026-07-28 client's retry), and the principal who gave it.
 #[derive(Debug, Clone)]
 pub struct WebAnswer {
     pub answer: Answer,
     pub principal: String,
+    /// How it came: [`By::Web`], or [`By::InputRequired`] for a client's retry.
+    pub by: By,
 }
 
 /// Why the page's answer was not taken.
@@ -257,12 +259,14 @@ mod tests {
             WebAnswer {
                 answer: Answer::Once,
                 principal: "x".into(),
+                by: By::Web,
             },
         );
         assert_eq!(refused.unwrap_err(), AnswerError::Forbidden("no".into()));
         let web = WebAnswer {
             answer: Answer::Once,
             principal: "token:bob".into(),
+            by: By::Web,
         };
         reg.answer(&id, |_| Ok(()), web.clone()).unwrap();
         assert_eq!(ticket.answer().await.principal, "token:bob");

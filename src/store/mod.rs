@@ -27,6 +27,7 @@ pub mod oauth;
 mod owner_only;
 pub mod pg;
 pub mod rate;
+pub mod secrets;
 pub mod session_handles;
 pub mod session_state;
 #[cfg(test)]

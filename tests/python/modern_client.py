@@ -7,13 +7,22 @@ usage: modern_client.py PLAN
 PLAN is JSON:
   {"url": "http://…/mcp"                      (HTTP), or
    "stdio": [exe, config, state]              (each client starts its own `serve` over stdio),
-   "clients": {NAME: {"token": T?, "mode": "auto" | "legacy" | "2026-07-28", "url": U?}},
-   (a client's own "url" sends it to another gateway)
+   "clients": {NAME: {"token": T?, "mode": "auto" | "legacy" | "2026-07-28", "url": U?,
+                      "elicit": [DECISION, …]?}},
+   (a client's own "url" sends it to another gateway; with "elicit" it declares elicitation and
+   answers each question with the next decision of the form — "approve once", "deny", … —
+   or "decline"; the messages it was asked are reported under "elicited")
    "steps": [STEP, …]}
 STEP is one of
   {"as": NAME, "call": TOOL, "args": {...}, "keep": {VAR: FIELD}}
       a tool call; "$VAR" anywhere in args is replaced by a kept value; "keep" keeps fields of
       this answer's structuredContent (e.g. {"h": "session", "e": "execution_id"});
+  {"as": NAME, "call_once": TOOL, "args": {...}, "input_responses": {...}?,
+   "request_state": S?, "keep_state": VAR?}
+      one round of a call, driven by hand (the SDK does not retry): an input_required answer is
+      reported as {"input_required": {"keys": [...], "request_state": S, "messages": [...]}}
+      and "keep_state" keeps S as VAR and its first key as VAR_key; "$~VAR" is VAR with one
+      character in its middle changed (a tampered value);
   {"sleep": MS}
 Prints one JSON line: {"versions": {NAME: negotiated protocol version}, "steps": [...]}, each
 call step with is_error, out (structuredContent), text, or error {code, message, data} for a
@@ -26,17 +35,26 @@ import json
 import os
 import sys
 
+import mcp_types as types
+
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 
+def tampered(s):
+    i = len(s) // 2
+    return s[:i] + ("A" if s[i] != "A" else "B") + s[i + 1 :]
+
+
 def substitute(value, kept):
+    if isinstance(value, str) and value.startswith("$~") and value[2:] in kept:
+        return tampered(kept[value[2:]])
     if isinstance(value, str) and value.startswith("$") and value[1:] in kept:
         return kept[value[1:]]
     if isinstance(value, dict):
-        return {k: substitute(v, kept) for k, v in value.items()}
+        return {substitute(k, kept): substitute(v, kept) for k, v in value.items()}
     if isinstance(value, list):
         return [substitute(v, kept) for v in value]
     return value
@@ -59,6 +77,50 @@ async def call(client, step, kept):
     return out
 
 
+async def call_once(client, step, kept):
+    args = substitute(step.get("args", {}), kept)
+    out = {"as": step["as"], "call_once": step["call_once"]}
+    try:
+        r = await asyncio.wait_for(
+            client.session.call_tool(
+                step["call_once"],
+                args,
+                input_responses=substitute(step.get("input_responses"), kept),
+                request_state=substitute(step.get("request_state"), kept),
+                allow_input_required=True,
+            ),
+            120,
+        )
+    except MCPError as e:
+        out["error"] = {"code": e.error.code, "message": e.error.message, "data": e.error.data}
+        return out
+    if isinstance(r, types.InputRequiredResult):
+        keys = sorted((r.input_requests or {}).keys())
+        messages = [req.params.message for req in (r.input_requests or {}).values()]
+        out["input_required"] = {"keys": keys, "request_state": r.request_state, "messages": messages}
+        if step.get("keep_state"):
+            kept[step["keep_state"]] = r.request_state
+            if keys:
+                kept[step["keep_state"] + "_key"] = keys[0]
+        return out
+    out["is_error"] = bool(r.is_error)
+    out["out"] = r.structured_content
+    return out
+
+
+def elicitation(name, decisions, report):
+    asked = report["elicited"].setdefault(name, [])
+
+    async def on_elicit(context, params):
+        asked.append(params.message)
+        decision = decisions.pop(0) if decisions else "deny"
+        if decision == "decline":
+            return types.ElicitResult(action="decline")
+        return types.ElicitResult(action="accept", content={"decision": decision})
+
+    return on_elicit
+
+
 def transport_of(plan, spec):
     url = spec.get("url", plan.get("url"))
     if url:
@@ -72,17 +134,23 @@ def transport_of(plan, spec):
 
 async def main() -> None:
     plan = json.loads(sys.argv[1])
-    report = {"versions": {}, "steps": []}
+    report = {"versions": {}, "steps": [], "elicited": {}}
     kept = {}
     async with contextlib.AsyncExitStack() as stack:
         clients = {}
         for name, spec in plan["clients"].items():
-            client = Client(transport_of(plan, spec), mode=spec.get("mode", "auto"))
+            kwargs = {}
+            if "elicit" in spec:
+                kwargs["elicitation_callback"] = elicitation(name, list(spec["elicit"]), report)
+            client = Client(transport_of(plan, spec), mode=spec.get("mode", "auto"), **kwargs)
             clients[name] = await stack.enter_async_context(client)
             report["versions"][name] = clients[name].protocol_version
         for step in plan["steps"]:
             if "sleep" in step:
                 await asyncio.sleep(step["sleep"] / 1000)
+                continue
+            if "call_once" in step:
+                report["steps"].append(await call_once(clients[step["as"]], step, kept))
                 continue
             report["steps"].append(await call(clients[step["as"]], step, kept))
     print(json.dumps(report))

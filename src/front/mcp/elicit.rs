@@ -10,7 +10,7 @@ use crate::context::policy::PreApproved;
 use crate::gate::approval::{Answer, ApprovalError, Approvals, Approver, By, Question};
 use futures::future::BoxFuture;
 use rmcp::model::{
-    CancelledNotificationParam, ClientResult, ElicitRequest, ElicitRequestParams,
+    CancelledNotificationParam, ClientResult, ElicitRequest, ElicitRequestParams, ElicitResult,
     ElicitationAction, RequestId, ServerRequest,
 };
 use rmcp::service::PeerRequestOptions;
@@ -23,42 +23,36 @@ pub const APPROVE_ONCE: &str = "approve once";
 pub const APPROVE_TOOL: &str = "approve this tool for the rest of this execution";
 pub const DENY: &str = "deny";
 
-/// The approvals of one `execute_code` request from `peer` (`sessionless`: a 2026-07-28
-/// request, whose client a server cannot send an elicitation request).
+/// The approvals of one `execute_code` request whose only possible approver is `client` (the
+/// request's client, when it declared elicitation); `modern`: a 2026-07-28 request.
 pub fn approvals(
-    peer: &Peer<RoleServer>,
+    client: Option<Arc<dyn Approver>>,
     pre_approved: PreApproved,
     timeout: Duration,
-    sessionless: bool,
+    modern: bool,
 ) -> Approvals {
-    if sessionless {
-        return Approvals::nobody(
+    match client {
+        Some(client) => Approvals::new(client, pre_approved, timeout),
+        None if modern => Approvals::nobody(
             By::Elicitation,
-            format!(
-                "{}, or answer on the web view (serve --http with a state store), or start serve with --approve {{call}}",
-                super::passthrough::cannot_ask_2026("approval")
-            ),
+            "nobody can approve: the MCP client did not declare the elicitation capability in its request's _meta \
+             (MCP 2026-07-28 clients declare it per request), so it cannot be asked; use a client that supports \
+             elicitation, answer on the web view (serve --http with a state store), or start serve with --approve {call}",
             pre_approved,
-        );
-    }
-    if let Some(client) = client_approver(peer) {
-        Approvals::new(client, pre_approved, timeout)
-    } else {
-        Approvals::nobody(
+        ),
+        None => Approvals::nobody(
             By::Elicitation,
             "the MCP client did not declare the elicitation capability, so it cannot approve calls; \
              use a client that supports elicitation, or start serve with --approve {call}",
             pre_approved,
-        )
+        ),
     }
 }
 
-/// The client as an approver, when it declared the `elicitation` capability.
-pub fn client_approver(peer: &Peer<RoleServer>) -> Option<Arc<dyn Approver>> {
-    let declared = peer
-        .peer_info()
-        .is_some_and(|info| info.capabilities.elicitation.is_some());
-    declared.then(|| Arc::new(ElicitationApprover { peer: peer.clone() }) as Arc<dyn Approver>)
+/// The connected (legacy) client as an approver; the caller checked that it declared
+/// elicitation.
+pub fn client_approver(peer: &Peer<RoleServer>) -> Arc<dyn Approver> {
+    Arc::new(ElicitationApprover { peer: peer.clone() })
 }
 
 /// Asks the connected client.
@@ -76,26 +70,8 @@ impl Approver for ElicitationApprover {
         Box::pin(async move {
             let failed =
                 |why: String| ApprovalError::Failed(format!("the elicitation request: {why}"));
-            let params: ElicitRequestParams = serde_json::from_value(json!({
-                "mode": "form",
-                "message": question.text(),
-                "requestedSchema": {
-                    "type": "object",
-                    "properties": {
-                        "decision": {
-                            "type": "string",
-                            "title": "Decision",
-                            "enum": [APPROVE_ONCE, APPROVE_TOOL, DENY],
-                        },
-                        "reason": {
-                            "type": "string",
-                            "title": "Reason (when denying)",
-                        },
-                    },
-                    "required": ["decision"],
-                },
-            }))
-            .map_err(|e| failed(e.to_string()))?;
+            let params: ElicitRequestParams =
+                serde_json::from_value(form(&question)).map_err(|e| failed(e.to_string()))?;
             let handle = peer
                 .send_request_with_option(
                     ServerRequest::ElicitRequest(ElicitRequest::new(params)),
@@ -114,28 +90,57 @@ impl Approver for ElicitationApprover {
             let ClientResult::ElicitResult(result) = reply else {
                 return Err(failed("the client answered with something else".into()));
             };
-            Ok(match result.action {
-                ElicitationAction::Accept => {
-                    let content = result.content.unwrap_or_default();
-                    let reason = content
-                        .get("reason")
-                        .and_then(|r| r.as_str())
-                        .map(str::to_string);
-                    match content.get("decision").and_then(|d| d.as_str()) {
-                        Some(APPROVE_ONCE) => Answer::Once,
-                        Some(APPROVE_TOOL) => Answer::ToolForExecution,
-                        Some(DENY) => Answer::Deny(reason),
-                        other => Answer::Deny(Some(format!(
-                            "the client's answer had no valid decision ({}); the form's decision is one of \"{APPROVE_ONCE}\", \"{APPROVE_TOOL}\", \"{DENY}\"",
-                            other.map_or("none".to_string(), |d| format!("{d:?}"))
-                        ))),
-                    }
-                }
-                ElicitationAction::Decline => Answer::Deny(Some("declined".into())),
-                ElicitationAction::Cancel => Answer::Deny(Some("cancelled".into())),
-                _ => Answer::Deny(Some("the client's answer was not accept".into())),
-            })
+            Ok(answer_of(result))
         })
+    }
+}
+
+/// The approval form of `question`: the `params` of an `elicitation/create` request (sent to a
+/// legacy client, or carried in a 2026-07-28 client's `input_required` result).
+pub fn form(question: &Question) -> serde_json::Value {
+    json!({
+        "mode": "form",
+        "message": question.text(),
+        "requestedSchema": {
+            "type": "object",
+            "properties": {
+                "decision": {
+                    "type": "string",
+                    "title": "Decision",
+                    "enum": [APPROVE_ONCE, APPROVE_TOOL, DENY],
+                },
+                "reason": {
+                    "type": "string",
+                    "title": "Reason (when denying)",
+                },
+            },
+            "required": ["decision"],
+        },
+    })
+}
+
+/// The answer a client's result of the form says: `accept` with a valid decision, else a denial.
+pub fn answer_of(result: ElicitResult) -> Answer {
+    match result.action {
+        ElicitationAction::Accept => {
+            let content = result.content.unwrap_or_default();
+            let reason = content
+                .get("reason")
+                .and_then(|r| r.as_str())
+                .map(str::to_string);
+            match content.get("decision").and_then(|d| d.as_str()) {
+                Some(APPROVE_ONCE) => Answer::Once,
+                Some(APPROVE_TOOL) => Answer::ToolForExecution,
+                Some(DENY) => Answer::Deny(reason),
+                other => Answer::Deny(Some(format!(
+                    "the client's answer had no valid decision ({}); the form's decision is one of \"{APPROVE_ONCE}\", \"{APPROVE_TOOL}\", \"{DENY}\"",
+                    other.map_or("none".to_string(), |d| format!("{d:?}"))
+                ))),
+            }
+        }
+        ElicitationAction::Decline => Answer::Deny(Some("declined".into())),
+        ElicitationAction::Cancel => Answer::Deny(Some("cancelled".into())),
+        _ => Answer::Deny(Some("the client's answer was not accept".into())),
     }
 }
 

@@ -17,7 +17,7 @@ use crate::exec::output_budget::{
 };
 use crate::exec::session::ExecRequest;
 use crate::script::transpile::{to_javascript_mapped, Language};
-use rmcp::model::{CallToolResult, JsonObject};
+use rmcp::model::{CallToolResponse, CallToolResult, JsonObject};
 use rmcp::ErrorData;
 use serde_json::{json, Value};
 use std::fmt::Write;
@@ -127,7 +127,7 @@ pub async fn call(
         Option<crate::tools::passthrough::FeedbackRef>,
     ),
     yielding: super::yielding::Yielding,
-) -> Result<CallToolResult, ErrorData> {
+) -> Result<CallToolResponse, ErrorData> {
     const FIELDS: [&str; 7] = [
         "yield_after_ms",
         "code",
@@ -223,11 +223,17 @@ pub async fn call(
                     ..Default::default()
                 };
                 // A yield at or past the timeout would never come: the execution just runs.
-                if let Some(after) = yield_after.filter(|ms| *ms < limits.timeout_ms) {
-                    let after = std::time::Duration::from_millis(after);
+                let yield_after = yield_after.filter(|ms| *ms < limits.timeout_ms);
+                // An execution that may ask a 2026-07-28 client runs as a yielded one does: it
+                // outlives the request that answers `input_required`.
+                if yield_after.is_some() || yielding.questions.is_some() {
+                    let after = yield_after.map_or(super::input_required::NO_YIELD, |ms| {
+                        std::time::Duration::from_millis(ms)
+                    });
                     let budget = budget_of(&request);
                     let run = (exec, held, budget, answer);
-                    return Ok(super::yielding::run(gateway, run, after, cancel, yielding).await);
+                    let when = (after, yield_after.is_some());
+                    return Ok(super::yielding::run(gateway, run, when, cancel, yielding).await);
                 }
                 let _held = held;
                 gateway.sandbox.execute(exec).await
@@ -261,7 +267,7 @@ pub async fn call(
             e.message
         );
     }
-    Ok(tool_result(value, budget))
+    Ok(tool_result(value, budget).into())
 }
 
 /// `outcome`'s answer cut to `budget`, with its room in the unread-answer budget, held until

@@ -70,6 +70,11 @@ pub struct Execution {
     recorded: std::sync::atomic::AtomicBool,
     /// Orders recording the row and publishing the outcome (`remote::record`, `remote::publish`).
     pub publish: tokio::sync::Mutex<()>,
+    /// The question it has open for a 2026-07-28 client (`input_required`), if it may ask one.
+    pub questions: Option<Arc<super::input_required::QuestionSlot>>,
+    /// Whether it counts against `max_running`: it was started with `yield_after_ms` (an
+    /// execution here only because it may ask its client does not).
+    counted: bool,
 }
 
 impl Execution {
@@ -153,19 +158,19 @@ impl Executions {
     pub fn start(
         &self,
         owner: &SessionScope,
-        max_running: u64,
-        log_bytes: u64,
+        (max_running, log_bytes): (u64, u64),
         budget: Budget,
         session_gone: CancellationToken,
+        (questions, counted): (Option<Arc<super::input_required::QuestionSlot>>, bool),
     ) -> Result<Arc<Execution>, ExecError> {
         let key = owner.key();
         let mut inner = self.lock();
         let running = inner
             .runs
             .values()
-            .filter(|e| e.owner == key && !e.is_finished())
+            .filter(|e| e.owner == key && e.counted && !e.is_finished())
             .count() as u64;
-        if running >= max_running {
+        if counted && running >= max_running {
             return Err(ExecError::new(
                 ErrorCode::LimitExceeded,
                 format!(
@@ -186,6 +191,8 @@ impl Executions {
             started: Instant::now(),
             recorded: Default::default(),
             publish: Default::default(),
+            questions,
+            counted,
         });
         inner.seen.insert(key, Instant::now());
         inner.runs.insert(id, e.clone());
@@ -294,7 +301,13 @@ mod tests {
     fn an_outcome_is_read_once_by_its_owner_only() {
         let ex = Executions::default();
         let e = ex
-            .start(&scope("a"), 4, 1000, B, CancellationToken::new())
+            .start(
+                &scope("a"),
+                (4, 1000),
+                B,
+                CancellationToken::new(),
+                (None, true),
+            )
             .unwrap();
         assert!(ex.get(&scope("b"), &e.id).is_none());
         assert!(ex.take(&scope("a"), &e.id).is_none(), "not finished yet");
@@ -312,22 +325,42 @@ mod tests {
     #[test]
     fn running_executions_are_capped_per_session() {
         let ex = Executions::default();
-        ex.start(&scope("a"), 1, 0, B, CancellationToken::new())
-            .unwrap();
+        ex.start(
+            &scope("a"),
+            (1, 0),
+            B,
+            CancellationToken::new(),
+            (None, true),
+        )
+        .unwrap();
         let e = ex
-            .start(&scope("a"), 1, 0, B, CancellationToken::new())
+            .start(
+                &scope("a"),
+                (1, 0),
+                B,
+                CancellationToken::new(),
+                (None, true),
+            )
             .unwrap_err();
         assert_eq!(e.code, ErrorCode::LimitExceeded);
         assert!(e.message.contains("sandbox.session.max_running"), "{e:?}");
-        ex.start(&scope("b"), 1, 0, B, CancellationToken::new())
-            .unwrap();
+        ex.start(
+            &scope("b"),
+            (1, 0),
+            B,
+            CancellationToken::new(),
+            (None, true),
+        )
+        .unwrap();
     }
 
     #[test]
     fn unread_outcomes_expire_with_an_idle_or_ended_session() {
         let ex = Executions::default();
         let gone = CancellationToken::new();
-        let e = ex.start(&scope("a"), 4, 0, B, gone.clone()).unwrap();
+        let e = ex
+            .start(&scope("a"), (4, 0), B, gone.clone(), (None, true))
+            .unwrap();
         let budget = Budget::new(DEFAULT_MAX_OUTPUT_BYTES);
         e.finish(Finished::new(Value::Null, budget, None));
         let mut inner = ex.lock();
@@ -340,7 +373,9 @@ mod tests {
         );
         assert!(inner.runs.is_empty(), "dropped after the TTL");
         drop(inner);
-        let e = ex.start(&scope("a"), 4, 0, B, gone.clone()).unwrap();
+        let e = ex
+            .start(&scope("a"), (4, 0), B, gone.clone(), (None, true))
+            .unwrap();
         e.finish(Finished::new(Value::Null, budget, None));
         gone.cancel();
         sweep(&mut ex.lock(), Instant::now(), Duration::from_secs(60));

@@ -20,6 +20,7 @@ pub(crate) mod execute_code;
 pub mod executions;
 pub mod handles;
 pub mod http;
+pub mod input_required;
 pub mod jsonrpc;
 pub mod jwks;
 pub mod jwt;
@@ -98,6 +99,8 @@ pub struct Gateway {
     pub suspects: remote::Suspects,
     /// Session handles this gateway resumed lately (`handles`).
     pub handles: handles::Resumed,
+    /// Seals and opens the `requestState` of approvals asked through `input_required`.
+    pub request_states: input_required::state::StateCodec,
 }
 
 impl Gateway {
@@ -365,6 +368,18 @@ impl ServerHandler for GatewayServer {
         let mut args = request.arguments.unwrap_or_default();
         let principal = principal_of(&context);
         let tenant = principal.tenant.as_str();
+        // A 2026-07-28 client's retry after `input_required`: its `requestState` names the
+        // execution and its session.
+        if request.name == "execute_code"
+            && (request.request_state.is_some() || request.input_responses.is_some())
+        {
+            let retry = (request.input_responses, request.request_state);
+            let (ct, answer) = (context.ct.clone(), answer_key(&context));
+            let (response, handle) =
+                input_required::retry::resume(&self.gateway, &principal, retry, &args, ct, answer)
+                    .await?;
+            return Ok(named_in(response, handle.as_deref()));
+        }
         // The session this call belongs to: the protocol session, or a session handle.
         let named = if handles::takes_session(request.name.as_ref()) {
             self.named_session(&context, &principal, request.name.as_ref(), &mut args)
@@ -397,8 +412,11 @@ impl ServerHandler for GatewayServer {
                     .with_handle(named.handle.clone(), named.labels.clone());
                 // Calls an `ask` rule matches are asked to this client (elicitation) and, over
                 // HTTP, put on the web view; the first answer wins.
+                // A 2026-07-28 client that can answer is asked through `input_required`.
+                let questions = (speaks_2026(&context) && declares_elicitation(&context))
+                    .then(input_required::QuestionSlot::new);
                 let approvals = Arc::new(
-                    self.approvals(&context, parts.is_some(), &principal)
+                    self.approvals(&context, parts.is_some(), &principal, questions.clone())
                         .sharing_turn(self.approval_turn.clone()),
                 );
                 // Downstream progress becomes progress of this request (if it has a token);
@@ -420,19 +438,28 @@ impl ServerHandler for GatewayServer {
                         None => self.session_gone(&context),
                     },
                     notes,
+                    questions,
+                    principal: principal.clone(),
+                    handle: named.handle.clone(),
                 };
                 let gateway = &self.gateway;
                 match session {
                     None => {
                         let cancel = context.ct.clone();
-                        execute_code::call(gateway, request, args, cancel, answer, approvals, yielding)
-                            .await?
+                        let response = execute_code::call(
+                            gateway, request, args, cancel, answer, approvals, yielding,
+                        )
+                        .await?;
+                        return Ok(named_in(response, named.handle.as_deref()));
                     }
                     Some(id) => {
                         let (cancel, _registered) =
                             self.gateway.sessions.request_token(id, &context.ct);
-                        execute_code::call(gateway, request, args, cancel, answer, approvals, yielding)
-                            .await?
+                        let response = execute_code::call(
+                            gateway, request, args, cancel, answer, approvals, yielding,
+                        )
+                        .await?;
+                        return Ok(named_in(response, named.handle.as_deref()));
                     }
                 }
             }
@@ -474,27 +501,35 @@ impl ServerHandler for GatewayServer {
 }
 
 impl GatewayServer {
-    /// Who answers this request's questions: the client (elicitation), and the web view too
-    /// over HTTP when it can answer ([`web_approval`]).
+    /// Who answers this request's questions: the client (an elicitation request, or for a
+    /// 2026-07-28 client `input_required` through `questions`), and over HTTP the web view too
+    /// when it can answer ([`web_approval`]); the first answer wins.
     fn approvals(
         &self,
         context: &RequestContext<RoleServer>,
         over_http: bool,
         principal: &Principal,
+        questions: Option<Arc<input_required::QuestionSlot>>,
     ) -> crate::gate::approval::Approvals {
         let (pre, timeout) = (
             self.gateway.pre_approved.clone(),
             self.gateway.approval_timeout,
         );
         let modern = speaks_2026(context);
-        if !(over_http && self.gateway.web_approvals) {
-            return elicit::approvals(&context.peer, pre, timeout, modern);
+        let client: Option<Arc<dyn crate::gate::approval::Approver>> = match questions {
+            Some(slot) => Some(Arc::new(input_required::Asker::new(slot))),
+            None if !modern && declares_elicitation(context) => {
+                Some(elicit::client_approver(&context.peer))
+            }
+            None => None,
+        };
+        let page = over_http && self.gateway.web_approvals;
+        // A 2026-07-28 client's answer comes through the question's registration.
+        if !(page || modern && client.is_some()) {
+            return elicit::approvals(client, pre, timeout, modern);
         }
         let page = web_approval::PageOrClient {
-            // A 2026-07-28 client cannot be sent a request: the web view alone answers.
-            client: (!modern)
-                .then(|| elicit::client_approver(&context.peer))
-                .flatten(),
+            client,
             pending: self.gateway.pending.clone(),
             asker: crate::gate::pending::Asker {
                 tenant: principal.tenant.clone(),
@@ -502,6 +537,22 @@ impl GatewayServer {
             },
         };
         crate::gate::approval::Approvals::new(Arc::new(page), pre, timeout)
+    }
+}
+
+/// Whether the client declared the `elicitation` capability: in the request's `_meta` (MCP
+/// 2026-07-28, where each request carries them), else in `initialize`.
+fn declares_elicitation(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .client_capabilities()
+        .is_some_and(|c| c.elicitation.is_some())
+}
+
+/// `response`, whose complete result names the session handle (if any).
+fn named_in(response: CallToolResponse, handle: Option<&str>) -> CallToolResponse {
+    match response {
+        CallToolResponse::Complete(r) => handles::name_in(r, handle).into(),
+        other => other,
     }
 }
 

@@ -280,6 +280,23 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
         Some(s) => crate::gate::pending::PendingApprovals::shared(s.clone(), gateway_id.clone()),
         None => Default::default(),
     };
+    // The `requestState` key: shared by every gateway on the store, else this process's own.
+    let state_key = match store.clone() {
+        Some(s) => {
+            match tokio::task::spawn_blocking(move || s.shared_secret("request_state")).await {
+                Ok(Ok(k)) => Some(k),
+                Ok(Err(e)) => {
+                    return Err(UsageError(format!(
+                        "cannot read or make the requestState key in the state store: {e}"
+                    )))
+                }
+                Err(e) => return Err(UsageError(e.to_string())),
+            }
+        }
+        None => None,
+    };
+    let request_states = super::input_required::state::StateCodec::new(state_key.as_deref())
+        .map_err(|e| UsageError(e.to_string()))?;
     let gateway = Arc::new(Gateway {
         sandbox: sandbox.clone(),
         policy,
@@ -306,6 +323,7 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
         liveness,
         suspects: Default::default(),
         handles: Default::default(),
+        request_states,
     });
     let grace = Duration::from_millis(args.shutdown_grace_ms);
     let stop = CancellationToken::new();

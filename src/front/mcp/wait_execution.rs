@@ -145,7 +145,7 @@ pub async fn wait(
 }
 
 /// The outcome of `entry`, which ended: this gateway's copy, or the one its row holds.
-async fn take(
+pub(super) async fn take(
     gateway: &Gateway,
     (owner, idle): (&SessionScope, Option<Duration>),
     entry: &Execution,

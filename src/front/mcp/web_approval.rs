@@ -38,6 +38,9 @@ impl Approver for PageOrClient {
         question: Question,
     ) -> BoxFuture<'static, Result<Answered, ApprovalError>> {
         let ticket = self.pending.register(&self.asker, &question);
+        // A 2026-07-28 client is answered through the registration: it needs its id.
+        let mut question = question;
+        question.pending_id = ticket.as_ref().ok().map(|t| t.id().to_string());
         let client = self.client.as_ref().map(|c| c.ask_answered(question));
         Box::pin(async move {
             let (mut ticket, client) = match (ticket, client) {
@@ -57,7 +60,7 @@ impl Approver for PageOrClient {
                 let a = ticket.answer().await;
                 Answered {
                     answer: a.answer,
-                    by: By::Web,
+                    by: a.by,
                     principal: Some(a.principal),
                 }
             };

@@ -22,13 +22,10 @@ use crate::exec::live::LiveView;
 use crate::exec::outcome::Outcome;
 use crate::exec::output_budget::Budget;
 use crate::exec::session::ExecRequest;
-use rmcp::model::CallToolResult;
+use rmcp::model::CallToolResponse;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-
-/// How long a request whose client withdrew it waits for its cancelled execution to end.
-const CANCEL_WAIT: Duration = Duration::from_secs(10);
 
 /// What a yieldable execution needs from its request besides the script.
 pub struct Yielding {
@@ -38,16 +35,23 @@ pub struct Yielding {
     pub session_gone: CancellationToken,
     /// The request's progress notifications (when it has a progress token).
     pub notes: Option<Arc<Notes>>,
+    /// Where the execution publishes a question for its 2026-07-28 client (`input_required`).
+    pub questions: Option<Arc<super::input_required::QuestionSlot>>,
+    /// Who asked: the next `requestState` is sealed for this principal.
+    pub principal: Arc<crate::context::principal::Principal>,
+    /// The session handle the answer names.
+    pub handle: Option<String>,
 }
 
-/// Runs `exec` in its own task and answers after `after` at the latest.
+/// Runs `exec` in its own task and answers after `after` at the latest (`yielded`: `after` is
+/// the client's `yield_after_ms`), or at its first question for a 2026-07-28 client.
 pub async fn run(
     gateway: &Arc<Gateway>,
     (mut exec, held, budget, answer): (ExecRequest, Held, Budget, AnswerKey),
-    after: Duration,
+    (after, yielded): (Duration, bool),
     request_cancel: CancellationToken,
     y: Yielding,
-) -> CallToolResult {
+) -> CallToolResponse {
     let owner = exec.request.session.clone().unwrap_or_else(|| {
         let c = &exec.request.caller;
         SessionScope::new(c.tenant.clone(), c.principal.clone(), "")
@@ -55,10 +59,10 @@ pub async fn run(
     let applied = exec.request.applied_limits.clone();
     let entry = match gateway.executions.start(
         &owner,
-        gateway.session.max_running,
-        exec.request.limits.log_bytes,
+        (gateway.session.max_running, exec.request.limits.log_bytes),
         budget,
         y.session_gone.clone(),
+        (y.questions.clone(), yielded),
     ) {
         Ok(e) => e,
         Err(e) => {
@@ -68,7 +72,8 @@ pub async fn run(
                 .audit_refusal(caller, &exec.code, Outcome::failed(e))
                 .await;
             outcome.metrics.limits = applied;
-            return super::wait_execution::deliver_outcome(gateway, &outcome, budget, answer);
+            return super::wait_execution::deliver_outcome(gateway, &outcome, budget, answer)
+                .into();
         }
     };
     exec.live = Some(entry.live.clone());
@@ -98,34 +103,25 @@ pub async fn run(
         let f = Finished::new(value, budget, room);
         super::remote::publish(&task_gateway, &task_owner, &task_entry, f, sensitive).await;
     });
-    let ended = tokio::select! {
-        ended = entry.wait(after) => ended,
-        () = request_cancel.cancelled() => {
-            // The client withdrew the request before the yield: as without one, the execution
-            // is cancelled and nobody reads its answer.
-            entry.cancel.cancel();
-            entry.wait(CANCEL_WAIT).await;
-            let taken = gateway.executions.take(&owner, &entry.id);
-            return match taken {
-                Some(f) => super::execute_code::tool_result(f.value, f.budget),
-                None => super::wait_execution::running(&entry),
-            };
-        }
+    let waiter = super::input_required::retry::Waiter {
+        gateway,
+        principal: &y.principal,
+        owner: &owner,
+        handle: y.handle.as_deref(),
     };
+    let response = super::input_required::retry::respond(
+        &waiter,
+        &entry,
+        (after, None),
+        &request_cancel,
+        answer,
+    )
+    .await;
     drop(watcher);
     if let Some(n) = &y.notes {
         n.close();
     }
-    // Still running: it gets its row in the store (any gateway may be asked for it), unless it
-    // ended meanwhile.
-    let ended = ended || !super::remote::record(gateway, &owner, &entry).await;
-    match ended
-        .then(|| gateway.executions.take(&owner, &entry.id))
-        .flatten()
-    {
-        Some(f) => super::wait_execution::deliver(gateway, f, answer),
-        None => super::wait_execution::running(&entry),
-    }
+    response
 }
 
 /// One progress notification per ended call (`N tool calls done, M in flight`) until the

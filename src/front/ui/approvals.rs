@@ -197,6 +197,7 @@ pub(super) async fn answer(State(ui): State<Ui>, req: Request) -> Response {
             Decision::Deny => Answer::Deny(body.reason),
         },
         principal: v.principal.name.clone(),
+        by: crate::gate::approval::By::Web,
     };
     match pending
         .answer_anywhere(&body.id, |q| may_answer(&v, q), web)

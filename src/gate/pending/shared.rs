@@ -53,9 +53,11 @@ fn web(a: StoredAnswer) -> WebAnswer {
         "deny" => Answer::Deny(a.reason),
         other => Answer::Deny(Some(format!("unknown answer {other:?}"))),
     };
+    // The way is not kept in the row: an answer through another gateway shows as the web view's.
     WebAnswer {
         answer,
         principal: a.by,
+        by: crate::gate::approval::By::Web,
     }
 }
 
@@ -286,6 +288,7 @@ mod tests {
         WebAnswer {
             answer,
             principal: principal.into(),
+            by: crate::gate::approval::By::Web,
         }
     }
 

@@ -28,6 +28,7 @@ mod mcp_sessions;
 mod oauth;
 mod rate;
 mod schema;
+mod secrets;
 mod session_handles;
 mod session_state;
 pub mod tls;

@@ -1,0 +1,200 @@
+//! Approvals for MCP 2026-07-28 clients (SEP-2322, multi round-trip requests): a server cannot
+//! send such a client a request, so when an execution of theirs reaches an `ask`, the
+//! `tools/call` of `execute_code` answers `input_required` — the approval form as an
+//! elicitation to fulfil, and a signed `requestState` — and the client's retry of the same call
+//! carries the answer. Meanwhile the execution waits parked, as it waits for any approval.
+//!
+//! - The execution runs in the gateway's registry of executions (`executions`), as a yielded
+//!   one does, so it outlives the request that answered `input_required`.
+//! - The question is registered on the web view's registry (`gate::pending`), which gives it an
+//!   id and the answer path: the client's retry answers it there like the page does (first
+//!   answer wins, on any gateway sharing the store). [`Asker`] only publishes the open question
+//!   on the execution's [`QuestionSlot`], for the request that waits on the execution.
+//! - `requestState` ([`state`]) names the execution and the question, signed with a key every
+//!   gateway on the store shares, expiring with the approval timeout, and bound to the
+//!   principal; [`retry`] checks all of it before it answers anything.
+
+pub mod retry;
+pub mod state;
+
+use crate::gate::approval::{Answer, ApprovalError, Approver, By, Question};
+use futures::future::BoxFuture;
+use rmcp::model::{InputRequest, InputRequests, InputRequiredResult};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// A question an execution has open for its client.
+#[derive(Debug, Clone)]
+pub struct Open {
+    /// Its id on the web view's registry: the key of the `inputRequests` entry.
+    pub pending_id: String,
+    pub question: Question,
+}
+
+/// The open question of one execution (at most one: questions take turns), and the questions
+/// a client's retry answered (a `requestState` answers once).
+#[derive(Debug)]
+pub struct QuestionSlot {
+    tx: watch::Sender<Option<Open>>,
+    by_retry: std::sync::Mutex<std::collections::HashSet<String>>,
+}
+
+/// Questions remembered as answered by a retry, per execution (past it the oldest are not
+/// told apart from questions answered on the web view: the retry then just waits).
+const REMEMBERED: usize = 1024;
+
+impl QuestionSlot {
+    pub fn new() -> Arc<QuestionSlot> {
+        Arc::new(QuestionSlot {
+            tx: watch::Sender::new(None),
+            by_retry: Default::default(),
+        })
+    }
+
+    /// Marks question `id` answered by a retry; `false` when a retry had answered it already.
+    pub fn answered_by_retry(&self, id: &str) -> bool {
+        let mut seen = self.by_retry.lock().unwrap_or_else(|p| p.into_inner());
+        if seen.len() >= REMEMBERED {
+            seen.clear();
+        }
+        seen.insert(id.to_string())
+    }
+
+    /// Whether a retry answered question `id`.
+    pub fn was_answered_by_retry(&self, id: &str) -> bool {
+        self.by_retry
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(id)
+    }
+
+    /// Waits for an open question other than `answered` (which the caller has just answered,
+    /// and which may not have left yet).
+    pub async fn asked(&self, answered: Option<&str>) -> Open {
+        let mut rx = self.tx.subscribe();
+        loop {
+            let fresh = rx
+                .borrow_and_update()
+                .as_ref()
+                .filter(|o| Some(o.pending_id.as_str()) != answered)
+                .cloned();
+            if let Some(open) = fresh {
+                return open;
+            }
+            // The sender lives as long as the slot, which `self` borrows: never closed here.
+            if rx.changed().await.is_err() {
+                return std::future::pending().await;
+            }
+        }
+    }
+
+    /// Whether question `id` is the one open now.
+    pub fn is_open(&self, id: &str) -> bool {
+        self.tx
+            .borrow()
+            .as_ref()
+            .is_some_and(|o| o.pending_id == id)
+    }
+}
+
+/// The approver of a 2026-07-28 client that declared elicitation: it publishes the question
+/// for the request waiting on the execution and waits for ever; the answer comes through the
+/// question's registration (`web_approval::PageOrClient` races the two).
+pub struct Asker {
+    slot: Arc<QuestionSlot>,
+}
+
+impl Asker {
+    pub fn new(slot: Arc<QuestionSlot>) -> Asker {
+        Asker { slot }
+    }
+}
+
+impl Approver for Asker {
+    fn by(&self) -> By {
+        By::InputRequired
+    }
+
+    fn ask(&self, question: Question) -> BoxFuture<'static, Result<Answer, ApprovalError>> {
+        let slot = self.slot.clone();
+        Box::pin(async move {
+            let Some(pending_id) = question.pending_id.clone() else {
+                return Err(ApprovalError::Failed(
+                    "the question could not be registered (too many questions wait already), so the client cannot be asked; answer the waiting ones first".into(),
+                ));
+            };
+            slot.tx.send_replace(Some(Open {
+                pending_id: pending_id.clone(),
+                question,
+            }));
+            // Withdrawn when answered (the page's way wins the race), timed out or ended.
+            let _withdraw = Withdraw { slot, pending_id };
+            std::future::pending().await
+        })
+    }
+}
+
+/// Clears the slot when its question's wait ends.
+struct Withdraw {
+    slot: Arc<QuestionSlot>,
+    pending_id: String,
+}
+
+impl Drop for Withdraw {
+    fn drop(&mut self) {
+        self.slot.tx.send_if_modified(|o| {
+            let mine = o.as_ref().is_some_and(|o| o.pending_id == self.pending_id);
+            if mine {
+                *o = None;
+            }
+            mine
+        });
+    }
+}
+
+/// What a request waiting on an execution saw first.
+pub enum Waited {
+    Ended,
+    Asked(Open),
+    /// `after` passed (`yield_after_ms`).
+    StillRunning,
+}
+
+/// Waits for the end of `entry`, a question of its `slot` other than `answered`, or `after`.
+pub async fn wait(
+    entry: &super::executions::Execution,
+    after: Duration,
+    answered: Option<&str>,
+) -> Waited {
+    let asked = async {
+        match &entry.questions {
+            Some(slot) => slot.asked(answered).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        biased;
+        ended = entry.wait(after) => if ended { Waited::Ended } else { Waited::StillRunning },
+        open = asked => Waited::Asked(open),
+    }
+}
+
+/// The `input_required` result asking `open` with `request_state`.
+pub fn result(open: &Open, request_state: String) -> Result<InputRequiredResult, String> {
+    let request: InputRequest = serde_json::from_value(json!({
+        "method": "elicitation/create",
+        "params": super::elicit::form(&open.question),
+    }))
+    .map_err(|e| format!("the approval form: {e}"))?;
+    let mut requests = InputRequests::new();
+    requests.insert(open.pending_id.clone(), request);
+    Ok(InputRequiredResult::new(
+        Some(requests),
+        Some(request_state),
+    ))
+}
+
+/// How long a request waits for an execution that has no `yield_after_ms`: its own limits end it.
+pub const NO_YIELD: Duration = Duration::from_secs(366 * 24 * 3600);
