@@ -24,6 +24,7 @@ STEP is one of
       and "keep_state" keeps S as VAR and its first key as VAR_key; "$~VAR" is VAR with one
       character in its middle changed (a tampered value);
   {"sleep": MS}
+  {"wait_file": PATH}   waits (60 s at most) until PATH exists: the test did something meanwhile
 Prints one JSON line: {"versions": {NAME: negotiated protocol version}, "steps": [...]}, each
 call step with is_error, out (structuredContent), text, or error {code, message, data} for a
 protocol error.
@@ -148,6 +149,12 @@ async def main() -> None:
         for step in plan["steps"]:
             if "sleep" in step:
                 await asyncio.sleep(step["sleep"] / 1000)
+                continue
+            if "wait_file" in step:
+                for _ in range(600):
+                    if os.path.exists(step["wait_file"]):
+                        break
+                    await asyncio.sleep(0.1)
                 continue
             if "call_once" in step:
                 report["steps"].append(await call_once(clients[step["as"]], step, kept))
