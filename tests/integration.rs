@@ -45,6 +45,7 @@ mod hostile_runner;
 mod hostile_scripts;
 mod hostile_server_names;
 mod input_required_approvals;
+mod input_required_downstream;
 mod input_required_gateways;
 mod input_required_typescript;
 mod install_layout;

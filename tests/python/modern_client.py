@@ -10,8 +10,8 @@ PLAN is JSON:
    "clients": {NAME: {"token": T?, "mode": "auto" | "legacy" | "2026-07-28", "url": U?,
                       "elicit": [DECISION, …]?}},
    (a client's own "url" sends it to another gateway; with "elicit" it declares elicitation and
-   answers each question with the next decision of the form — "approve once", "deny", … —
-   or "decline"; the messages it was asked are reported under "elicited")
+   answers each question with the next decision of the form — "approve once", "deny", … —,
+   "decline", or an object (the content of a server's own form); the messages it was asked are reported under "elicited")
    "steps": [STEP, …]}
 STEP is one of
   {"as": NAME, "call": TOOL, "args": {...}, "keep": {VAR: FIELD}}
@@ -117,7 +117,9 @@ def elicitation(name, decisions, report):
         decision = decisions.pop(0) if decisions else "deny"
         if decision == "decline":
             return types.ElicitResult(action="decline")
-        return types.ElicitResult(action="accept", content={"decision": decision})
+        # A dict is the whole form's content (a server's own question).
+        content = decision if isinstance(decision, dict) else {"decision": decision}
+        return types.ElicitResult(action="accept", content=content)
 
     return on_elicit
 

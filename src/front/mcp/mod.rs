@@ -412,11 +412,17 @@ impl ServerHandler for GatewayServer {
                     .with_handle(named.handle.clone(), named.labels.clone());
                 // Calls an `ask` rule matches are asked to this client (elicitation) and, over
                 // HTTP, put on the web view; the first answer wins.
-                // A 2026-07-28 client that can answer is asked through `input_required`.
-                let questions = (speaks_2026(&context) && declares_elicitation(&context))
-                    .then(input_required::QuestionSlot::new);
+                // A 2026-07-28 client that can answer is asked through `input_required`: an
+                // approval when it declared elicitation, a server's question as it declared.
+                let caps = context.client_capabilities();
+                let questions = (speaks_2026(&context)
+                    && caps
+                        .as_ref()
+                        .is_some_and(|c| c.elicitation.is_some() || c.sampling.is_some()))
+                .then(input_required::QuestionSlot::new);
+                let approver = questions.clone().filter(|_| declares_elicitation(&context));
                 let approvals = Arc::new(
-                    self.approvals(&context, parts.is_some(), &principal, questions.clone())
+                    self.approvals(&context, parts.is_some(), &principal, approver)
                         .sharing_turn(self.approval_turn.clone()),
                 );
                 // Downstream progress becomes progress of this request (if it has a token);
@@ -425,7 +431,7 @@ impl ServerHandler for GatewayServer {
                     &context.peer,
                     context.meta.get_progress_token(),
                     self.approval_turn.clone(),
-                    speaks_2026(&context),
+                    (caps, questions.clone(), speaks_2026(&context)),
                 );
                 let approvals = (approvals, Some(progress));
                 // What an execution that outlives its request (`yield_after_ms`) keeps.

@@ -28,22 +28,33 @@ pub fn upstream(
     token: Option<ProgressToken>,
     turn: Arc<tokio::sync::Mutex<()>>,
 ) -> FeedbackRef {
-    upstream_with_notes(peer, token, turn, false).0
+    let caps = peer.peer_info().map(|i| i.capabilities.clone());
+    upstream_with_notes(peer, token, turn, (caps, None, false)).0
 }
 
 /// The same, and the request's progress notifications (`None` without a progress token), for
 /// more notifications of the same request (calls done, `yield_after_ms`).
+///
+/// `caps` are the client's capabilities (a 2026-07-28 request's own `_meta`); a 2026-07-28
+/// client (`sessionless`) is asked a server's questions through `input_required` when it has
+/// a [`QuestionSlot`](super::input_required::QuestionSlot).
 pub fn upstream_with_notes(
     peer: &Peer<RoleServer>,
     token: Option<ProgressToken>,
     turn: Arc<tokio::sync::Mutex<()>>,
-    sessionless: bool,
+    (caps, questions, sessionless): (
+        Option<rmcp::model::ClientCapabilities>,
+        Option<Arc<super::input_required::QuestionSlot>>,
+        bool,
+    ),
 ) -> (FeedbackRef, Option<Arc<Notes>>) {
     let notes = notes(peer, token);
     let feedback = FeedbackRef(Arc::new(Upstream {
         peer: peer.clone(),
         turn,
         notes: notes.clone(),
+        caps,
+        questions,
         sessionless,
     }));
     (feedback, notes)
@@ -105,17 +116,12 @@ struct Upstream {
     peer: Peer<RoleServer>,
     turn: Arc<tokio::sync::Mutex<()>>,
     notes: Option<Arc<Notes>>,
+    /// The client's capabilities, as its request declared them.
+    caps: Option<rmcp::model::ClientCapabilities>,
+    /// Where a 2026-07-28 client is asked (`input_required`).
+    questions: Option<Arc<super::input_required::QuestionSlot>>,
     /// The client speaks MCP 2026-07-28: a server cannot send it requests.
     sessionless: bool,
-}
-
-/// Why a 2026-07-28 client cannot be asked `what` (elicitation, sampling, an approval).
-pub fn cannot_ask_2026(what: &str) -> String {
-    format!(
-        "the MCP client of this execution speaks MCP 2026-07-28, where a server cannot send it {what} requests \
-(their replacement, input_required results, is not supported by this gateway yet); use the client in legacy mode \
-(the 2025 handshake) for this"
-    )
 }
 
 impl Feedback for Upstream {
@@ -137,10 +143,10 @@ impl Feedback for Upstream {
 
     fn forward(&self, server: &str, request: Forward) -> BoxFuture<'static, Result<Value, String>> {
         let peer = self.peer.clone();
-        let caps = peer.peer_info().map(|i| i.capabilities.clone());
+        let caps = self.caps.clone();
         let server = server.to_string();
         let turn = self.turn.clone();
-        let sessionless = self.sessionless;
+        let (sessionless, questions) = (self.sessionless, self.questions.clone());
         Box::pin(async move {
             let (declared, what, request) = match request {
                 Forward::Elicit(params) => (
@@ -160,16 +166,30 @@ impl Feedback for Upstream {
                     }),
                 ),
             };
-            if sessionless {
-                return Err(cannot_ask_2026(what));
-            }
             if !declared {
+                let per_request = if sessionless {
+                    " in its request's _meta"
+                } else {
+                    ""
+                };
                 return Err(format!(
-                    "the MCP client of this execution did not declare the {what} capability"
+                    "the MCP client of this execution did not declare the {what} capability{per_request}"
                 ));
             }
             let request =
                 request.map_err(|e| format!("the request from {server} is not valid: {e}"))?;
+            if sessionless {
+                // No request can be sent to a 2026-07-28 client: the question goes in the
+                // `input_required` answer of its execute_code, its answer in the retry.
+                let Some(slot) = questions else {
+                    return Err(format!(
+                        "the MCP client of this execution did not declare the {what} capability in its request's _meta"
+                    ));
+                };
+                let request = serde_json::to_value(&request).map_err(|e| e.to_string())?;
+                let _turn = turn.lock().await;
+                return Ok(slot.ask_server_question(request).await);
+            }
             let _turn = turn.lock().await;
             let answer = peer
                 .send_request(request)

@@ -146,3 +146,12 @@ pub fn not_sent(e: &(dyn std::error::Error + 'static)) -> bool {
     }
     false
 }
+
+/// How a remote server is greeted: MCP 2026-07-28 where it speaks it (`server/discover`; a
+/// server answering `input_required` needs it), else the legacy `initialize` handshake.
+pub fn lifecycle() -> rmcp::service::ClientLifecycleMode {
+    rmcp::service::ClientLifecycleMode::Auto {
+        preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+        legacy_version: None,
+    }
+}

@@ -394,13 +394,15 @@ async fn connect_remote(
     let client = http_client(config, base_dir)?;
     let settings = transport_config(name, config)?;
     let order = watcher.order.clone();
+    use rmcp::service::ClientServiceExt;
+    let lifecycle = super::http_transport::lifecycle();
     let started = if config.oauth.is_some() {
         let client = super::oauth::client(name, config, client).await?;
         let counted = Counted::new(transport(client, settings), order.clone());
-        watcher.serve(counted).await
+        watcher.serve_with_lifecycle(counted, lifecycle).await
     } else {
         let counted = Counted::new(transport(client, settings), order.clone());
-        watcher.serve(counted).await
+        watcher.serve_with_lifecycle(counted, lifecycle).await
     };
     let service = started.map_err(|e| {
         let reason = super::error_chain(&e);
@@ -520,8 +522,7 @@ impl ToolProvider for McpServer {
             // (and so does the routed call, which also passes progress and logs back).
             let response = match feedback {
                 Some(f) => {
-                    crate::tools::passthrough::call_tool(&conn.peer, &inner.routes, params, f.0)
-                        .await
+                    super::input_rounds::call(&conn.peer, &inner.routes, params, f.0, &server).await
                 }
                 None => conn.peer.call_tool_once(params).await,
             };

@@ -5,6 +5,7 @@ mod backoff;
 pub mod group_reaper;
 mod http_transport;
 mod in_process;
+mod input_rounds;
 pub mod line_guard;
 mod mcp_client;
 mod mcp_result;

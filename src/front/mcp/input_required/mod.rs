@@ -23,14 +23,17 @@ use rmcp::model::{InputRequest, InputRequests, InputRequiredResult};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 
-/// A question an execution has open for its client.
+/// A question an execution has open for its client: an approval, or a downstream server's
+/// elicitation or sampling request passed through.
 #[derive(Debug, Clone)]
 pub struct Open {
-    /// Its id on the web view's registry: the key of the `inputRequests` entry.
+    /// The key of its `inputRequests` entry: an approval's id on the web view's registry, or
+    /// a random id for a server's question.
     pub pending_id: String,
-    pub question: Question,
+    /// The input request: `{method, params}`.
+    pub request: serde_json::Value,
 }
 
 /// The open question of one execution (at most one: questions take turns), and the questions
@@ -39,6 +42,10 @@ pub struct Open {
 pub struct QuestionSlot {
     tx: watch::Sender<Option<Open>>,
     by_retry: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// Where the answers to servers' questions go (an approval's answer goes through its
+    /// registration instead).
+    replies:
+        std::sync::Mutex<std::collections::HashMap<String, oneshot::Sender<serde_json::Value>>>,
 }
 
 /// Questions remembered as answered by a retry, per execution (past it the oldest are not
@@ -50,7 +57,48 @@ impl QuestionSlot {
         Arc::new(QuestionSlot {
             tx: watch::Sender::new(None),
             by_retry: Default::default(),
+            replies: Default::default(),
         })
+    }
+
+    /// Asks the client a downstream server's `request` (`{method, params}`) and waits for the
+    /// retry that answers it. Dropping the future withdraws the question.
+    pub async fn ask_server_question(&self, request: serde_json::Value) -> serde_json::Value {
+        let key = uuid::Uuid::new_v4().simple().to_string();
+        let (tx, rx) = oneshot::channel();
+        self.lock_replies().insert(key.clone(), tx);
+        self.tx.send_replace(Some(Open {
+            pending_id: key.clone(),
+            request,
+        }));
+        let _withdraw = Withdraw {
+            slot: self,
+            pending_id: key,
+        };
+        match rx.await {
+            Ok(answer) => answer,
+            Err(_) => std::future::pending().await,
+        }
+    }
+
+    /// Delivers the answer to server question `id`; `false` when it is not one waiting.
+    pub fn answer_server_question(&self, id: &str, answer: serde_json::Value) -> bool {
+        let tx = self.lock_replies().remove(id);
+        tx.is_some_and(|tx| tx.send(answer).is_ok())
+    }
+
+    /// Whether `id` is a server's question waiting for its answer.
+    pub fn is_server_question(&self, id: &str) -> bool {
+        self.lock_replies().contains_key(id)
+    }
+
+    fn lock_replies(
+        &self,
+    ) -> std::sync::MutexGuard<
+        '_,
+        std::collections::HashMap<String, oneshot::Sender<serde_json::Value>>,
+    > {
+        self.replies.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Marks question `id` answered by a retry; `false` when a retry had answered it already.
@@ -127,23 +175,30 @@ impl Approver for Asker {
             };
             slot.tx.send_replace(Some(Open {
                 pending_id: pending_id.clone(),
-                question,
+                request: json!({
+                    "method": "elicitation/create",
+                    "params": super::elicit::form(&question),
+                }),
             }));
             // Withdrawn when answered (the page's way wins the race), timed out or ended.
-            let _withdraw = Withdraw { slot, pending_id };
+            let _withdraw = Withdraw {
+                slot: &slot,
+                pending_id,
+            };
             std::future::pending().await
         })
     }
 }
 
 /// Clears the slot when its question's wait ends.
-struct Withdraw {
-    slot: Arc<QuestionSlot>,
+struct Withdraw<'a> {
+    slot: &'a QuestionSlot,
     pending_id: String,
 }
 
-impl Drop for Withdraw {
+impl Drop for Withdraw<'_> {
     fn drop(&mut self) {
+        self.slot.lock_replies().remove(&self.pending_id);
         self.slot.tx.send_if_modified(|o| {
             let mine = o.as_ref().is_some_and(|o| o.pending_id == self.pending_id);
             if mine {
@@ -183,11 +238,8 @@ pub async fn wait(
 
 /// The `input_required` result asking `open` with `request_state`.
 pub fn result(open: &Open, request_state: String) -> Result<InputRequiredResult, String> {
-    let request: InputRequest = serde_json::from_value(json!({
-        "method": "elicitation/create",
-        "params": super::elicit::form(&open.question),
-    }))
-    .map_err(|e| format!("the approval form: {e}"))?;
+    let request: InputRequest = serde_json::from_value(open.request.clone())
+        .map_err(|e| format!("the input request: {e}"))?;
     let mut requests = InputRequests::new();
     requests.insert(open.pending_id.clone(), request);
     Ok(InputRequiredResult::new(

@@ -134,7 +134,6 @@ pub async fn resume(
         return Ok((response, payload.handle.clone()));
     };
     if let Some(q) = &payload.question {
-        let result = answer_to(q, responses.as_ref())?;
         let Some(slot) = entry.questions.as_ref() else {
             return Err(used(&payload));
         };
@@ -142,10 +141,21 @@ pub async fn resume(
         if slot.was_answered_by_retry(q) {
             return Err(used(&payload));
         }
-        // Answered on the web view meanwhile, or timed out: the first answer stands and this
-        // retry only waits on.
-        if slot.is_open(q) {
-            if give(gateway, principal, q, result).await? {
+        if slot.is_server_question(q) {
+            // A downstream server's question: its answer goes back to the server as it came.
+            let given = responses.as_ref().and_then(|r| r.get(q)).ok_or_else(|| {
+                bad_args(format!(
+                    "execute_code: inputResponses has no answer for {q:?}, the question of this requestState; answer it and retry"
+                ))
+            })?;
+            if slot.answer_server_question(q, given.clone()) {
+                slot.answered_by_retry(q);
+            }
+        } else {
+            let result = answer_to(q, responses.as_ref())?;
+            // Answered on the web view meanwhile, or timed out: the first answer stands and
+            // this retry only waits on.
+            if slot.is_open(q) && give(gateway, principal, q, result).await? {
                 slot.answered_by_retry(q);
             }
         }
