@@ -27,6 +27,7 @@ mod cpu_limit;
 mod deadlock;
 mod doc_commands;
 mod error_codes;
+mod execute_code_tasks;
 mod flow_label_cap;
 mod flow_live_session;
 mod flow_send_time;

@@ -35,6 +35,7 @@ pub mod sessions;
 pub mod stdio;
 pub mod stdio_fd;
 mod summary;
+pub mod tasks;
 pub mod tls;
 mod wait_execution;
 pub mod web_approval;
@@ -99,8 +100,11 @@ pub struct Gateway {
     pub suspects: remote::Suspects,
     /// Session handles this gateway resumed lately (`handles`).
     pub handles: handles::Resumed,
-    /// Seals and opens the `requestState` of approvals asked through `input_required`.
+    /// Seals and opens the `requestState` of approvals asked through `input_required` (and
+    /// task ids).
     pub request_states: input_required::state::StateCodec,
+    /// Finished `execute_code` tasks (`tasks/get` may repeat).
+    pub tasks: tasks::Tasks,
 }
 
 impl Gateway {
@@ -331,12 +335,17 @@ calls are out of reach (the server keeps nothing per connection for such clients
 
 impl ServerHandler for GatewayServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new(
-                "mcp-sandbox",
-                env!("CARGO_PKG_VERSION"),
-            ))
-            .with_instructions(INSTRUCTIONS)
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build(),
+        )
+        .with_server_info(Implementation::new(
+            "mcp-sandbox",
+            env!("CARGO_PKG_VERSION"),
+        ))
+        .with_instructions(INSTRUCTIONS)
     }
 
     async fn list_tools(
@@ -358,6 +367,46 @@ impl ServerHandler for GatewayServer {
                 .with_ttl_ms(TOOLS_TTL_MS)
                 .with_cache_scope(rmcp::model::CacheScope::Private),
         )
+    }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
+        let principal = principal_of(&context);
+        tasks::get(
+            &self.gateway,
+            &principal,
+            &request.task_id,
+            answer_key(&context),
+        )
+        .await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let principal = principal_of(&context);
+        tasks::cancel(
+            &self.gateway,
+            &principal,
+            &request.task_id,
+            answer_key(&context),
+        )
+        .await
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let principal = principal_of(&context);
+        let (id, responses) = (request.task_id, request.input_responses);
+        tasks::update(&self.gateway, &principal, &id, responses).await
     }
 
     async fn call_tool(
@@ -449,6 +498,28 @@ impl ServerHandler for GatewayServer {
                     handle: named.handle.clone(),
                 };
                 let gateway = &self.gateway;
+                // A client that declared tasks gets one: the execution runs as a yielded one
+                // and the call answers at once (`tasks`).
+                let as_task = speaks_2026(&context)
+                    && context
+                        .client_capabilities()
+                        .is_some_and(|c| c.supports_tasks());
+                if as_task {
+                    args.insert("yield_after_ms".into(), Value::from(1u64));
+                    let cancel = context.ct.clone();
+                    let response = execute_code::call(
+                        gateway, request, args, cancel, answer, approvals, yielding,
+                    )
+                    .await?;
+                    let handle = named.handle.as_deref();
+                    return Ok(match response {
+                        CallToolResponse::Complete(r) => named_in(
+                            tasks::created(gateway, &principal, (&owner, handle), r),
+                            handle,
+                        ),
+                        other => other,
+                    });
+                }
                 match session {
                     None => {
                         let cancel = context.ct.clone();

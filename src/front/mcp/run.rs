@@ -324,6 +324,7 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
         suspects: Default::default(),
         handles: Default::default(),
         request_states,
+        tasks: Default::default(),
     });
     let grace = Duration::from_millis(args.shutdown_grace_ms);
     let stop = CancellationToken::new();

@@ -138,6 +138,11 @@ impl QuestionSlot {
         }
     }
 
+    /// The question open now.
+    pub fn current(&self) -> Option<Open> {
+        self.tx.borrow().clone()
+    }
+
     /// Whether question `id` is the one open now.
     pub fn is_open(&self, id: &str) -> bool {
         self.tx

@@ -80,6 +80,7 @@ pub async fn respond(
                 question: Some(open.pending_id.clone()),
                 session: w.owner.session.clone(),
                 handle: w.handle.map(str::to_string),
+                created_at: None,
             };
             // It lives while the question may be answered and then while the outcome is kept
             // (a retry after the question timed out still gets the outcome).
@@ -133,33 +134,7 @@ pub async fn resume(
         .await?;
         return Ok((response, payload.handle.clone()));
     };
-    if let Some(q) = &payload.question {
-        let Some(slot) = entry.questions.as_ref() else {
-            return Err(used(&payload));
-        };
-        // A `requestState` answers once: the same one again is a replay.
-        if slot.was_answered_by_retry(q) {
-            return Err(used(&payload));
-        }
-        if slot.is_server_question(q) {
-            // A downstream server's question: its answer goes back to the server as it came.
-            let given = responses.as_ref().and_then(|r| r.get(q)).ok_or_else(|| {
-                bad_args(format!(
-                    "execute_code: inputResponses has no answer for {q:?}, the question of this requestState; answer it and retry"
-                ))
-            })?;
-            if slot.answer_server_question(q, given.clone()) {
-                slot.answered_by_retry(q);
-            }
-        } else {
-            let result = answer_to(q, responses.as_ref())?;
-            // Answered on the web view meanwhile, or timed out: the first answer stands and
-            // this retry only waits on.
-            if slot.is_open(q) && give(gateway, principal, q, result).await? {
-                slot.answered_by_retry(q);
-            }
-        }
-    }
+    answer_question(gateway, principal, &entry, &payload, responses.as_ref()).await?;
     let w = Waiter {
         gateway,
         principal,
@@ -169,6 +144,46 @@ pub async fn resume(
     let answered = payload.question.as_deref();
     let response = respond(&w, &entry, (after, answered), &cancel, answer).await;
     Ok((response, payload.handle.clone()))
+}
+
+/// Answers the question `payload` names with its answer in `responses`: through the question's
+/// registration (an approval), or back to the server that asked. A question answered otherwise
+/// first (the web view) or timed out is left as it is; one a retry answered already is a replay.
+pub async fn answer_question(
+    gateway: &Gateway,
+    principal: &Principal,
+    entry: &Execution,
+    payload: &Payload,
+    responses: Option<&InputResponses>,
+) -> Result<(), ErrorData> {
+    if let Some(q) = &payload.question {
+        let Some(slot) = entry.questions.as_ref() else {
+            return Err(used(payload));
+        };
+        // A `requestState` answers once: the same one again is a replay.
+        if slot.was_answered_by_retry(q) {
+            return Err(used(payload));
+        }
+        if slot.is_server_question(q) {
+            // A downstream server's question: its answer goes back to the server as it came.
+            let given = responses.and_then(|r| r.get(q)).ok_or_else(|| {
+                bad_args(format!(
+                    "execute_code: inputResponses has no answer for {q:?}, the question of this requestState; answer it and retry"
+                ))
+            })?;
+            if slot.answer_server_question(q, given.clone()) {
+                slot.answered_by_retry(q);
+            }
+        } else {
+            let result = answer_to(q, responses)?;
+            // Answered on the web view meanwhile, or timed out: the first answer stands and
+            // this retry only waits on.
+            if slot.is_open(q) && give(gateway, principal, q, result).await? {
+                slot.answered_by_retry(q);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The answer to question `q` in `responses`.

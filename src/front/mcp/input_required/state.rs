@@ -32,6 +32,9 @@ pub struct Payload {
     pub session: String,
     /// The session handle the final answer names (a session opened for a sessionless call).
     pub handle: Option<String>,
+    /// When a task was created (a task id's payload).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
 }
 
 impl Payload {
@@ -140,6 +143,7 @@ mod tests {
             question: Some("q1".into()),
             session: "s".into(),
             handle: None,
+            created_at: None,
         }
     }
 
