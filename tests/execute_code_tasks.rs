@@ -90,3 +90,45 @@ async fn a_task_is_polled_to_its_outcome_and_another_is_cancelled() {
     let r = drive(&g.addr, json!({"M": {"token": alice}}), steps);
     assert_eq!(out(&r, 0)["result"], json!("done"), "{r}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_that_asks_is_input_required_until_tasks_update_answers() {
+    let config = json!({
+        "mcpServers": {"fixture": {"command": crate::common::bin("fixture-mcp-server")}},
+        "sandbox": {"auth": {}, "ask": ["fixture:echo"]},
+    });
+    let g = start_http_state(config, None, &[]).await;
+    let alice = create_token(Path::new(&g.state), "alice", &[]);
+    let code = "return await mcp.fixture.echo({message: 'asked'})";
+    let approve = json!({"action": "accept", "content": {"decision": "approve once"}});
+    let plan = json!([
+        {"method": "tools/call", "params": {"name": "execute_code", "arguments": {"code": code}}, "keep": "t"},
+        {"method": "tasks/get", "params": {"taskId": "$t"}, "until": ["input_required"], "keep_key": "q"},
+        {"method": "tasks/update", "params": {"taskId": "$t", "inputResponses": {"$q": approve}}},
+        {"method": "tasks/get", "params": {"taskId": "$t"}, "until": ["completed", "failed", "cancelled"]},
+    ]);
+    let a = raw(&g.addr, &alice, plan);
+    assert_eq!(a[1]["status"], json!("input_required"), "{a:?}");
+    let asked = a[1]["inputRequests"].as_object().unwrap();
+    assert_eq!(asked.len(), 1, "{a:?}");
+    let request = asked.values().next().unwrap();
+    assert_eq!(request["method"], json!("elicitation/create"), "{a:?}");
+    assert!(
+        request["params"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("fixture:echo"),
+        "{a:?}"
+    );
+    assert!(a[2].get("error").is_none(), "{a:?}");
+    assert_eq!(a[3]["status"], json!("completed"), "{a:?}");
+    let outcome = &a[3]["result"]["structuredContent"];
+    assert_eq!(outcome["result"], json!("asked"), "{a:?}");
+    assert_eq!(
+        crate::ui_approvals::approval_events(outcome),
+        vec![
+            json!(["approval_requested", null, null]),
+            json!(["approval_granted", "input_required", "token:alice"]),
+        ]
+    );
+}

@@ -1,12 +1,12 @@
 """Raw JSON-RPC over HTTP in MCP 2026-07-28 (no SDK has a task API yet): a client that declares
-the tasks extension (io.modelcontextprotocol/tasks) in each request's _meta, for
+the tasks extension (io.modelcontextprotocol/tasks) and elicitation in each request's _meta, for
 tests/execute_code_tasks.rs.
 
 usage: raw_tasks.py URL TOKEN PLAN
 
 PLAN is a JSON list of steps {"method", "params", "keep": VAR?, "until": [STATUS…]?}: "$VAR"
 anywhere in params is replaced by a kept task id ("$~VAR": that id with its end changed);
-"keep" keeps the answer's taskId; "until" repeats the step (every 100 ms, 30 s at most) until
+"keep" keeps the answer's taskId, "keep_key" the first key of its inputRequests; "until" repeats the step (every 100 ms, 30 s at most) until
 the answer's status is one of them. Prints one JSON line: the answers, in order (an error
 answer as {"error": {...}}).
 """
@@ -22,7 +22,10 @@ URL, TOKEN, PLAN = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientInfo": {"name": "raw-tasks", "version": "1"},
-    "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+    "io.modelcontextprotocol/clientCapabilities": {
+        "elicitation": {"form": {}},
+        "extensions": {"io.modelcontextprotocol/tasks": {}},
+    },
 }
 
 
@@ -33,7 +36,7 @@ def substitute(value, kept):
     if isinstance(value, str) and value.startswith("$") and value[1:] in kept:
         return kept[value[1:]]
     if isinstance(value, dict):
-        return {k: substitute(v, kept) for k, v in value.items()}
+        return {substitute(k, kept): substitute(v, kept) for k, v in value.items()}
     return value
 
 
@@ -77,6 +80,8 @@ def main():
                 time.sleep(0.1)
             if step.get("keep") and "taskId" in answer:
                 kept[step["keep"]] = answer["taskId"]
+            if step.get("keep_key") and answer.get("inputRequests"):
+                kept[step["keep_key"]] = sorted(answer["inputRequests"])[0]
             out.append(answer)
     print(json.dumps(out))
 
