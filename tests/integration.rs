@@ -58,6 +58,7 @@ mod nested_limits;
 mod nesting_depth;
 mod no_leaks;
 mod notification_order;
+mod openapi_calls;
 mod outcome_redaction;
 mod oversized_errors;
 mod oversized_server_answer;

@@ -4,6 +4,8 @@
 
 mod hang;
 pub use hang::*;
+mod notes;
+pub use notes::*;
 
 use mcp_sandbox::config::Config;
 use mcp_sandbox::tools::catalog::start_mcp_servers;
@@ -459,10 +461,16 @@ pub fn cli_run_script(flags: &[&str], config: &Path, state: &Path, script: &Path
 }
 
 pub fn cli_run(args: &[&str]) -> CliRun {
+    cli_run_env(args, &[])
+}
+
+/// [`cli_run`] with these variables added to the host's environment.
+pub fn cli_run_env(args: &[&str], env: &[(&str, &str)]) -> CliRun {
     use std::io::Read;
     let started = std::time::Instant::now();
     let mut child = std::process::Command::new(bin("mcp-sandbox"))
         .args(args)
+        .envs(env.iter().copied())
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
