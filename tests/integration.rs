@@ -59,6 +59,7 @@ mod nesting_depth;
 mod no_leaks;
 mod notification_order;
 mod openapi_calls;
+mod openapi_reach;
 mod outcome_redaction;
 mod oversized_errors;
 mod oversized_server_answer;
