@@ -58,6 +58,7 @@ mod nested_limits;
 mod nesting_depth;
 mod no_leaks;
 mod notification_order;
+mod openapi_bounds;
 mod openapi_calls;
 mod openapi_reach;
 mod outcome_redaction;
