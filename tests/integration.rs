@@ -62,6 +62,7 @@ mod openapi_bounds;
 mod openapi_calls;
 mod openapi_oauth;
 mod openapi_reach;
+mod openapi_serve;
 mod outcome_redaction;
 mod oversized_errors;
 mod oversized_server_answer;
