@@ -60,6 +60,7 @@ mod no_leaks;
 mod notification_order;
 mod openapi_bounds;
 mod openapi_calls;
+mod openapi_config;
 mod openapi_large_spec;
 mod openapi_oauth;
 mod openapi_reach;

@@ -89,7 +89,9 @@ pub fn operations(server: &str, doc: &Value, filter: &Filter) -> Result<Vec<Oper
             if !filter.keeps(&name, &tags) {
                 continue;
             }
-            match operation(doc, old, path, method, &name, op, &shared) {
+            // A broken reference fails the whole spec; an operation the host cannot describe
+            // is left out.
+            match operation(doc, old, path, method, &name, op, &shared)? {
                 Ok(mut operation) => {
                     if op.get("security").is_some() {
                         operation.security = security_of(op.get("security"));
@@ -158,15 +160,26 @@ fn operation(
     name: &str,
     op: &Value,
     shared: &Value,
-) -> Result<Operation, String> {
+) -> Result<Result<Operation, String>, OpenApiError> {
     // Only what the tool needs is resolved (never the responses: they can be huge).
-    let resolved = |key: &str| -> Result<Option<Value>, String> {
-        op.get(key)
-            .map(|v| resolve(doc, v).map_err(|e| e.to_string()))
-            .transpose()
-    };
+    let resolved = |key: &str| op.get(key).map(|v| resolve(doc, v)).transpose();
     let own_params = resolved("parameters")?;
     let request_body = resolved("requestBody")?;
+    Ok(describe(old, path, method, name, op, own_params, shared, request_body))
+}
+
+/// The tool of one operation whose parameters and body are resolved.
+#[allow(clippy::too_many_arguments)]
+fn describe(
+    old: bool,
+    path: &str,
+    method: &str,
+    name: &str,
+    op: &Value,
+    own_params: Option<Value>,
+    shared: &Value,
+    request_body: Option<Value>,
+) -> Result<Operation, String> {
     let mut params: Vec<Param> = Vec::new();
     let mut properties = Map::new();
     let mut required = Vec::new();
