@@ -12,7 +12,8 @@ use std::io::{Read, Write};
 /// The service's peak of requests in flight (its /stats).
 fn peak(notes: &Notes) -> u64 {
     let mut s = std::net::TcpStream::connect(("127.0.0.1", notes.server.port)).unwrap();
-    s.write_all(b"GET /stats HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
+    s.write_all(b"GET /stats HTTP/1.0\r\nHost: x\r\n\r\n")
+        .unwrap();
     let mut text = String::new();
     s.read_to_string(&mut text).unwrap();
     let body = text.split("\r\n\r\n").nth(1).unwrap();
@@ -47,18 +48,38 @@ return out;
     .unwrap();
     let runner = bin("sandbox-runner");
     let run = cli_run_env(
-        &["run", "--json", "--config", config.to_str().unwrap(), script.to_str().unwrap()],
-        &[(NOTES_KEY_VAR, notes.key.as_str()), ("MCP_SANDBOX_RUNNER", runner.to_str().unwrap())],
+        &[
+            "run",
+            "--json",
+            "--config",
+            config.to_str().unwrap(),
+            script.to_str().unwrap(),
+        ],
+        &[
+            (NOTES_KEY_VAR, notes.key.as_str()),
+            ("MCP_SANDBOX_RUNNER", runner.to_str().unwrap()),
+        ],
     );
     let o = run.outcome();
     assert_eq!(o["success"], true, "{o}");
     let r = &o["result"];
     let cap = "the answer of notes.getLarge is larger than its maxResponseBytes (4194304 bytes); it was not read further: ask for less (a filter, a smaller page) or raise maxResponseBytes in the server's entry";
-    assert_eq!(r["streamed"], json!({"code": "LIMIT_EXCEEDED", "message": cap}), "{r}");
-    assert_eq!(r["declared"], json!({"code": "LIMIT_EXCEEDED", "message": cap}), "{r}");
+    assert_eq!(
+        r["streamed"],
+        json!({"code": "LIMIT_EXCEEDED", "message": cap}),
+        "{r}"
+    );
+    assert_eq!(
+        r["declared"],
+        json!({"code": "LIMIT_EXCEEDED", "message": cap}),
+        "{r}"
+    );
     assert_eq!(r["slow"]["code"], "TOOL_TIMEOUT", "{r}");
     assert!(
-        r["slow"]["message"].as_str().unwrap().starts_with("notes.getSlow got no complete answer within 700 ms"),
+        r["slow"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("notes.getSlow got no complete answer within 700 ms"),
         "{r}"
     );
     // 1 MiB of "x" between its quotes, under the cap: returned whole.
@@ -68,8 +89,17 @@ return out;
     let idle = dir.path().join("idle.js");
     std::fs::write(&idle, "return 1").unwrap();
     let base = cli_run_env(
-        &["run", "--json", "--config", config.to_str().unwrap(), idle.to_str().unwrap()],
-        &[(NOTES_KEY_VAR, notes.key.as_str()), ("MCP_SANDBOX_RUNNER", runner.to_str().unwrap())],
+        &[
+            "run",
+            "--json",
+            "--config",
+            config.to_str().unwrap(),
+            idle.to_str().unwrap(),
+        ],
+        &[
+            (NOTES_KEY_VAR, notes.key.as_str()),
+            ("MCP_SANDBOX_RUNNER", runner.to_str().unwrap()),
+        ],
     );
     assert_eq!(base.outcome()["result"], 1);
     assert!(
@@ -104,8 +134,17 @@ return all.map(a => a.status);
     .unwrap();
     let runner = bin("sandbox-runner");
     let run = cli_run_env(
-        &["run", "--json", "--config", config.to_str().unwrap(), script.to_str().unwrap()],
-        &[(NOTES_KEY_VAR, notes.key.as_str()), ("MCP_SANDBOX_RUNNER", runner.to_str().unwrap())],
+        &[
+            "run",
+            "--json",
+            "--config",
+            config.to_str().unwrap(),
+            script.to_str().unwrap(),
+        ],
+        &[
+            (NOTES_KEY_VAR, notes.key.as_str()),
+            ("MCP_SANDBOX_RUNNER", runner.to_str().unwrap()),
+        ],
     );
     let o = run.outcome();
     assert_eq!(o["result"], json!([200, 200, 200, 200, 200, 200]), "{o}");

@@ -51,9 +51,14 @@ fn calls_send_exactly_the_described_request_and_the_key_stays_host_side() {
     ];
     let run = cli_run_env(
         &[
-            "run", "--json", "--trace", "json",
-            "--config", config.to_str().unwrap(),
-            "--state", state.to_str().unwrap(),
+            "run",
+            "--json",
+            "--trace",
+            "json",
+            "--config",
+            config.to_str().unwrap(),
+            "--state",
+            state.to_str().unwrap(),
             script.to_str().unwrap(),
         ],
         &env,
@@ -66,15 +71,29 @@ fn calls_send_exactly_the_described_request_and_the_key_stays_host_side() {
         json!({"status": 201, "body": {"created": {"title": "hello", "priority": 2, "tags": ["a", "b"]}}}),
         "{r}"
     );
-    assert_eq!(r["note"], json!({"status": 200, "body": {"id": "n 1/2", "fields": ["title", "tags"]}}), "{r}");
+    assert_eq!(
+        r["note"],
+        json!({"status": 200, "body": {"id": "n 1/2", "fields": ["title", "tags"]}}),
+        "{r}"
+    );
     assert_eq!(r["list"]["body"]["q"], json!(["shopping list"]), "{r}");
     assert_eq!(r["teapot"]["code"], "TOOL_ERROR", "{r}");
     let teapot = r["teapot"]["message"].as_str().unwrap();
-    assert!(teapot.starts_with("HTTP 418 I'm a teapot from notes.brewCoffee: {"), "{teapot}");
+    assert!(
+        teapot.starts_with("HTTP 418 I'm a teapot from notes.brewCoffee: {"),
+        "{teapot}"
+    );
     assert!(teapot.contains(r#""you_sent": "[redacted]""#), "{teapot}");
     assert_eq!(
         r["refused"],
-        json!(["INVALID_ARGUMENTS", "INVALID_ARGUMENTS", "INVALID_ARGUMENTS", "INVALID_ARGUMENTS", "INVALID_ARGUMENTS", "PERMISSION_DENIED"]),
+        json!([
+            "INVALID_ARGUMENTS",
+            "INVALID_ARGUMENTS",
+            "INVALID_ARGUMENTS",
+            "INVALID_ARGUMENTS",
+            "INVALID_ARGUMENTS",
+            "PERMISSION_DENIED"
+        ]),
         "{r}"
     );
 
@@ -82,22 +101,41 @@ fn calls_send_exactly_the_described_request_and_the_key_stays_host_side() {
     let calls = notes.calls();
     assert_eq!(calls.len(), 4, "{calls:?}");
     let c = &calls[0];
-    assert_eq!((c["method"].as_str(), c["path"].as_str()), (Some("POST"), Some("/api/v1/notes")), "{c}");
+    assert_eq!(
+        (c["method"].as_str(), c["path"].as_str()),
+        (Some("POST"), Some("/api/v1/notes")),
+        "{c}"
+    );
     assert_eq!(c["query"], json!({"dryRun": ["true"]}), "{c}");
     assert_eq!(c["request_id"], "r-1", "{c}");
     assert_eq!(c["content_type"], "application/json", "{c}");
     let body: serde_json::Value = serde_json::from_str(c["body"].as_str().unwrap()).unwrap();
-    assert_eq!(body, json!({"title": "hello", "priority": 2, "tags": ["a", "b"]}));
+    assert_eq!(
+        body,
+        json!({"title": "hello", "priority": 2, "tags": ["a", "b"]})
+    );
     let g = &calls[1];
-    assert_eq!((g["method"].as_str(), g["path"].as_str()), (Some("GET"), Some("/api/v1/notes/n%201%2F2")), "{g}");
+    assert_eq!(
+        (g["method"].as_str(), g["path"].as_str()),
+        (Some("GET"), Some("/api/v1/notes/n%201%2F2")),
+        "{g}"
+    );
     assert_eq!(g["query"], json!({"fields": ["title", "tags"]}), "{g}");
     assert_eq!(g["body"], json!(null), "{g}");
     let l = &calls[2];
     assert_eq!(l["path"], "/api/v1/notes", "{l}");
-    assert_eq!(l["query"], json!({"limit": ["5"], "q": ["shopping list"]}), "{l}");
+    assert_eq!(
+        l["query"],
+        json!({"limit": ["5"], "q": ["shopping list"]}),
+        "{l}"
+    );
     assert_eq!(calls[3]["path"], "/api/v1/teapot");
     for c in &calls {
-        assert_eq!(c["api_key"], notes.key.as_str(), "the key in its header: {c}");
+        assert_eq!(
+            c["api_key"],
+            notes.key.as_str(),
+            "the key in its header: {c}"
+        );
         assert_eq!(c["authorization"], json!(null), "{c}");
     }
 
@@ -128,20 +166,50 @@ fn calls_send_exactly_the_described_request_and_the_key_stays_host_side() {
     for args in [
         vec!["tools", "--config", config.to_str().unwrap()],
         vec!["tools", "--json", "--config", config.to_str().unwrap()],
-        vec!["tools", "--typescript", "--config", config.to_str().unwrap()],
+        vec![
+            "tools",
+            "--typescript",
+            "--config",
+            config.to_str().unwrap(),
+        ],
     ] {
         let out = cli_run_env(&args, &env);
-        assert_eq!(out.status, 0, "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        assert!(String::from_utf8_lossy(&out.stdout).contains("createNote"), "{args:?}");
+        assert_eq!(
+            out.status,
+            0,
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("createNote"),
+            "{args:?}"
+        );
         absent(&format!("{args:?} stdout"), &out.stdout);
         absent(&format!("{args:?} stderr"), &out.stderr);
     }
-    let audit = cli_run_env(&["audit", "--json", "--tool", "notes:createNote", "--state", state.to_str().unwrap()], &env);
-    assert!(String::from_utf8_lossy(&audit.stdout).contains("notes:createNote"), "{}", String::from_utf8_lossy(&audit.stderr));
+    let audit = cli_run_env(
+        &[
+            "audit",
+            "--json",
+            "--tool",
+            "notes:createNote",
+            "--state",
+            state.to_str().unwrap(),
+        ],
+        &env,
+    );
+    assert!(
+        String::from_utf8_lossy(&audit.stdout).contains("notes:createNote"),
+        "{}",
+        String::from_utf8_lossy(&audit.stderr)
+    );
     absent("the audit records", &audit.stdout);
     for entry in std::fs::read_dir(dir.path()).unwrap().flatten() {
         if entry.file_name().to_string_lossy().starts_with("state.db") {
-            absent(&entry.path().display().to_string(), &std::fs::read(entry.path()).unwrap());
+            absent(
+                &entry.path().display().to_string(),
+                &std::fs::read(entry.path()).unwrap(),
+            );
         }
     }
 }

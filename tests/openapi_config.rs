@@ -44,8 +44,16 @@ fn spec_mistakes_make_only_that_server_unavailable() {
         "openapi: 3.1.0\npaths:\n  /a:\n    get:\n      operationId: a\n      parameters:\n        - $ref: 'https://specs.example.com/common.yaml#/Limit'\n",
     )
     .unwrap();
-    std::fs::write(dir.path().join("swagger.yaml"), "swagger: '2.0'\npaths: {}\n").unwrap();
-    std::fs::write(dir.path().join("ok.yaml"), "openapi: 3.1.0\npaths:\n  /ping:\n    get:\n      operationId: ping\n").unwrap();
+    std::fs::write(
+        dir.path().join("swagger.yaml"),
+        "swagger: '2.0'\npaths: {}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("ok.yaml"),
+        "openapi: 3.1.0\npaths:\n  /ping:\n    get:\n      operationId: ping\n",
+    )
+    .unwrap();
     let config = dir.path().join("mcp.json");
     let entry = |spec: &str| json!({"openapi": spec, "baseUrl": "https://api.example.com"});
     std::fs::write(
@@ -67,7 +75,13 @@ fn spec_mistakes_make_only_that_server_unavailable() {
     .unwrap();
     let runner = bin("sandbox-runner");
     let run = cli_run_env(
-        &["run", "--json", "--config", config.to_str().unwrap(), script.to_str().unwrap()],
+        &[
+            "run",
+            "--json",
+            "--config",
+            config.to_str().unwrap(),
+            script.to_str().unwrap(),
+        ],
         &[("MCP_SANDBOX_RUNNER", runner.to_str().unwrap())],
     );
     let o = run.outcome();

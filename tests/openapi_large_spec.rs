@@ -49,12 +49,19 @@ fn tools_json(config: &std::path::Path) -> (Vec<Value>, String) {
     let runner = bin("sandbox-runner");
     let out = cli_run_env(
         &["tools", "--json", "--config", config.to_str().unwrap()],
-        &[("MCP_SANDBOX_LOG", "debug"), ("MCP_SANDBOX_RUNNER", runner.to_str().unwrap())],
+        &[
+            ("MCP_SANDBOX_LOG", "debug"),
+            ("MCP_SANDBOX_RUNNER", runner.to_str().unwrap()),
+        ],
     );
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status, 0, "{stderr}");
     let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
-    let tools = v.as_array().cloned().or_else(|| v["tools"].as_array().cloned()).unwrap_or_else(|| panic!("{v}"));
+    let tools = v
+        .as_array()
+        .cloned()
+        .or_else(|| v["tools"].as_array().cloned())
+        .unwrap_or_else(|| panic!("{v}"));
     (tools, stderr)
 }
 
@@ -65,7 +72,12 @@ fn load_ms(stderr: &str) -> u64 {
         .find(|l| l.contains("OpenAPI server loaded"))
         .unwrap_or_else(|| panic!("no load line: {stderr}"));
     let at = line.find("ms=").unwrap() + 3;
-    line[at..].split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()
+    line[at..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
 }
 
 #[test]
@@ -88,8 +100,15 @@ fn a_600_operation_spec_loads_fast_and_search_finds_one_by_its_summary() {
     let ms = load_ms(&stderr);
     assert!(ms < 1000, "loading took {ms} ms");
     let update = tools.iter().find(|t| t["name"] == "updateItem7").unwrap();
-    let schema = update.get("inputSchema").or(update.get("input_schema")).unwrap();
-    assert_eq!(schema["properties"]["body"]["properties"]["note"], json!({"type": ["string", "null"]}), "{update}");
+    let schema = update
+        .get("inputSchema")
+        .or(update.get("input_schema"))
+        .unwrap();
+    assert_eq!(
+        schema["properties"]["body"]["properties"]["note"],
+        json!({"type": ["string", "null"]}),
+        "{update}"
+    );
     assert_eq!(schema["required"], json!(["id", "body"]), "{update}");
 
     // Discovery through serve: the operation found by words of its summary, in a short answer.
@@ -105,13 +124,23 @@ fn a_600_operation_spec_loads_fast_and_search_finds_one_by_its_summary() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let first: Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
     let search = first["search"].as_str().unwrap();
     assert!(search.contains("reconcileKumquatShipments"), "{search}");
-    assert!(search.contains("Reconcile the quarterly kumquat shipments"), "{search}");
+    assert!(
+        search.contains("Reconcile the quarterly kumquat shipments"),
+        "{search}"
+    );
     let listed = search.matches("Item").count();
-    assert!(listed < 30, "the answer lists {listed} of the 598 others:\n{search}");
+    assert!(
+        listed < 30,
+        "the answer lists {listed} of the 598 others:\n{search}"
+    );
 
     // The entry's filters: globs over names, tags.
     let (tools, _) = tools_json(&write(json!({"operations": ["getItem1*", "getStatus"]})));
@@ -119,7 +148,9 @@ fn a_600_operation_spec_loads_fast_and_search_finds_one_by_its_summary() {
     assert_eq!(tools.len(), 1 + 10 + 100 + 1);
     let (tools, _) = tools_json(&write(json!({"tags": ["read"]})));
     assert_eq!(tools.len(), 300);
-    let (tools, _) = tools_json(&write(json!({"tags": ["write"], "operations": ["reconcile*"]})));
+    let (tools, _) = tools_json(&write(
+        json!({"tags": ["write"], "operations": ["reconcile*"]}),
+    ));
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["reconcileKumquatShipments"]);
 }
@@ -127,7 +158,11 @@ fn a_600_operation_spec_loads_fast_and_search_finds_one_by_its_summary() {
 #[test]
 fn githubs_public_description_loads_with_all_its_operations() {
     let spec = repo_root().join("node_modules/@octokit/openapi/generated/api.github.com.json");
-    assert!(spec.exists(), "{} is missing: run scripts/setup.sh (npm ci installs @octokit/openapi)", spec.display());
+    assert!(
+        spec.exists(),
+        "{} is missing: run scripts/setup.sh (npm ci installs @octokit/openapi)",
+        spec.display()
+    );
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("mcp.json");
     std::fs::write(
@@ -143,9 +178,23 @@ fn githubs_public_description_loads_with_all_its_operations() {
     let (tools, stderr) = tools_json(&config);
     assert_eq!(tools.len(), 1223, "{stderr}");
     assert!(!stderr.contains("is left out"), "{stderr}");
-    let t = tools.iter().find(|t| t["name"] == "issues_list_for_repo").expect("issues/list-for-repo");
+    let t = tools
+        .iter()
+        .find(|t| t["name"] == "issues_list_for_repo")
+        .expect("issues/list-for-repo");
     let schema = t.get("inputSchema").or(t.get("input_schema")).unwrap();
-    let required: Vec<&str> = schema["required"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
     assert_eq!(required, ["owner", "repo"], "{t}");
-    assert!(t["description"].as_str().unwrap().contains("GET /repos/{owner}/{repo}/issues"), "{t}");
+    assert!(
+        t["description"]
+            .as_str()
+            .unwrap()
+            .contains("GET /repos/{owner}/{repo}/issues"),
+        "{t}"
+    );
 }

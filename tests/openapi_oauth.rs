@@ -50,7 +50,15 @@ return [a.body, b.body, list.status, c.body];
         ("MCP_SANDBOX_RUNNER", runner.to_str().unwrap()),
     ];
     let run = cli_run_env(
-        &["run", "--json", "--trace", "json", "--config", config.to_str().unwrap(), script.to_str().unwrap()],
+        &[
+            "run",
+            "--json",
+            "--trace",
+            "json",
+            "--config",
+            config.to_str().unwrap(),
+            script.to_str().unwrap(),
+        ],
         &env,
     );
     let o = run.outcome();
@@ -65,8 +73,10 @@ return [a.body, b.body, list.status, c.body];
         "{o}"
     );
     let calls = notes.calls();
-    let token_requests: Vec<&serde_json::Value> =
-        calls.iter().filter(|c| c["path"] == "/oauth/token").collect();
+    let token_requests: Vec<&serde_json::Value> = calls
+        .iter()
+        .filter(|c| c["path"] == "/oauth/token")
+        .collect();
     assert_eq!(token_requests.len(), 2, "{calls:?}");
     use base64::Engine;
     let basic = format!(
@@ -80,16 +90,28 @@ return [a.body, b.body, list.status, c.body];
     }
     let me: Vec<&serde_json::Value> = calls.iter().filter(|c| c["path"] == "/api/v1/me").collect();
     assert_eq!(me.len(), 3);
-    let tokens: Vec<&str> = me.iter().map(|c| c["authorization"].as_str().unwrap()).collect();
-    assert!(tokens.iter().all(|t| t.starts_with("Bearer tok-")), "{tokens:?}");
+    let tokens: Vec<&str> = me
+        .iter()
+        .map(|c| c["authorization"].as_str().unwrap())
+        .collect();
+    assert!(
+        tokens.iter().all(|t| t.starts_with("Bearer tok-")),
+        "{tokens:?}"
+    );
     assert_eq!(tokens[0], tokens[1]);
     assert_ne!(tokens[1], tokens[2]);
     // The apiKey operation got the key, not the token.
     let list = calls.iter().find(|c| c["path"] == "/api/v1/notes").unwrap();
-    assert_eq!((list["api_key"].as_str(), list["authorization"].as_str()), (Some(notes.key.as_str()), None));
+    assert_eq!(
+        (list["api_key"].as_str(), list["authorization"].as_str()),
+        (Some(notes.key.as_str()), None)
+    );
     for secret_text in [secret.as_str(), &tokens[0][7..], &tokens[2][7..]] {
         for (what, bytes) in [("stdout", &run.stdout), ("debug stderr", &run.stderr)] {
-            assert!(!String::from_utf8_lossy(bytes).contains(secret_text), "a secret is in {what}");
+            assert!(
+                !String::from_utf8_lossy(bytes).contains(secret_text),
+                "a secret is in {what}"
+            );
         }
     }
 
@@ -103,7 +125,16 @@ return [a.body, b.body, list.status, c.body];
         ("MCP_SANDBOX_LOG", "debug"),
         ("MCP_SANDBOX_RUNNER", runner.to_str().unwrap()),
     ];
-    let run = cli_run_env(&["run", "--json", "--config", config.to_str().unwrap(), script.to_str().unwrap()], &env);
+    let run = cli_run_env(
+        &[
+            "run",
+            "--json",
+            "--config",
+            config.to_str().unwrap(),
+            script.to_str().unwrap(),
+        ],
+        &env,
+    );
     let o = run.outcome();
     assert_eq!(o["result"]["code"], "SERVER_UNAVAILABLE", "{o}");
     assert_eq!(

@@ -43,16 +43,33 @@ return out;
     .unwrap();
     let runner = bin("sandbox-runner");
     let run = cli_run_env(
-        &["run", "--json", "--config", config.to_str().unwrap(), script.to_str().unwrap()],
-        &[(NOTES_KEY_VAR, notes.key.as_str()), ("MCP_SANDBOX_RUNNER", runner.to_str().unwrap())],
+        &[
+            "run",
+            "--json",
+            "--config",
+            config.to_str().unwrap(),
+            script.to_str().unwrap(),
+        ],
+        &[
+            (NOTES_KEY_VAR, notes.key.as_str()),
+            ("MCP_SANDBOX_RUNNER", runner.to_str().unwrap()),
+        ],
     );
     let o = run.outcome();
     assert_eq!(o["success"], true, "{o}");
     let r = &o["result"];
     // The service decoded each segment back to exactly the value the script gave.
     assert_eq!(r["got"], json!(payloads), "{r}");
-    assert_eq!(r["refused"], json!(["INVALID_ARGUMENTS", "INVALID_ARGUMENTS"]), "{r}");
-    assert_eq!(r["query"]["q"], json!(["x&limit=1&X-Api-Key=stolen"]), "{r}");
+    assert_eq!(
+        r["refused"],
+        json!(["INVALID_ARGUMENTS", "INVALID_ARGUMENTS"]),
+        "{r}"
+    );
+    assert_eq!(
+        r["query"]["q"],
+        json!(["x&limit=1&X-Api-Key=stolen"]),
+        "{r}"
+    );
     assert_eq!(r["query"]["limit"], json!(null), "{r}");
     assert_eq!(r["moved"]["code"], "TOOL_ERROR", "{r}");
     assert!(

@@ -43,37 +43,83 @@ fn the_python_sdk_uses_an_openapi_server_through_serve() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    let lines: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(lines.len(), 6, "{stdout}");
     let search = lines[0]["search"].as_str().unwrap();
     assert!(search.contains("listNotes"), "{search}");
-    assert!(search.contains("List the notes whose title holds some words"), "{search}");
+    assert!(
+        search.contains("List the notes whose title holds some words"),
+        "{search}"
+    );
 
     let created = &lines[1]["outcome"];
-    assert_eq!(created["result"], json!({"status": 201, "body": {"created": {"title": "from serve"}}}), "{created}");
+    assert_eq!(
+        created["result"],
+        json!({"status": 201, "body": {"created": {"title": "from serve"}}}),
+        "{created}"
+    );
     assert_eq!(created["traces"][0]["transport"], "openapi", "{created}");
-    assert_eq!(lines[2]["outcome"]["result"], "PERMISSION_DENIED", "{}", lines[2]);
+    assert_eq!(
+        lines[2]["outcome"]["result"], "PERMISSION_DENIED",
+        "{}",
+        lines[2]
+    );
     let flow = &lines[3]["outcome"]["result"];
     assert_eq!(flow[0], "PERMISSION_DENIED", "{flow}");
-    assert!(flow[1].as_str().unwrap().contains("no-exfiltration"), "{flow}");
-    assert_eq!(lines[4]["outcome"]["result"], "LIMIT_EXCEEDED", "{}", lines[4]);
-    let (before, after) = (lines[4]["hwm_before"].as_u64().unwrap(), lines[4]["hwm_after"].as_u64().unwrap());
-    assert!(after < before + 32 * 1024, "the gateway's VmHWM went from {before} to {after} KiB");
+    assert!(
+        flow[1].as_str().unwrap().contains("no-exfiltration"),
+        "{flow}"
+    );
+    assert_eq!(
+        lines[4]["outcome"]["result"], "LIMIT_EXCEEDED",
+        "{}",
+        lines[4]
+    );
+    let (before, after) = (
+        lines[4]["hwm_before"].as_u64().unwrap(),
+        lines[4]["hwm_after"].as_u64().unwrap(),
+    );
+    assert!(
+        after < before + 32 * 1024,
+        "the gateway's VmHWM went from {before} to {after} KiB"
+    );
     let questions = lines[5]["questions"].as_array().unwrap();
     assert_eq!(questions.len(), 2, "{questions:?}");
-    assert!(questions[0].as_str().unwrap().contains("notes:createNote"), "{questions:?}");
-    assert!(questions[1].as_str().unwrap().contains("notes:deleteNote"), "{questions:?}");
+    assert!(
+        questions[0].as_str().unwrap().contains("notes:createNote"),
+        "{questions:?}"
+    );
+    assert!(
+        questions[1].as_str().unwrap().contains("notes:deleteNote"),
+        "{questions:?}"
+    );
 
     // Only what was allowed reached the service: no delete, no teapot.
     let sent: Vec<(String, String)> = notes
         .calls()
         .iter()
-        .map(|c| (c["method"].as_str().unwrap().to_string(), c["path"].as_str().unwrap().to_string()))
+        .map(|c| {
+            (
+                c["method"].as_str().unwrap().to_string(),
+                c["path"].as_str().unwrap().to_string(),
+            )
+        })
         .collect();
     let sent: Vec<(&str, &str)> = sent.iter().map(|(m, p)| (m.as_str(), p.as_str())).collect();
     assert_eq!(
         sent,
-        [("POST", "/api/v1/notes"), ("GET", "/api/v1/notes/n2"), ("GET", "/api/v1/large")]
+        [
+            ("POST", "/api/v1/notes"),
+            ("GET", "/api/v1/notes/n2"),
+            ("GET", "/api/v1/large")
+        ]
     );
 }

@@ -55,10 +55,7 @@ pub struct OAuth2ClientCredentials {
 pub fn allowed_url(url: &reqwest::Url) -> bool {
     match url.scheme() {
         "https" => true,
-        "http" => matches!(
-            url.host_str(),
-            Some("127.0.0.1" | "localhost" | "[::1]")
-        ),
+        "http" => matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]")),
         _ => false,
     }
 }
@@ -104,16 +101,22 @@ pub fn check(name: &str, server: &ServerConfig) -> Result<(), String> {
             "{key} is not an option of an OpenAPI server (see docs/openapi.md)"
         )));
     }
-    if server.scope.is_some_and(|s| s != super::ServerScope::Shared) {
+    if server
+        .scope
+        .is_some_and(|s| s != super::ServerScope::Shared)
+    {
         return Err(e(
             "an OpenAPI server has no process to scope: remove \"scope\" (its requests carry the entry's credentials for every caller)".into(),
         ));
     }
     if spec.trim().is_empty() {
-        return Err(e("\"openapi\" is empty: give the spec's path or https URL".into()));
+        return Err(e(
+            "\"openapi\" is empty: give the spec's path or https URL".into()
+        ));
     }
     if spec.contains("://") {
-        let url = reqwest::Url::parse(spec).map_err(|x| e(format!("openapi URL is not valid: {x}")))?;
+        let url =
+            reqwest::Url::parse(spec).map_err(|x| e(format!("openapi URL is not valid: {x}")))?;
         if !allowed_url(&url) {
             return Err(e(
                 "the spec URL must be https:// (plain http only to 127.0.0.1 or localhost)".into(),
@@ -125,7 +128,8 @@ pub fn check(name: &str, server: &ServerConfig) -> Result<(), String> {
             "baseUrl is missing: give the URL every request of this API goes under (e.g. \"https://api.example.com/v1\")".into(),
         ));
     };
-    let url = reqwest::Url::parse(base).map_err(|x| e(format!("baseUrl is not a valid URL: {x}")))?;
+    let url =
+        reqwest::Url::parse(base).map_err(|x| e(format!("baseUrl is not a valid URL: {x}")))?;
     if !allowed_url(&url) {
         return Err(e(
             "baseUrl must be https:// (plain http only to 127.0.0.1 or localhost)".into(),

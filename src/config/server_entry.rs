@@ -320,16 +320,20 @@ impl ServerConfig {
     /// server (one tenant never sees what another left in a stateful server) and `shared` for a
     /// remote one (its state lives behind one credential, whatever the connection).
     pub fn scope(&self) -> super::ServerScope {
-        self.scope.unwrap_or(if self.is_remote() || self.is_openapi() {
-            super::ServerScope::Shared
-        } else {
-            super::ServerScope::Tenant
-        })
+        self.scope
+            .unwrap_or(if self.is_remote() || self.is_openapi() {
+                super::ServerScope::Shared
+            } else {
+                super::ServerScope::Tenant
+            })
     }
 
     /// How long a scoped server's process may sit unused.
     pub fn idle_timeout(&self) -> std::time::Duration {
-        std::time::Duration::from_millis(self.idle_timeout_ms.unwrap_or(super::DEFAULT_IDLE_TIMEOUT_MS))
+        std::time::Duration::from_millis(
+            self.idle_timeout_ms
+                .unwrap_or(super::DEFAULT_IDLE_TIMEOUT_MS),
+        )
     }
 
     /// Most processes of a scoped server at once.
@@ -356,7 +360,6 @@ impl ServerConfig {
         )
     }
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -27,7 +27,12 @@ pub struct Caller {
 
 impl Caller {
     /// Sends `built` for `op` and maps the answer (see the module docs).
-    pub async fn call(&self, op: &Operation, built: Built, timeout: Duration) -> Result<Value, ExecError> {
+    pub async fn call(
+        &self,
+        op: &Operation,
+        built: Built,
+        timeout: Duration,
+    ) -> Result<Value, ExecError> {
         let tool = op.name.clone();
         let work = self.send(op, built);
         match tokio::time::timeout(timeout, work).await {
@@ -47,12 +52,17 @@ impl Caller {
     async fn send(&self, op: &Operation, built: Built) -> Result<Value, ExecError> {
         let tool = op.name.as_str();
         let fail = |code: ErrorCode, m: String| ExecError::new(code, m).with_tool(tool);
-        let _permit = self
-            .permits
-            .acquire()
-            .await
-            .map_err(|_| fail(ErrorCode::ServerUnavailable, format!("server '{}' was shut down", self.server)))?;
-        let Built { mut url, headers: params, body } = built;
+        let _permit = self.permits.acquire().await.map_err(|_| {
+            fail(
+                ErrorCode::ServerUnavailable,
+                format!("server '{}' was shut down", self.server),
+            )
+        })?;
+        let Built {
+            mut url,
+            headers: params,
+            body,
+        } = built;
         // A credential travels only as the config says: a script's value for its query
         // parameter is dropped.
         let secret_names = self.credentials.query_names();
@@ -71,7 +81,10 @@ impl Caller {
         for (k, v) in params {
             headers.insert(k, v);
         }
-        headers.insert(reqwest::header::ACCEPT, reqwest::header::HeaderValue::from_static("application/json, */*;q=0.5"));
+        headers.insert(
+            reqwest::header::ACCEPT,
+            reqwest::header::HeaderValue::from_static("application/json, */*;q=0.5"),
+        );
         if body.is_some() {
             headers.insert(
                 reqwest::header::CONTENT_TYPE,
@@ -81,17 +94,30 @@ impl Caller {
         self.credentials
             .apply(&self.client, &op.security, &mut url, &mut headers)
             .await
-            .map_err(|m| fail(ErrorCode::ServerUnavailable, format!("server '{}': {m}", self.server)))?;
+            .map_err(|m| {
+                fail(
+                    ErrorCode::ServerUnavailable,
+                    format!("server '{}': {m}", self.server),
+                )
+            })?;
         let mut request = self.client.request(op.method.clone(), url).headers(headers);
         if let Some(b) = body {
             request = request.body(b);
         }
         tracing::debug!(server = %self.server, tool = %tool, method = %op.method, "OpenAPI request");
         let mut resp = request.send().await.map_err(|e| {
-            let sent = if e.is_connect() { "the request was not sent" } else { "the request may have reached the API" };
+            let sent = if e.is_connect() {
+                "the request was not sent"
+            } else {
+                "the request may have reached the API"
+            };
             fail(
                 ErrorCode::ServerUnavailable,
-                format!("server '{}' cannot be reached ({sent}): {}", self.server, crate::tools::catalog::error_chain(&e)),
+                format!(
+                    "server '{}' cannot be reached ({sent}): {}",
+                    self.server,
+                    crate::tools::catalog::error_chain(&e)
+                ),
             )
         })?;
         let status = resp.status();
@@ -112,7 +138,12 @@ impl Caller {
             .get(reqwest::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|ct| {
-                let m = ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+                let m = ct
+                    .split(';')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .to_ascii_lowercase();
                 m == "application/json" || m.ends_with("+json")
             });
         let mut bytes: Vec<u8> = Vec::new();
@@ -120,7 +151,11 @@ impl Caller {
             let chunk = resp.chunk().await.map_err(|e| {
                 fail(
                     ErrorCode::ToolError,
-                    format!("the answer of {}.{tool} broke off: {}", self.server, crate::tools::catalog::error_chain(&e)),
+                    format!(
+                        "the answer of {}.{tool} broke off: {}",
+                        self.server,
+                        crate::tools::catalog::error_chain(&e)
+                    ),
                 )
             })?;
             let Some(chunk) = chunk else { break };

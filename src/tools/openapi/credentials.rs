@@ -70,12 +70,17 @@ impl Credentials {
         let mut headers = Vec::new();
         for (key, template) in &config.headers {
             let value = expanded(template, &format!("headers.{key}"))?;
-            let name = HeaderName::from_bytes(key.as_bytes())
-                .map_err(|_| OpenApiError::Config(format!("{key:?} is not a valid HTTP header name")))?;
+            let name = HeaderName::from_bytes(key.as_bytes()).map_err(|_| {
+                OpenApiError::Config(format!("{key:?} is not a valid HTTP header name"))
+            })?;
             headers.push((name, sensitive(&value, &format!("header {key}"))?));
         }
         let auth = config.auth.clone().unwrap_or_default();
-        let ApiAuth { api_key, bearer, oauth2 } = auth;
+        let ApiAuth {
+            api_key,
+            bearer,
+            oauth2,
+        } = auth;
         let api_key = api_key.map(|t| expanded(&t, "auth.apiKey")).transpose()?;
         let bearer = bearer
             .map(|t| {
@@ -150,11 +155,18 @@ impl Credentials {
             .filter_map(|(_, v)| v.to_str().ok().map(String::from))
             .collect();
         secrets.extend(self.api_key.clone());
-        secrets.extend(self.bearer.as_ref().and_then(|b| b.to_str().ok().map(String::from)));
+        secrets.extend(
+            self.bearer
+                .as_ref()
+                .and_then(|b| b.to_str().ok().map(String::from)),
+        );
         if let Some(o) = &self.oauth2 {
             secrets.push(o.client_secret.clone());
             if let Ok(held) = o.token.try_lock() {
-                secrets.extend(held.as_ref().and_then(|t| t.value.to_str().ok().map(String::from)));
+                secrets.extend(
+                    held.as_ref()
+                        .and_then(|t| t.value.to_str().ok().map(String::from)),
+                );
             }
         }
         let mut out = text.to_string();
@@ -213,7 +225,10 @@ impl Credentials {
             match self.schemes.get(name) {
                 Some(Scheme::ApiKeyHeader(h)) => {
                     if let Some(k) = &self.api_key {
-                        headers.insert(h.clone(), sensitive(k, "auth.apiKey").map_err(|e| e.to_string())?);
+                        headers.insert(
+                            h.clone(),
+                            sensitive(k, "auth.apiKey").map_err(|e| e.to_string())?,
+                        );
                     }
                 }
                 Some(Scheme::ApiKeyQuery(q)) => {
@@ -241,7 +256,11 @@ impl Credentials {
 
 impl OAuth2 {
     /// The current token, fetched again when it is (almost) expired. One fetch at a time.
-    async fn token(&self, client: &reqwest::Client, spec_url: Option<&str>) -> Result<HeaderValue, String> {
+    async fn token(
+        &self,
+        client: &reqwest::Client,
+        spec_url: Option<&str>,
+    ) -> Result<HeaderValue, String> {
         let mut held = self.token.lock().await;
         if let Some(t) = held.as_ref() {
             if Instant::now() < t.refresh_at {
@@ -251,9 +270,12 @@ impl OAuth2 {
         let Some(url) = self.token_url.as_deref().or(spec_url) else {
             return Err("the spec's oauth2 scheme has no clientCredentials tokenUrl: set auth.oauth2.tokenUrl".into());
         };
-        let parsed = reqwest::Url::parse(url).map_err(|e| format!("the token URL is not valid: {e}"))?;
+        let parsed =
+            reqwest::Url::parse(url).map_err(|e| format!("the token URL is not valid: {e}"))?;
         if !allowed_url(&parsed) {
-            return Err("the token URL must be https:// (plain http only to 127.0.0.1 or localhost)".into());
+            return Err(
+                "the token URL must be https:// (plain http only to 127.0.0.1 or localhost)".into(),
+            );
         }
         let form = {
             let mut form = url::form_urlencoded::Serializer::new(String::new());
@@ -263,24 +285,40 @@ impl OAuth2 {
             }
             form.finish()
         };
-        let fail = |m: String| format!("the OAuth 2 token request to {} failed: {m}", parsed.as_str());
+        let fail = |m: String| {
+            format!(
+                "the OAuth 2 token request to {} failed: {m}",
+                parsed.as_str()
+            )
+        };
         let send = client
             .post(parsed.clone())
             .basic_auth(
                 url_encode(&self.client_id),
                 Some(url_encode(&self.client_secret)),
             )
-            .header(reqwest::header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .header(
+                reqwest::header::CONTENT_TYPE,
+                "application/x-www-form-urlencoded",
+            )
             .header(reqwest::header::ACCEPT, "application/json")
             .body(form)
             .timeout(TOKEN_TIMEOUT)
             .send();
-        let mut resp = send.await.map_err(|e| fail(crate::tools::catalog::error_chain(&e)))?;
+        let mut resp = send
+            .await
+            .map_err(|e| fail(crate::tools::catalog::error_chain(&e)))?;
         let status = resp.status();
         let mut body = Vec::new();
-        while let Some(chunk) = resp.chunk().await.map_err(|e| fail(crate::tools::catalog::error_chain(&e)))? {
+        while let Some(chunk) = resp
+            .chunk()
+            .await
+            .map_err(|e| fail(crate::tools::catalog::error_chain(&e)))?
+        {
             if body.len() + chunk.len() > MAX_TOKEN_ANSWER {
-                return Err(fail(format!("its answer is larger than {MAX_TOKEN_ANSWER} bytes")));
+                return Err(fail(format!(
+                    "its answer is larger than {MAX_TOKEN_ANSWER} bytes"
+                )));
             }
             body.extend_from_slice(&chunk);
         }
@@ -288,16 +326,24 @@ impl OAuth2 {
             // The endpoint's error code (`invalid_client`…) only: its answer is not echoed.
             let code = serde_json::from_slice::<Value>(&body)
                 .ok()
-                .and_then(|v| v.get("error").and_then(Value::as_str).map(|s| crate::term::clip(s, 60)))
+                .and_then(|v| {
+                    v.get("error")
+                        .and_then(Value::as_str)
+                        .map(|s| crate::term::clip(s, 60))
+                })
                 .unwrap_or_default();
-            return Err(fail(format!("HTTP {status} {code}; check auth.oauth2 (client id and secret, scopes)")));
+            return Err(fail(format!(
+                "HTTP {status} {code}; check auth.oauth2 (client id and secret, scopes)"
+            )));
         }
-        let answer: Value = serde_json::from_slice(&body).map_err(|_| fail("its answer is not JSON".into()))?;
+        let answer: Value =
+            serde_json::from_slice(&body).map_err(|_| fail("its answer is not JSON".into()))?;
         let access = answer
             .get("access_token")
             .and_then(Value::as_str)
             .ok_or_else(|| fail("its answer has no access_token".into()))?;
-        let value = sensitive(&format!("Bearer {access}"), "the OAuth 2 token").map_err(|e| e.to_string())?;
+        let value = sensitive(&format!("Bearer {access}"), "the OAuth 2 token")
+            .map_err(|e| e.to_string())?;
         let life = answer
             .get("expires_in")
             .and_then(Value::as_u64)

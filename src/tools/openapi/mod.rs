@@ -45,11 +45,21 @@ pub struct OpenApiServer {
 impl OpenApiServer {
     /// Reads the spec of `config` (a path relative to `base_dir`, or a URL fetched once) and
     /// makes its operations tools.
-    pub async fn start(name: &str, config: &ServerConfig, base_dir: &Path) -> Result<OpenApiServer, String> {
-        Self::start_inner(name, config, base_dir).await.map_err(|e| e.to_string())
+    pub async fn start(
+        name: &str,
+        config: &ServerConfig,
+        base_dir: &Path,
+    ) -> Result<OpenApiServer, String> {
+        Self::start_inner(name, config, base_dir)
+            .await
+            .map_err(|e| e.to_string())
     }
 
-    async fn start_inner(name: &str, config: &ServerConfig, base_dir: &Path) -> Result<OpenApiServer, OpenApiError> {
+    async fn start_inner(
+        name: &str,
+        config: &ServerConfig,
+        base_dir: &Path,
+    ) -> Result<OpenApiServer, OpenApiError> {
         let Some(location) = &config.openapi else {
             return Err(OpenApiError::Config("the entry has no \"openapi\"".into()));
         };
@@ -96,7 +106,10 @@ impl OpenApiServer {
             name: name.to_string(),
             base,
             tools,
-            operations: ops.into_iter().map(|o| (o.name.clone(), Arc::new(o))).collect(),
+            operations: ops
+                .into_iter()
+                .map(|o| (o.name.clone(), Arc::new(o)))
+                .collect(),
             caller: Arc::new(caller::Caller {
                 server: name.to_string(),
                 client,
@@ -130,13 +143,20 @@ impl ToolProvider for OpenApiServer {
         Some("openapi")
     }
 
-    fn call(&self, tool: &str, args: Value, ctx: &CallContext) -> BoxFuture<'static, Result<Value, ExecError>> {
+    fn call(
+        &self,
+        tool: &str,
+        args: Value,
+        ctx: &CallContext,
+    ) -> BoxFuture<'static, Result<Value, ExecError>> {
         let op = self.operations.get(tool).cloned();
         let caller = self.caller.clone();
         let base = self.base.clone();
         let server = self.name.clone();
         let tool = tool.to_string();
-        let left = ctx.deadline.saturating_duration_since(std::time::Instant::now());
+        let left = ctx
+            .deadline
+            .saturating_duration_since(std::time::Instant::now());
         Box::pin(async move {
             let Some(op) = op else {
                 return Err(ExecError::new(

@@ -54,7 +54,10 @@ pub struct Filter<'a> {
 impl Filter<'_> {
     fn keeps(&self, name: &str, tags: &[String]) -> bool {
         let by_name = self.operations.is_empty()
-            || self.operations.iter().any(|g| WildMatch::new(g).matches(name));
+            || self
+                .operations
+                .iter()
+                .any(|g| WildMatch::new(g).matches(name));
         let by_tag = self.tags.is_empty() || tags.iter().any(|t| self.tags.contains(t));
         by_name && by_tag
     }
@@ -63,7 +66,11 @@ impl Filter<'_> {
 /// The spec's operations that pass `filter`, sorted by name. Names that collide after
 /// normalization get `_2`, `_3`…; an operation the host cannot describe is left out with a
 /// warning (its reason).
-pub fn operations(server: &str, doc: &Value, filter: &Filter) -> Result<Vec<Operation>, OpenApiError> {
+pub fn operations(
+    server: &str,
+    doc: &Value,
+    filter: &Filter,
+) -> Result<Vec<Operation>, OpenApiError> {
     let old = is_3_0(doc);
     let global_security = security_of(doc.get("security"));
     let mut out: Vec<Operation> = Vec::new();
@@ -84,7 +91,11 @@ pub fn operations(server: &str, doc: &Value, filter: &Filter) -> Result<Vec<Oper
             let tags: Vec<String> = op
                 .get("tags")
                 .and_then(Value::as_array)
-                .map(|t| t.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+                .map(|t| {
+                    t.iter()
+                        .filter_map(|v| v.as_str().map(String::from))
+                        .collect()
+                })
                 .unwrap_or_default();
             if !filter.keeps(&name, &tags) {
                 continue;
@@ -165,7 +176,16 @@ fn operation(
     let resolved = |key: &str| op.get(key).map(|v| resolve(doc, v)).transpose();
     let own_params = resolved("parameters")?;
     let request_body = resolved("requestBody")?;
-    Ok(describe(old, path, method, name, op, own_params, shared, request_body))
+    Ok(describe(
+        old,
+        path,
+        method,
+        name,
+        op,
+        own_params,
+        shared,
+        request_body,
+    ))
 }
 
 /// The tool of one operation whose parameters and body are resolved.
@@ -237,7 +257,8 @@ fn describe(
                     .or_insert_with(|| Value::String(crate::term::clip(d, 500)));
             }
         }
-        let req = location == Location::Path || p.get("required").and_then(Value::as_bool) == Some(true);
+        let req =
+            location == Location::Path || p.get("required").and_then(Value::as_bool) == Some(true);
         if req {
             required.push(Value::String(pname.to_string()));
         }
@@ -277,8 +298,16 @@ fn describe(
             None => {}
         }
     }
-    let summary = op.get("summary").and_then(Value::as_str).unwrap_or("").trim();
-    let details = op.get("description").and_then(Value::as_str).unwrap_or("").trim();
+    let summary = op
+        .get("summary")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .trim();
+    let details = op
+        .get("description")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .trim();
     let mut description = match (summary.is_empty(), details.is_empty()) {
         (true, true) => String::new(),
         (false, true) => summary.to_string(),
@@ -289,7 +318,10 @@ fn describe(
     description = if description.is_empty() {
         line
     } else {
-        format!("{}\n\n({line})", crate::term::clip(&description, MAX_DESCRIPTION_CHARS))
+        format!(
+            "{}\n\n({line})",
+            crate::term::clip(&description, MAX_DESCRIPTION_CHARS)
+        )
     };
     let method = reqwest::Method::from_bytes(method.to_uppercase().as_bytes())
         .map_err(|_| format!("method {method} is not valid"))?;
@@ -311,7 +343,12 @@ fn describe(
 }
 
 fn is_json(mime: &str) -> bool {
-    let m = mime.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let m = mime
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
     m == "application/json" || m.ends_with("+json") || m == "*/*"
 }
 
@@ -325,7 +362,10 @@ pub fn from_3_0(schema: Value) -> Value {
             for k in ["discriminator", "xml", "example", "externalDocs"] {
                 m.remove(k);
             }
-            for (flag, bound) in [("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")] {
+            for (flag, bound) in [
+                ("exclusiveMinimum", "minimum"),
+                ("exclusiveMaximum", "maximum"),
+            ] {
                 if let Some(Value::Bool(b)) = m.get(flag).cloned() {
                     m.remove(flag);
                     if b {
@@ -352,7 +392,9 @@ pub fn from_3_0(schema: Value) -> Value {
                         let t = t.clone();
                         out.insert("type".into(), json!([t, "null"]));
                     }
-                    Some(Value::Array(ts)) if !ts.contains(&json!("null")) => ts.push(json!("null")),
+                    Some(Value::Array(ts)) if !ts.contains(&json!("null")) => {
+                        ts.push(json!("null"))
+                    }
                     _ => {}
                 }
                 if let Some(Value::Array(e)) = out.get_mut("enum") {
@@ -375,7 +417,10 @@ mod tests {
     #[test]
     fn names_are_valid_tool_names() {
         assert_eq!(tool_name("listIssues"), "listIssues");
-        assert_eq!(tool_name("get/repos/{owner}/{repo}"), "get_repos_owner_repo");
+        assert_eq!(
+            tool_name("get/repos/{owner}/{repo}"),
+            "get_repos_owner_repo"
+        );
         assert_eq!(tool_name("9lives"), "op_9lives");
         assert_eq!(tool_name("issues/list-for-repo"), "issues_list_for_repo");
     }
@@ -388,7 +433,10 @@ mod tests {
             "c": {"enum": ["x"], "nullable": true}
         }}));
         assert_eq!(s["properties"]["a"], json!({"type": ["string", "null"]}));
-        assert_eq!(s["properties"]["b"], json!({"type": "integer", "exclusiveMinimum": 1}));
+        assert_eq!(
+            s["properties"]["b"],
+            json!({"type": "integer", "exclusiveMinimum": 1})
+        );
         assert_eq!(s["properties"]["c"], json!({"enum": ["x", null]}));
     }
 }

@@ -35,7 +35,9 @@ pub fn segment(tool: &str, name: &str, value: &Value) -> Result<String, ExecErro
     if text.is_empty() || text == "." || text == ".." {
         return Err(invalid(
             tool,
-            format!("path parameter {name:?} cannot be {text:?}: give the value of one path segment"),
+            format!(
+                "path parameter {name:?} cannot be {text:?}: give the value of one path segment"
+            ),
         ));
     }
     let mut out = String::with_capacity(text.len());
@@ -60,7 +62,10 @@ pub fn build(base: &reqwest::Url, op: &Operation, args: &Value) -> Result<Built,
     for p in &op.params {
         let Some(value) = args.get(&p.name).filter(|v| !v.is_null()) else {
             if p.location == Location::Path {
-                return Err(invalid(tool, format!("path parameter {:?} is missing", p.name)));
+                return Err(invalid(
+                    tool,
+                    format!("path parameter {:?} is missing", p.name),
+                ));
             }
             continue;
         };
@@ -76,11 +81,20 @@ pub fn build(base: &reqwest::Url, op: &Operation, args: &Value) -> Result<Built,
                 v => query.push((p.name.clone(), text_of(v))),
             },
             Location::Header => {
-                let name = reqwest::header::HeaderName::from_bytes(p.name.as_bytes())
-                    .map_err(|_| invalid(tool, format!("{:?} is not a valid header name", p.name)))?;
-                let value = reqwest::header::HeaderValue::from_str(&text_of(value)).map_err(|_| {
-                    invalid(tool, format!("header parameter {:?} holds a character a header cannot carry", p.name))
-                })?;
+                let name =
+                    reqwest::header::HeaderName::from_bytes(p.name.as_bytes()).map_err(|_| {
+                        invalid(tool, format!("{:?} is not a valid header name", p.name))
+                    })?;
+                let value =
+                    reqwest::header::HeaderValue::from_str(&text_of(value)).map_err(|_| {
+                        invalid(
+                            tool,
+                            format!(
+                                "header parameter {:?} holds a character a header cannot carry",
+                                p.name
+                            ),
+                        )
+                    })?;
                 headers.push((name, value));
             }
         }
@@ -88,7 +102,10 @@ pub fn build(base: &reqwest::Url, op: &Operation, args: &Value) -> Result<Built,
     if path.contains('{') {
         return Err(invalid(
             tool,
-            format!("the operation's path {:?} has a parameter the spec does not describe", op.path),
+            format!(
+                "the operation's path {:?} has a parameter the spec does not describe",
+                op.path
+            ),
         ));
     }
     let prefix = base.as_str().trim_end_matches('/');
@@ -147,13 +164,32 @@ mod tests {
         let o = op("/items/{id}");
         let url = |id: &str| build(&base, &o, &json!({"id": id})).map(|b| b.url.to_string());
         assert_eq!(url("42").unwrap(), "http://127.0.0.1:8080/api/v1/items/42");
-        assert_eq!(url("../admin").unwrap(), "http://127.0.0.1:8080/api/v1/items/..%2Fadmin");
-        assert_eq!(url("//evil.example:99/x").unwrap(), "http://127.0.0.1:8080/api/v1/items/%2F%2Fevil.example%3A99%2Fx");
-        assert_eq!(url("%2F..").unwrap(), "http://127.0.0.1:8080/api/v1/items/%252F..");
-        assert_eq!(url("https://evil.example/").unwrap(), "http://127.0.0.1:8080/api/v1/items/https%3A%2F%2Fevil.example%2F");
-        assert_eq!(url("a?b#c").unwrap(), "http://127.0.0.1:8080/api/v1/items/a%3Fb%23c");
+        assert_eq!(
+            url("../admin").unwrap(),
+            "http://127.0.0.1:8080/api/v1/items/..%2Fadmin"
+        );
+        assert_eq!(
+            url("//evil.example:99/x").unwrap(),
+            "http://127.0.0.1:8080/api/v1/items/%2F%2Fevil.example%3A99%2Fx"
+        );
+        assert_eq!(
+            url("%2F..").unwrap(),
+            "http://127.0.0.1:8080/api/v1/items/%252F.."
+        );
+        assert_eq!(
+            url("https://evil.example/").unwrap(),
+            "http://127.0.0.1:8080/api/v1/items/https%3A%2F%2Fevil.example%2F"
+        );
+        assert_eq!(
+            url("a?b#c").unwrap(),
+            "http://127.0.0.1:8080/api/v1/items/a%3Fb%23c"
+        );
         for bad in ["..", ".", ""] {
-            assert_eq!(url(bad).unwrap_err().code, ErrorCode::InvalidArguments, "{bad:?}");
+            assert_eq!(
+                url(bad).unwrap_err().code,
+                ErrorCode::InvalidArguments,
+                "{bad:?}"
+            );
         }
     }
 }

@@ -196,11 +196,17 @@ mod tests {
             "Node": {"type": "object", "properties": {"next": {"$ref": "#/components/schemas/Node"}}}
         }}});
         let a = resolve(&doc, &json!({"$ref": "#/components/schemas/A"})).unwrap();
-        assert_eq!(a, json!({"type": "object", "properties": {"b": {"type": "string"}}}));
+        assert_eq!(
+            a,
+            json!({"type": "object", "properties": {"b": {"type": "string"}}})
+        );
         let node = resolve(&doc, &json!({"$ref": "#/components/schemas/Node"})).unwrap();
         assert_eq!(node["properties"]["next"], json!({}));
         let err = resolve(&doc, &json!({"$ref": "other.yaml#/X"})).unwrap_err();
-        assert!(err.to_string().contains("remote $ref other.yaml#/X"), "{err}");
+        assert!(
+            err.to_string().contains("remote $ref other.yaml#/X"),
+            "{err}"
+        );
         let err = resolve(&doc, &json!({"$ref": "#/components/schemas/Nope"})).unwrap_err();
         assert!(err.to_string().contains("points to nothing"), "{err}");
     }
