@@ -1,7 +1,8 @@
 //! Mistakes in an OpenAPI server's entry or spec (issue 49 item 1), each with its stable code
 //! and what to do: entry problems refuse the config (`CONFIG_OPENAPI`), spec problems make the
 //! server unavailable with the reason (`CONFIG_OPENAPI_SPEC`: a remote `$ref`, a Swagger 2.0
-//! file, a missing file), and the other servers stay usable.
+//! file, a missing file), and the other servers stay usable. A spec named by URL is fetched once,
+//! when the server starts.
 
 use crate::common;
 use common::*;
@@ -95,4 +96,46 @@ fn spec_mistakes_make_only_that_server_unavailable() {
         assert!(r[server][1].as_str().unwrap().contains(needle), "{server}: {r}");
     }
     assert_eq!(r["ok"], json!(["ping"]), "{r}");
+}
+
+#[test]
+fn a_spec_url_is_fetched_once_when_the_server_starts() {
+    let notes = Notes::start(3600);
+    let dir = tempfile::tempdir().unwrap();
+    let config = notes_config(
+        dir.path(),
+        &notes,
+        json!({"openapi": format!("{}/openapi.yaml", notes.origin())}),
+        json!({}),
+    );
+    let script = dir.path().join("s.js");
+    std::fs::write(
+        &script,
+        "const a = await mcp.notes.getNote({ noteId: 'a' }); const b = await mcp.notes.getNote({ noteId: 'b' }); return [a.body.id, b.body.id, Object.keys(mcp.notes).length];",
+    )
+    .unwrap();
+    let runner = bin("sandbox-runner");
+    let run = cli_run_env(
+        &[
+            "run",
+            "--json",
+            "--config",
+            config.to_str().unwrap(),
+            script.to_str().unwrap(),
+        ],
+        &[
+            (NOTES_KEY_VAR, notes.key.as_str()),
+            ("MCP_SANDBOX_RUNNER", runner.to_str().unwrap()),
+        ],
+    );
+    assert_eq!(run.outcome()["result"], json!(["a", "b", 9]));
+    let paths: Vec<String> = notes
+        .calls()
+        .iter()
+        .map(|c| c["path"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        paths,
+        ["/openapi.yaml", "/api/v1/notes/a", "/api/v1/notes/b"]
+    );
 }

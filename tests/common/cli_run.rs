@@ -116,4 +116,3 @@ pub fn cli_run_env(args: &[&str], env: &[(&str, &str)]) -> CliRun {
         elapsed,
     }
 }
-
