@@ -233,13 +233,7 @@ fn describe(
         if pname.is_empty() {
             return Err("a parameter has no name".into());
         }
-        if location == Location::Header
-            && matches!(
-                pname.to_ascii_lowercase().as_str(),
-                "accept" | "content-type" | "authorization"
-            )
-        {
-            // OpenAPI says these header parameters are ignored.
+        if location == Location::Header && ignored_header(pname) {
             continue;
         }
         if properties.contains_key(pname) || pname == "body" {
@@ -342,6 +336,30 @@ fn describe(
     })
 }
 
+/// Header parameters a script never sets: those OpenAPI says are ignored (`Accept`,
+/// `Content-Type`, `Authorization`), and those that would change where or how the request goes
+/// (`Host`, framing, connection, proxy and cookie headers).
+fn ignored_header(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    matches!(
+        lower.as_str(),
+        "accept"
+            | "content-type"
+            | "authorization"
+            | "host"
+            | "content-length"
+            | "transfer-encoding"
+            | "connection"
+            | "upgrade"
+            | "te"
+            | "trailer"
+            | "keep-alive"
+            | "cookie"
+            | "forwarded"
+    ) || lower.starts_with("proxy-")
+        || lower.starts_with("x-forwarded-")
+}
+
 fn is_json(mime: &str) -> bool {
     let m = mime
         .split(';')
@@ -413,6 +431,31 @@ pub fn from_3_0(schema: Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_script_cannot_set_headers_that_redirect_a_request() {
+        let doc = json!({"openapi": "3.1.0", "paths": {"/a": {"get": {
+            "operationId": "a",
+            "parameters": [
+                {"name": "Host", "in": "header", "schema": {"type": "string"}},
+                {"name": "X-Forwarded-Host", "in": "header", "schema": {"type": "string"}},
+                {"name": "Proxy-Authorization", "in": "header", "schema": {"type": "string"}},
+                {"name": "X-Request-Id", "in": "header", "schema": {"type": "string"}}
+            ]
+        }}}});
+        let ops = operations(
+            "s",
+            &doc,
+            &Filter {
+                operations: &[],
+                tags: &[],
+            },
+        )
+        .unwrap();
+        let props = ops[0].input_schema["properties"].as_object().unwrap();
+        assert_eq!(props.keys().collect::<Vec<_>>(), ["X-Request-Id"]);
+        assert_eq!(ops[0].params.len(), 1);
+    }
 
     #[test]
     fn names_are_valid_tool_names() {
