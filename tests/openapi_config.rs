@@ -139,3 +139,47 @@ fn a_spec_url_is_fetched_once_when_the_server_starts() {
         ["/openapi.yaml", "/api/v1/notes/a", "/api/v1/notes/b"]
     );
 }
+
+#[test]
+fn policy_typos_are_caught_for_openapi_tools_too() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(notes_spec(), dir.path().join("notes.yaml")).unwrap();
+    let write = |sandbox: serde_json::Value| {
+        let config = dir.path().join("mcp.json");
+        let entry = json!({"openapi": "notes.yaml", "baseUrl": "http://127.0.0.1:9/api/v1"});
+        std::fs::write(
+            &config,
+            json!({"mcpServers": {"notes": entry}, "sandbox": sandbox}).to_string(),
+        )
+        .unwrap();
+        let script = dir.path().join("s.js");
+        std::fs::write(&script, "return Object.keys(mcp.notes).length").unwrap();
+        let runner = bin("sandbox-runner");
+        cli_run_env(
+            &[
+                "run",
+                "--config",
+                config.to_str().unwrap(),
+                script.to_str().unwrap(),
+            ],
+            &[("MCP_SANDBOX_RUNNER", runner.to_str().unwrap())],
+        )
+    };
+    let dot = write(json!({"deny": ["notes.deleteNote"]}));
+    assert_ne!(dot.status, 0);
+    assert!(
+        String::from_utf8_lossy(&dot.stderr).contains("POLICY_DOT_NAME"),
+        "{}",
+        String::from_utf8_lossy(&dot.stderr)
+    );
+    let typo = write(json!({"deny": ["notes:deleteNotes"], "strict_policy": true}));
+    let stderr = String::from_utf8_lossy(&typo.stderr);
+    assert_ne!(typo.status, 0, "{stderr}");
+    assert!(stderr.contains("POLICY_UNMATCHED_GLOB"), "{stderr}");
+    assert!(
+        stderr.contains("deleteNote"),
+        "the near miss is suggested: {stderr}"
+    );
+    let fine = write(json!({"deny": ["notes:deleteNote"], "strict_policy": true}));
+    assert_eq!(fine.status, 0, "{}", String::from_utf8_lossy(&fine.stderr));
+}
