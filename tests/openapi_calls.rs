@@ -184,6 +184,14 @@ fn calls_send_exactly_the_described_request_and_the_key_stays_host_side() {
             String::from_utf8_lossy(&out.stdout).contains("createNote"),
             "{args:?}"
         );
+        if args[1] == "--typescript" {
+            // The result's shape is declared: {status, body}.
+            let ts = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                ts.contains("}): Promise<{") && ts.contains("status: number;"),
+                "{ts}"
+            );
+        }
         absent(&format!("{args:?} stdout"), &out.stdout);
         absent(&format!("{args:?} stderr"), &out.stderr);
     }

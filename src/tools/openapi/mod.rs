@@ -93,7 +93,14 @@ impl OpenApiServer {
                 name: op.name.clone(),
                 description: op.description.clone(),
                 input_schema: op.input_schema.clone(),
-                output_schema: None,
+                output_schema: Some(serde_json::json!({
+                    "type": "object",
+                    "properties": {
+                        "status": {"type": "integer", "description": "the HTTP status (2xx)"},
+                        "body": {"description": "the answer: parsed JSON, else its text, null when empty"}
+                    },
+                    "required": ["status", "body"]
+                })),
             })
             .collect();
         tracing::debug!(
