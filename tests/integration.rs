@@ -65,6 +65,7 @@ mod openapi_large_spec;
 mod openapi_oauth;
 mod openapi_reach;
 mod openapi_serve;
+mod openapi_tls;
 mod outcome_redaction;
 mod oversized_errors;
 mod oversized_server_answer;

@@ -19,6 +19,11 @@ impl Notes {
     /// The service with a fresh key; its OAuth client is `notes-client`/`secret-<key>`, its
     /// tokens live `token_ttl` seconds.
     pub fn start(token_ttl: u64) -> Notes {
+        Notes::start_with(token_ttl, None)
+    }
+
+    /// [`Notes::start`], serving HTTPS with `tls = Some((cert, key))`.
+    pub fn start_with(token_ttl: u64, tls: Option<(&Path, &Path)>) -> Notes {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("requests.jsonl");
         std::fs::write(&log, "").unwrap();
@@ -32,6 +37,9 @@ impl Notes {
             .env("NOTES_CLIENT_ID", "notes-client")
             .env("NOTES_CLIENT_SECRET", format!("secret-{key}"))
             .env("NOTES_TOKEN_TTL", token_ttl.to_string());
+        if let Some((cert, key)) = tls {
+            cmd.env("NOTES_TLS_CERT", cert).env("NOTES_TLS_KEY", key);
+        }
         Notes {
             server: Listening::spawn(cmd, port),
             log,
