@@ -7,6 +7,7 @@
 //! ```
 
 pub mod gateway;
+pub mod openapi_entry;
 pub mod rule_names;
 pub mod server_entry;
 pub mod telemetry;
@@ -116,6 +117,31 @@ pub struct ServerConfig {
     /// Most `tools/list` pages one listing may take; default [`DEFAULT_MAX_TOOL_LIST_PAGES`].
     #[serde(default, rename = "maxToolListPages")]
     pub max_tool_list_pages: Option<usize>,
+    /// An OpenAPI description (a path relative to the config file, or an https URL): its
+    /// operations become this server's tools (see `openapi_entry` and `tools::openapi`).
+    #[serde(default)]
+    pub openapi: Option<String>,
+    /// Where an OpenAPI server's requests go; every request URL must stay under it.
+    #[serde(default, rename = "baseUrl")]
+    pub base_url: Option<String>,
+    /// Globs over operation ids (tool names): only matching operations become tools.
+    #[serde(default)]
+    pub operations: Vec<String>,
+    /// Only operations with one of these tags become tools.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Per-call timeout of an OpenAPI server's requests (default 30,000 ms).
+    #[serde(default, rename = "timeoutMs")]
+    pub timeout_ms: Option<u64>,
+    /// Largest answer body of one OpenAPI request (default 10 MiB).
+    #[serde(default, rename = "maxResponseBytes")]
+    pub max_response_bytes: Option<u64>,
+    /// Most requests in flight to one OpenAPI server (default 8).
+    #[serde(default, rename = "maxConcurrency")]
+    pub max_concurrency: Option<usize>,
+    /// Credentials for the spec's security schemes (apiKey, bearer, OAuth 2 client credentials).
+    #[serde(default)]
+    pub auth: Option<openapi_entry::ApiAuth>,
 }
 
 /// Default bound on the tools one server may list (`maxTools`).
@@ -156,62 +182,6 @@ pub struct OAuthConfig {
 
 /// Default start-up timeout of an MCP server.
 pub const DEFAULT_STARTUP_TIMEOUT_MS: u64 = 10_000;
-
-impl ServerConfig {
-    /// Whether this is a remote (`url`) server.
-    pub fn is_remote(&self) -> bool {
-        self.url.is_some()
-    }
-
-    /// The transport, as traces and `tools` name it: `"stdio"` or `"http"`.
-    pub fn transport_name(&self) -> &'static str {
-        if self.is_remote() {
-            "http"
-        } else {
-            "stdio"
-        }
-    }
-
-    /// Who shares one process of this server: the entry's `scope`, else `tenant` for a stdio
-    /// server (one tenant never sees what another left in a stateful server) and `shared` for a
-    /// remote one (its state lives behind one credential, whatever the connection).
-    pub fn scope(&self) -> ServerScope {
-        self.scope.unwrap_or(if self.is_remote() {
-            ServerScope::Shared
-        } else {
-            ServerScope::Tenant
-        })
-    }
-
-    /// How long a scoped server's process may sit unused.
-    pub fn idle_timeout(&self) -> std::time::Duration {
-        std::time::Duration::from_millis(self.idle_timeout_ms.unwrap_or(DEFAULT_IDLE_TIMEOUT_MS))
-    }
-
-    /// Most processes of a scoped server at once.
-    pub fn max_instances(&self) -> usize {
-        self.max_instances.unwrap_or(DEFAULT_MAX_INSTANCES)
-    }
-
-    /// The bounds on this server's tool list: (tools, bytes, pages per listing).
-    pub fn tool_list_bounds(&self) -> (usize, u64, usize) {
-        (
-            self.max_tools.unwrap_or(DEFAULT_MAX_TOOLS),
-            self.max_tool_list_bytes
-                .unwrap_or(DEFAULT_MAX_TOOL_LIST_BYTES),
-            self.max_tool_list_pages
-                .unwrap_or(DEFAULT_MAX_TOOL_LIST_PAGES),
-        )
-    }
-
-    /// The server's start-up timeout.
-    pub fn startup_timeout(&self) -> std::time::Duration {
-        std::time::Duration::from_millis(
-            self.startup_timeout_ms
-                .unwrap_or(DEFAULT_STARTUP_TIMEOUT_MS),
-        )
-    }
-}
 
 /// The `sandbox` section.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]

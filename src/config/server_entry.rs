@@ -91,6 +91,10 @@ pub fn host_var(name: &str) -> Option<String> {
 
 /// The checks of one server entry that `Config::parse` runs (see the module docs).
 pub fn check(name: &str, server: &ServerConfig) -> Result<(), String> {
+    super::openapi_entry::check(name, server)?;
+    if server.is_openapi() {
+        return check_headers(name, server);
+    }
     let has_command = !server.command.trim().is_empty();
     match (&server.url, has_command) {
         (Some(_), true) => {
@@ -172,6 +176,12 @@ pub fn check(name: &str, server: &ServerConfig) -> Result<(), String> {
             ));
         }
     }
+    check_headers(name, server)?;
+    check_env(name, server)
+}
+
+/// The entry's `headers`: names that may be set, values whose `${VAR}`s are set.
+fn check_headers(name: &str, server: &ServerConfig) -> Result<(), String> {
     for (header, value) in &server.headers {
         let lower = header.to_ascii_lowercase();
         if server.oauth.is_some() && lower == "authorization" {
@@ -197,6 +207,11 @@ pub fn check(name: &str, server: &ServerConfig) -> Result<(), String> {
         )
         .map_err(|e| e.to_string())?;
     }
+    Ok(())
+}
+
+/// The entry's `env`: scope variables only where the scope has them, other variables set.
+fn check_env(name: &str, server: &ServerConfig) -> Result<(), String> {
     let scope = server.scope();
     for (var, value) in &server.env {
         for scoped in references(value)
@@ -277,6 +292,73 @@ pub fn for_scope(
         out.env.insert(PRINCIPAL_VAR.to_string(), slug);
     }
     out
+}
+
+impl ServerConfig {
+    /// Whether this is a remote (`url`) server.
+    pub fn is_remote(&self) -> bool {
+        self.url.is_some()
+    }
+
+    /// Whether this is an OpenAPI server (`openapi`: its operations are its tools).
+    pub fn is_openapi(&self) -> bool {
+        self.openapi.is_some()
+    }
+
+    /// The transport, as traces and `tools` name it: `"stdio"` or `"http"`.
+    pub fn transport_name(&self) -> &'static str {
+        if self.is_openapi() {
+            "openapi"
+        } else if self.is_remote() {
+            "http"
+        } else {
+            "stdio"
+        }
+    }
+
+    /// Who shares one process of this server: the entry's `scope`, else `tenant` for a stdio
+    /// server (one tenant never sees what another left in a stateful server) and `shared` for a
+    /// remote one (its state lives behind one credential, whatever the connection).
+    pub fn scope(&self) -> super::ServerScope {
+        self.scope
+            .unwrap_or(if self.is_remote() || self.is_openapi() {
+                super::ServerScope::Shared
+            } else {
+                super::ServerScope::Tenant
+            })
+    }
+
+    /// How long a scoped server's process may sit unused.
+    pub fn idle_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(
+            self.idle_timeout_ms
+                .unwrap_or(super::DEFAULT_IDLE_TIMEOUT_MS),
+        )
+    }
+
+    /// Most processes of a scoped server at once.
+    pub fn max_instances(&self) -> usize {
+        self.max_instances.unwrap_or(super::DEFAULT_MAX_INSTANCES)
+    }
+
+    /// The bounds on this server's tool list: (tools, bytes, pages per listing).
+    pub fn tool_list_bounds(&self) -> (usize, u64, usize) {
+        (
+            self.max_tools.unwrap_or(super::DEFAULT_MAX_TOOLS),
+            self.max_tool_list_bytes
+                .unwrap_or(super::DEFAULT_MAX_TOOL_LIST_BYTES),
+            self.max_tool_list_pages
+                .unwrap_or(super::DEFAULT_MAX_TOOL_LIST_PAGES),
+        )
+    }
+
+    /// The server's start-up timeout.
+    pub fn startup_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(
+            self.startup_timeout_ms
+                .unwrap_or(super::DEFAULT_STARTUP_TIMEOUT_MS),
+        )
+    }
 }
 
 #[cfg(test)]

@@ -1,11 +1,12 @@
 //! What a script can reach: the [`catalog`] of tool providers (MCP servers over stdio, in-process
-//! tools), their compiled input [`schema`]s, listing them ([`discovery`]) and their TypeScript
+//! tools, APIs described by OpenAPI: [`openapi`]), their compiled input [`schema`]s, listing them ([`discovery`]) and their TypeScript
 //! declarations ([`typescript`]).
 //!
 //! May import `config`, `store`, `context`, `error`, `trace`, `term`.
 
 pub mod catalog;
 pub mod discovery;
+pub mod openapi;
 pub mod passthrough;
 pub mod schema;
 pub mod typescript;

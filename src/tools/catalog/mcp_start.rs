@@ -1,5 +1,6 @@
 //! Starting the configured MCP servers: all in parallel, each within its start-up timeout, as
-//! one shared process or scoped (one per tenant or principal, `scoped_server`).
+//! one shared process or scoped (one per tenant or principal, `scoped_server`), or an OpenAPI
+//! server (`tools::openapi`: no process, its spec read).
 
 use super::mcp_client::McpServer;
 use super::ToolProvider;
@@ -14,6 +15,10 @@ async fn start_one(
     cwd: &std::path::Path,
     timeout: Duration,
 ) -> Result<Arc<dyn ToolProvider>, String> {
+    if server.is_openapi() {
+        let s = crate::tools::openapi::OpenApiServer::start(name, server, cwd).await?;
+        return Ok(Arc::new(s));
+    }
     if server.scope() == crate::config::ServerScope::Shared {
         let s = McpServer::start(name, server, cwd).await?;
         s.set_restart_timeout(timeout);

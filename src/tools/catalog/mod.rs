@@ -3,7 +3,7 @@
 
 mod backoff;
 pub mod group_reaper;
-mod http_transport;
+pub mod http_transport;
 mod in_process;
 mod input_rounds;
 pub mod line_guard;

@@ -1,0 +1,180 @@
+//! Tools from OpenAPI descriptions: an `mcpServers` entry with `"openapi"` makes each
+//! operation of the spec a tool of that server, called host-side over HTTP. The gate does not
+//! know the difference: policy, schema validation, approvals, flow labels, traces (with
+//! `"transport": "openapi"`) and audit treat it as any MCP server.
+//!
+//! One job per file: `spec` (reading, parsing, local `$ref`s), `operations` (operation →
+//! tool), `request` (the URL, confined to `baseUrl`), `credentials` (headers, apiKey, bearer,
+//! OAuth 2 client credentials), `caller` (the HTTP exchange and its bounds).
+//! May import `config`, `error`, `term` and the catalog's provider types.
+
+mod caller;
+mod credentials;
+mod operations;
+mod request;
+mod spec;
+
+use crate::config::openapi_entry::{bounds, CONFIG_OPENAPI};
+use crate::config::ServerConfig;
+use crate::error::{ErrorCode, ExecError};
+use crate::tools::catalog::{CallContext, ToolInfo, ToolProvider};
+use futures::future::BoxFuture;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Why an OpenAPI server could not start (its message is the server's "unavailable" reason).
+#[derive(Debug, thiserror::Error)]
+pub enum OpenApiError {
+    #[error("{CONFIG_OPENAPI}_SPEC: {0}")]
+    Spec(String),
+    #[error("{CONFIG_OPENAPI}: {0}")]
+    Config(String),
+}
+
+/// One OpenAPI server: its operations as tools, and what calling them needs.
+pub struct OpenApiServer {
+    name: String,
+    base: reqwest::Url,
+    tools: Vec<ToolInfo>,
+    operations: BTreeMap<String, Arc<operations::Operation>>,
+    caller: Arc<caller::Caller>,
+}
+
+impl OpenApiServer {
+    /// Reads the spec of `config` (a path relative to `base_dir`, or a URL fetched once) and
+    /// makes its operations tools.
+    pub async fn start(
+        name: &str,
+        config: &ServerConfig,
+        base_dir: &Path,
+    ) -> Result<OpenApiServer, String> {
+        Self::start_inner(name, config, base_dir)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    async fn start_inner(
+        name: &str,
+        config: &ServerConfig,
+        base_dir: &Path,
+    ) -> Result<OpenApiServer, OpenApiError> {
+        let Some(location) = &config.openapi else {
+            return Err(OpenApiError::Config("the entry has no \"openapi\"".into()));
+        };
+        let client = crate::tools::catalog::http_transport::http_client(config, base_dir)
+            .map_err(OpenApiError::Config)?;
+        let started = std::time::Instant::now();
+        let text = spec::read(location, base_dir, &client).await?;
+        let doc = spec::parse(&text)?;
+        drop(text);
+        let filter = operations::Filter {
+            operations: &config.operations,
+            tags: &config.tags,
+        };
+        let ops = operations::operations(name, &doc, &filter)?;
+        let (max_tools, _, _) = config.tool_list_bounds();
+        if ops.len() > max_tools {
+            return Err(OpenApiError::Spec(format!(
+                "the spec has {} operations, more than the server's maxTools ({max_tools}): keep fewer with \"operations\" or \"tags\", or raise maxTools",
+                ops.len()
+            )));
+        }
+        let base_text = config.base_url.as_deref().unwrap_or_default();
+        let base = reqwest::Url::parse(base_text)
+            .map_err(|e| OpenApiError::Config(format!("baseUrl is not a valid URL: {e}")))?;
+        let credentials = credentials::Credentials::new(config, &doc)?;
+        let (timeout, max_bytes, concurrency) = bounds(config);
+        let tools = ops
+            .iter()
+            .map(|op| ToolInfo {
+                server: name.to_string(),
+                name: op.name.clone(),
+                description: op.description.clone(),
+                input_schema: op.input_schema.clone(),
+                output_schema: Some(serde_json::json!({
+                    "type": "object",
+                    "properties": {
+                        "status": {"type": "integer", "description": "the HTTP status (2xx)"},
+                        "body": {"description": "the answer: parsed JSON, else its text, null when empty"}
+                    },
+                    "required": ["status", "body"]
+                })),
+            })
+            .collect();
+        tracing::debug!(
+            server = %name,
+            operations = ops.len(),
+            ms = started.elapsed().as_millis() as u64,
+            "OpenAPI server loaded"
+        );
+        Ok(OpenApiServer {
+            name: name.to_string(),
+            base,
+            tools,
+            operations: ops
+                .into_iter()
+                .map(|o| (o.name.clone(), Arc::new(o)))
+                .collect(),
+            caller: Arc::new(caller::Caller {
+                server: name.to_string(),
+                client,
+                credentials,
+                permits: tokio::sync::Semaphore::new(concurrency),
+                timeout,
+                max_bytes,
+            }),
+        })
+    }
+}
+
+impl ToolProvider for OpenApiServer {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn tools(&self) -> Vec<ToolInfo> {
+        self.tools.clone()
+    }
+
+    fn has_tool(&self, tool: &str) -> bool {
+        self.operations.contains_key(tool)
+    }
+
+    fn tool(&self, tool: &str) -> Option<ToolInfo> {
+        self.tools.iter().find(|t| t.name == tool).cloned()
+    }
+
+    fn transport(&self) -> Option<&'static str> {
+        Some("openapi")
+    }
+
+    fn call(
+        &self,
+        tool: &str,
+        args: Value,
+        ctx: &CallContext,
+    ) -> BoxFuture<'static, Result<Value, ExecError>> {
+        let op = self.operations.get(tool).cloned();
+        let caller = self.caller.clone();
+        let base = self.base.clone();
+        let server = self.name.clone();
+        let tool = tool.to_string();
+        let left = ctx
+            .deadline
+            .saturating_duration_since(std::time::Instant::now());
+        Box::pin(async move {
+            let Some(op) = op else {
+                return Err(ExecError::new(
+                    ErrorCode::ToolNotFound,
+                    format!("server '{server}' has no operation {tool}"),
+                )
+                .with_tool(tool));
+            };
+            let built = request::build(&base, &op, &args)?;
+            let timeout = caller.timeout.min(left);
+            caller.call(&op, built, timeout).await
+        })
+    }
+}
