@@ -46,20 +46,7 @@ return out;
 "#,
     )
     .unwrap();
-    let runner = bin("sandbox-runner");
-    let run = cli_run_env(
-        &[
-            "run",
-            "--json",
-            "--config",
-            config.to_str().unwrap(),
-            script.to_str().unwrap(),
-        ],
-        &[
-            (NOTES_KEY_VAR, notes.key.as_str()),
-            ("MCP_SANDBOX_RUNNER", runner.to_str().unwrap()),
-        ],
-    );
+    let run = run_json(&config, &script, &notes);
     let o = run.outcome();
     assert_eq!(o["success"], true, "{o}");
     let r = &o["result"];
@@ -88,19 +75,7 @@ return out;
     // host's run of an empty script (a debug host alone peaks at about 45 MB).
     let idle = dir.path().join("idle.js");
     std::fs::write(&idle, "return 1").unwrap();
-    let base = cli_run_env(
-        &[
-            "run",
-            "--json",
-            "--config",
-            config.to_str().unwrap(),
-            idle.to_str().unwrap(),
-        ],
-        &[
-            (NOTES_KEY_VAR, notes.key.as_str()),
-            ("MCP_SANDBOX_RUNNER", runner.to_str().unwrap()),
-        ],
-    );
+    let base = run_json(&config, &idle, &notes);
     assert_eq!(base.outcome()["result"], 1);
     assert!(
         run.max_rss_kib < base.max_rss_kib + 32 * 1024,
@@ -132,20 +107,7 @@ return all.map(a => a.status);
 "#,
     )
     .unwrap();
-    let runner = bin("sandbox-runner");
-    let run = cli_run_env(
-        &[
-            "run",
-            "--json",
-            "--config",
-            config.to_str().unwrap(),
-            script.to_str().unwrap(),
-        ],
-        &[
-            (NOTES_KEY_VAR, notes.key.as_str()),
-            ("MCP_SANDBOX_RUNNER", runner.to_str().unwrap()),
-        ],
-    );
+    let run = run_json(&config, &script, &notes);
     let o = run.outcome();
     assert_eq!(o["result"], json!([200, 200, 200, 200, 200, 200]), "{o}");
     assert_eq!(peak(&notes), 2);

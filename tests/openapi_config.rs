@@ -114,20 +114,7 @@ fn a_spec_url_is_fetched_once_when_the_server_starts() {
         "const a = await mcp.notes.getNote({ noteId: 'a' }); const b = await mcp.notes.getNote({ noteId: 'b' }); return [a.body.id, b.body.id, Object.keys(mcp.notes).length];",
     )
     .unwrap();
-    let runner = bin("sandbox-runner");
-    let run = cli_run_env(
-        &[
-            "run",
-            "--json",
-            "--config",
-            config.to_str().unwrap(),
-            script.to_str().unwrap(),
-        ],
-        &[
-            (NOTES_KEY_VAR, notes.key.as_str()),
-            ("MCP_SANDBOX_RUNNER", runner.to_str().unwrap()),
-        ],
-    );
+    let run = run_json(&config, &script, &notes);
     assert_eq!(run.outcome()["result"], json!(["a", "b", 9]));
     let paths: Vec<String> = notes
         .calls()

@@ -41,20 +41,7 @@ return out;
         ),
     )
     .unwrap();
-    let runner = bin("sandbox-runner");
-    let run = cli_run_env(
-        &[
-            "run",
-            "--json",
-            "--config",
-            config.to_str().unwrap(),
-            script.to_str().unwrap(),
-        ],
-        &[
-            (NOTES_KEY_VAR, notes.key.as_str()),
-            ("MCP_SANDBOX_RUNNER", runner.to_str().unwrap()),
-        ],
-    );
+    let run = run_json(&config, &script, &notes);
     let o = run.outcome();
     assert_eq!(o["success"], true, "{o}");
     let r = &o["result"];

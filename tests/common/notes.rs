@@ -102,3 +102,22 @@ pub fn notes_config(dir: &Path, notes: &Notes, entry: Value, sandbox: Value) -> 
     .unwrap();
     config
 }
+
+/// `mcp-sandbox run --json --config CONFIG SCRIPT` with the notes service's key in the
+/// environment (the real runner).
+pub fn run_json(config: &Path, script: &Path, notes: &Notes) -> super::cli_run::CliRun {
+    let runner = super::bin("sandbox-runner");
+    super::cli_run::cli_run_env(
+        &[
+            "run",
+            "--json",
+            "--config",
+            config.to_str().unwrap(),
+            script.to_str().unwrap(),
+        ],
+        &[
+            (NOTES_KEY_VAR, notes.key.as_str()),
+            ("MCP_SANDBOX_RUNNER", runner.to_str().unwrap()),
+        ],
+    )
+}
