@@ -2,6 +2,8 @@
 # Bounded libFuzzer run of every target in fuzz/ (the [[bin]]s of fuzz/Cargo.toml: frame decoder,
 # host session on arbitrary runner bytes, …).
 # Usage: scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 30)
+#        scripts/fuzz.sh --build-only          (build the targets, run none: CI builds them
+#                                               beside the tests, then runs them)
 #
 # Built with plain cargo and the coverage flags that cargo-fuzz passes (`-s none`: no sanitizer,
 # since ASan needs a nightly std that cannot be downloaded here), so a fresh machine does not
@@ -12,12 +14,21 @@
 # directory, crashes to fuzz/artifacts/<target>.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+build_only=0
+if [[ "${1:-}" == "--build-only" ]]; then
+    build_only=1
+    shift
+fi
 secs="${1:-30}"
 
 triple="$(rustc -vV | sed -n 's/^host: //p')"
 export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
 -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
 -Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing"
+
+cargo build --manifest-path fuzz/Cargo.toml --release --target "$triple" --bins --quiet
+[[ $build_only == 1 ]] && exit 0
+
 # The session target replays its input through the fake runner; any profile's build will do.
 fake="${FAKE_RUNNER:-}"
 if [[ -z "$fake" ]]; then
@@ -31,7 +42,6 @@ if [[ -z "$fake" ]]; then
 fi
 export FAKE_RUNNER="$fake"
 
-cargo build --manifest-path fuzz/Cargo.toml --release --target "$triple" --bins --quiet
 bin_dir="fuzz/target/$triple/release"
 targets="$(awk '/^\[\[bin\]\]/ {b=1} b && /^name = / {gsub(/"/, "", $3); print $3; b=0}' fuzz/Cargo.toml)"
 

@@ -99,7 +99,9 @@ fi
 # --- Rust (tests spawn the binaries from target/release) ---
 # The binaries are the ones the README's `cargo build --release --workspace` makes (the same
 # features: Cargo.toml unifies bitflags' so the dev-dependencies change no dependency), so after
-# that command this step compiles only the test harnesses, the benchmark and the examples.
+# that command this step compiles only the test harnesses and the benchmark. Not the examples:
+# examples/profile is a profiling aid no test runs (76 s of CPU in CI's build; `cargo clippy
+# --all-targets` still compiles it, and `cargo build --release --example profile` builds it).
 # In CI, `--timings` leaves target/cargo-timings/cargo-timing.html: where the build's time went.
 if [[ $build == 0 ]]; then
     say "done (--no-build)"
@@ -107,7 +109,7 @@ if [[ $build == 0 ]]; then
 fi
 timings=()
 [[ "${CI:-}" == true ]] && timings=(--timings)
-say "cargo build --release --workspace --all-targets"
-cargo build --release --workspace --all-targets --quiet "${timings[@]}"
+say "cargo build --release --workspace --lib --bins --tests --benches"
+cargo build --release --workspace --lib --bins --tests --benches --quiet "${timings[@]}"
 
 say "done"

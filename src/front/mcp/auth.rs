@@ -230,6 +230,17 @@ impl Authenticator {
     }
 }
 
+/// The SHA-256 of a request's one `Authorization` value (`None` without exactly one, or one
+/// longer than [`MAX_CREDENTIAL_BYTES`]): a key for what was decided about that credential.
+pub fn credential_hash(headers: &HeaderMap) -> Option<[u8; 32]> {
+    let mut values = headers.get_all("authorization").iter();
+    let value = values.next()?;
+    if values.next().is_some() || value.len() > MAX_CREDENTIAL_BYTES {
+        return None;
+    }
+    Some(Sha256::digest(value.as_bytes()).into())
+}
+
 /// How an API token's [`Principal::id`] starts (then the hex SHA-256 of the token).
 pub const TOKEN_ID_PREFIX: &str = "token#";
 

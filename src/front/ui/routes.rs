@@ -51,6 +51,9 @@ pub enum UiAccess {
         authenticated: bool,
         /// The gateway's questions waiting for an answer (`/ui/api/approvals`).
         pending: Option<Arc<crate::gate::pending::PendingApprovals>>,
+        /// Each principal's read bounds, shared with the guard, which refuses a read past them
+        /// before checking its credential again ([`super::limit::ReadLimits::refused_before_auth`]).
+        limits: Arc<super::limit::ReadLimits>,
     },
     /// `mcp-sandbox ui`: the operator on this machine (loopback hosts only).
     Local,
@@ -124,11 +127,15 @@ pub fn router_on(reader: Store, access: UiAccess) -> (Router, Router) {
 }
 
 fn router_with(reader: Store, writer: Option<Store>, access: UiAccess) -> (Router, Router) {
+    let limits = match &access {
+        UiAccess::Gateway { limits, .. } => limits.clone(),
+        UiAccess::Local => Arc::default(),
+    };
     let ui = Ui {
         store: reader,
         writer,
         access,
-        limits: Arc::default(),
+        limits,
     };
     let page = Router::new()
         .route(
@@ -204,6 +211,44 @@ fn loopback_host(host: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
+/// Whether `GET path` is a read within each principal's bounds ([`super::limit`]): the API
+/// routes that answer through [`query`] (or [`admit`]).
+pub fn limited_read(path: &str) -> bool {
+    match path.strip_prefix("/ui/api/") {
+        Some("me" | "executions" | "graph" | "capabilities" | "labels") => true,
+        Some(rest) => rest
+            .strip_prefix("executions/")
+            .is_some_and(|id| !id.is_empty() && !id.contains('/')),
+        None => false,
+    }
+}
+
+/// The answer to a read past its principal's bounds: `429 UI_RATE_LIMITED`, `Retry-After` and
+/// the view's security headers.
+pub fn refused_read(r: &super::limit::Refused) -> Response {
+    let mut resp = refuse(StatusCode::TOO_MANY_REQUESTS, "UI_RATE_LIMITED", &r.message);
+    resp.headers_mut()
+        .insert("retry-after", HeaderValue::from(r.retry_after));
+    secured(resp)
+}
+
+/// The security headers every answer of the view carries.
+fn secured(mut r: Response) -> Response {
+    let h = r.headers_mut();
+    h.insert(
+        "content-security-policy",
+        HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+    );
+    h.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
+    h.insert("cache-control", HeaderValue::from_static("no-store"));
+    h.insert("x-frame-options", HeaderValue::from_static("DENY"));
+    r
+}
+
 /// The host check and the security headers of every answer.
 async fn headers(State(ui): State<Ui>, req: Request, next: Next) -> Response {
     if ui.access.loopback_only() {
@@ -220,20 +265,7 @@ async fn headers(State(ui): State<Ui>, req: Request, next: Next) -> Response {
             );
         }
     }
-    let mut r = next.run(req).await;
-    let h = r.headers_mut();
-    h.insert(
-        "content-security-policy",
-        HeaderValue::from_static(CONTENT_SECURITY_POLICY),
-    );
-    h.insert(
-        "x-content-type-options",
-        HeaderValue::from_static("nosniff"),
-    );
-    h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
-    h.insert("cache-control", HeaderValue::from_static("no-store"));
-    h.insert("x-frame-options", HeaderValue::from_static("DENY"));
-    r
+    secured(next.run(req).await)
 }
 
 pub(super) fn viewer(ui: &Ui, req: &Request) -> Result<Viewer, Box<Response>> {
@@ -273,13 +305,8 @@ pub(super) fn params(req: &Request) -> BTreeMap<String, String> {
 
 /// Admits one read of the viewer's ([`super::limit`]), or answers `429 UI_RATE_LIMITED`.
 fn admit(ui: &Ui, v: &Viewer) -> Result<super::limit::Admitted, Box<Response>> {
-    let key = format!("{}\n{}", v.principal.tenant, v.principal.name);
-    super::limit::admit(&ui.limits, &key).map_err(|r| {
-        let mut resp = refuse(StatusCode::TOO_MANY_REQUESTS, "UI_RATE_LIMITED", &r.message);
-        resp.headers_mut()
-            .insert("retry-after", HeaderValue::from(r.retry_after));
-        Box::new(resp)
-    })
+    let key = super::limit::principal_key(&v.principal);
+    super::limit::admit(&ui.limits, &key).map_err(|r| Box::new(refused_read(&r)))
 }
 
 /// Runs a query of the viewer's off the async workers, within its bounds (its slot held until

@@ -48,6 +48,9 @@ pub(super) struct Front {
     pub(super) body_shares: Mutex<HashMap<CapKey, usize>>,
     /// `None`: no authentication (loopback only); every caller is `anonymous`.
     pub(super) auth: crate::front::mcp::auth::SharedAuth,
+    /// The web view's per-principal read bounds (shared with its routes): the guard refuses a
+    /// read past them before checking the credential again.
+    pub(super) ui_limits: Arc<crate::front::ui::limit::ReadLimits>,
 }
 
 impl Front {

@@ -94,14 +94,38 @@ pub(super) async fn guard(
     mut req: Request,
     next: Next,
 ) -> Response {
+    // A web-view read past its principal's bounds is refused before its credential is checked
+    // again: a principal polling the view from many threads then costs a hash, not a token
+    // lookup in the state store (or a signature check) per refused request.
+    let ui_credential = match (&front.auth, req.method()) {
+        (Some(_), &Method::GET) if crate::front::ui::routes::limited_read(req.uri().path()) => {
+            crate::front::mcp::auth::credential_hash(req.headers())
+        }
+        _ => None,
+    };
+    if let Some(c) = &ui_credential {
+        if let Some(refused) = front.ui_limits.refused_before_auth(c) {
+            return crate::front::ui::routes::refused_read(&refused);
+        }
+    }
     // Who is calling, before anything else is looked at.
     let principal = match &front.auth {
         None => crate::context::principal::Principal::anonymous(),
         Some(auth) => match auth.authenticate(req.headers()).await {
             Ok(p) => p,
-            Err(failure) => return auth.refusal(&failure),
+            Err(failure) => {
+                if let Some(c) = &ui_credential {
+                    front.ui_limits.forget(c);
+                }
+                return auth.refusal(&failure);
+            }
         },
     };
+    if let Some(c) = ui_credential {
+        front
+            .ui_limits
+            .remember(c, &crate::front::ui::limit::principal_key(&principal));
+    }
     let principal = Arc::new(principal);
     req.extensions_mut().insert(principal.clone());
     let session = req

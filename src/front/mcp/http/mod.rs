@@ -171,6 +171,7 @@ pub async fn serve_http(
         opts: opts.clone(),
         bodies: Arc::new(Semaphore::new(MAX_BUFFERED_BODY_BYTES)),
         auth: auth.clone(),
+        ui_limits: Arc::default(),
     });
     // The web view (`/ui`) reads the state store: its API sits behind the same guard, its page
     // (no data in it) does not, so a browser can load it before it holds a credential.
@@ -181,6 +182,7 @@ pub async fn serve_http(
                 policies: Arc::new(front.gateway.policies.clone()),
                 authenticated: auth.is_some(),
                 pending: Some(front.gateway.pending.clone()),
+                limits: front.ui_limits.clone(),
             },
         )
     });
