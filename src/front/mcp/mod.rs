@@ -29,6 +29,7 @@ pub mod metrics;
 pub mod passthrough;
 pub mod rate;
 pub mod remote;
+mod request_of;
 pub mod responses;
 mod search_tools;
 pub mod sessions;
@@ -37,16 +38,18 @@ pub mod stdio_fd;
 mod summary;
 pub mod tasks;
 pub mod tls;
+mod tool_list;
 mod wait_execution;
 pub mod web_approval;
 mod yielding;
 
 use crate::context::limits::Limits;
 use crate::context::policy::Policy;
-use crate::context::principal::{Caller, Principal};
+use crate::context::principal::Principal;
 use crate::context::{Client, McpTransport};
 use crate::sandbox::Sandbox;
 use handles::NamedSession;
+use request_of::*;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -55,6 +58,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 use std::sync::Arc;
+use tool_list::tools;
 
 /// What every session of the server shares.
 pub struct Gateway {
@@ -249,64 +253,6 @@ impl GatewayServer {
             session_header(context).unwrap_or(&self.connection),
         )
     }
-}
-
-/// The `Mcp-Session-Id` of an HTTP request (`None` over stdio).
-fn session_header(context: &RequestContext<RoleServer>) -> Option<&str> {
-    context
-        .extensions
-        .get::<axum::http::request::Parts>()
-        .and_then(|p| p.headers.get(sessions::SESSION_HEADER))
-        .and_then(|v| v.to_str().ok())
-}
-
-/// Whether a request speaks MCP 2026-07-28 or later (its `_meta` names the version): there is
-/// no session, and the server cannot send the client requests (elicitation, sampling).
-fn speaks_2026(context: &RequestContext<RoleServer>) -> bool {
-    context
-        .meta
-        .protocol_version()
-        .is_some_and(|v| v.as_str() >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str())
-}
-
-/// The key of a request's answer in the response budget: released once it is written.
-fn answer_key(context: &RequestContext<RoleServer>) -> responses::AnswerKey {
-    let over_http = context
-        .extensions
-        .get::<axum::http::request::Parts>()
-        .is_some();
-    (
-        session_header(context)
-            .unwrap_or(if over_http { "http" } else { "stdio" })
-            .to_string(),
-        serde_json::to_string(&context.id).unwrap_or_default(),
-    )
-}
-
-/// The client's name and version as it gave them: in each request's `_meta` (MCP 2026-07-28,
-/// `io.modelcontextprotocol/clientInfo`), or in `initialize` (legacy).
-fn client_identity(context: &RequestContext<RoleServer>) -> (String, String) {
-    // The request's own `_meta` first: on the 2026-07-28 path rmcp gives the handler a
-    // stand-in peer (it has no `initialize` to read).
-    let info = context
-        .meta
-        .client_info()
-        .or_else(|| context.peer.peer_info().map(|i| i.client_info.clone()));
-    info.map(|i| (i.name, i.version)).unwrap_or_default()
-}
-
-/// Who sends a request: the principal, its tenant, the client's name and the front.
-fn caller_of(
-    context: &RequestContext<RoleServer>,
-    over_http: bool,
-    principal: &Principal,
-) -> Caller {
-    let (name, _) = client_identity(context);
-    Caller::of(
-        principal,
-        (!name.is_empty()).then_some(name),
-        if over_http { "http" } else { "stdio" },
-    )
 }
 
 pub(crate) fn schema(value: Value) -> Arc<JsonObject> {
@@ -615,82 +561,6 @@ impl GatewayServer {
         };
         crate::gate::approval::Approvals::new(Arc::new(page), pre, timeout)
     }
-}
-
-/// Whether the client declared the `elicitation` capability: in the request's `_meta` (MCP
-/// 2026-07-28, where each request carries them), else in `initialize`.
-fn declares_elicitation(context: &RequestContext<RoleServer>) -> bool {
-    context
-        .client_capabilities()
-        .is_some_and(|c| c.elicitation.is_some())
-}
-
-/// `response`, whose complete result names the session handle (if any).
-fn named_in(response: CallToolResponse, handle: Option<&str>) -> CallToolResponse {
-    match response {
-        CallToolResponse::Complete(r) => handles::name_in(r, handle).into(),
-        other => other,
-    }
-}
-
-/// The principal of a request: the HTTP front put the authenticated one on it; stdio is local.
-fn principal_of(context: &RequestContext<RoleServer>) -> Arc<Principal> {
-    context
-        .extensions
-        .get::<axum::http::request::Parts>()
-        .and_then(|p| p.extensions.get::<Arc<Principal>>())
-        .cloned()
-        .unwrap_or_else(|| Arc::new(Principal::local()))
-}
-
-fn tools(gateway: &Gateway, max_output_bytes: u64) -> Vec<Tool> {
-    let mut tools = gateway_tools(gateway, max_output_bytes);
-    for tool in &mut tools {
-        let mut schema = Value::Object((*tool.input_schema).clone());
-        handles::add_to_schema(&tool.name, &mut schema);
-        tool.input_schema = self::schema(schema);
-    }
-    tools
-}
-
-fn gateway_tools(gateway: &Gateway, max_output_bytes: u64) -> Vec<Tool> {
-    vec![
-        Tool::new(
-            "execute_code",
-            execute_code::description(gateway, max_output_bytes),
-            schema(execute_code::input_schema()),
-        ),
-        Tool::new(
-            "wait_execution",
-            wait_execution::WAIT_DESCRIPTION,
-            schema(wait_execution::wait_schema()),
-        ),
-        Tool::new(
-            "cancel_execution",
-            wait_execution::CANCEL_DESCRIPTION,
-            schema(wait_execution::cancel_schema()),
-        ),
-        Tool::new(
-            "search_tools",
-            search_tools::DESCRIPTION,
-            schema(search_tools::input_schema()),
-        ),
-        Tool::new(
-            "save_capability",
-            capabilities::SAVE_DESCRIPTION,
-            schema(capabilities::save_schema()),
-        ),
-        Tool::new(
-            "list_capabilities",
-            capabilities::LIST_DESCRIPTION,
-            schema(capabilities::list_schema()),
-        ),
-        Tool::new(
-            "list_state",
-            list_state::description(gateway),
-            schema(list_state::input_schema()),
-        ),
-    ]
 }
 
 /// An `invalid_params` protocol error for malformed tool arguments (a wrong call, not a failed
