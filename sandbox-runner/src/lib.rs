@@ -4,6 +4,7 @@
 //! - [`protocol`] — frame codec and message types (always built; no heavy dependencies).
 //! - `lockdown` — the OS isolation layers, applied before any user code is read (feature `lockdown`).
 //! - `engine` — QuickJS, the `mcp` proxies and the runner's single-threaded loop (feature `engine`).
+//! - `python` — monty for Python scripts, with the same channel, limits and loop shape.
 
 pub mod protocol;
 /// The zygote's control protocol (always built: the host speaks it).
@@ -24,3 +25,7 @@ pub mod prefault_probe;
 
 #[cfg(feature = "engine")]
 pub mod engine;
+
+/// Python scripts on monty, in the same process model as [`engine`] (feature `engine`).
+#[cfg(feature = "engine")]
+pub mod python;

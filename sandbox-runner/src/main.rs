@@ -12,12 +12,16 @@
 use sandbox_runner::engine::{channel::Channel, Engine, ExecuteRequest};
 use sandbox_runner::lockdown::{self, LockdownConfig};
 use sandbox_runner::protocol::{
-    decode_payload, HostMessage, RunnerMessage, DEFAULT_MAX_FRAME, PROTOCOL_VERSION,
+    decode_payload, HostMessage, Language, RunnerMessage, DEFAULT_MAX_FRAME, PROTOCOL_VERSION,
     RUNNER_SOCKET_FD,
 };
 use sandbox_runner::{zygote, zygote_wire};
 use std::os::fd::FromRawFd;
 use std::os::unix::net::UnixStream;
+
+/// Counts live bytes for the Python engine's memory limit (see `python::alloc`).
+#[global_allocator]
+static ALLOCATOR: sandbox_runner::python::alloc::Counting = sandbox_runner::python::alloc::Counting;
 
 /// Exit statuses the host can tell apart.
 const EXIT_USAGE: i32 = 2;
@@ -162,20 +166,24 @@ fn run(engine: &Engine, pid: u32, isolation: lockdown::IsolationReport, max_fram
     if channel.send(&ready).is_err() {
         std::process::exit(EXIT_CHANNEL);
     }
-    let request = match channel.recv().map(decode_payload::<HostMessage>) {
+    let (language, request) = match channel.recv().map(decode_payload::<HostMessage>) {
         Ok(Ok(HostMessage::Execute {
             code,
             tools,
             unavailable,
             context,
             limits,
-        })) => ExecuteRequest {
-            code,
-            tools,
-            unavailable,
-            context,
-            limits,
-        },
+            language,
+        })) => (
+            language,
+            ExecuteRequest {
+                code,
+                tools,
+                unavailable,
+                context,
+                limits,
+            },
+        ),
         _ => std::process::exit(EXIT_CHANNEL),
     };
     channel.set_max_frame(
@@ -183,7 +191,11 @@ fn run(engine: &Engine, pid: u32, isolation: lockdown::IsolationReport, max_fram
             .unwrap_or(max_frame)
             .min(max_frame),
     );
-    let status = match engine.execute(channel, request) {
+    let executed = match language {
+        Language::Javascript => engine.execute(channel, request),
+        Language::Python => sandbox_runner::python::execute(channel, request),
+    };
+    let status = match executed {
         Ok(()) => 0,
         Err(_) => EXIT_CHANNEL,
     };

@@ -76,6 +76,9 @@ pub enum HostMessage {
         #[serde(default)]
         context: Map<String, Value>,
         limits: RunnerLimits,
+        /// The language of `code` (absent: JavaScript, as before there was a choice).
+        #[serde(default, skip_serializing_if = "Language::is_javascript")]
+        language: Language,
     },
     /// The answer to one `rpc_call`.
     RpcResult {
@@ -88,6 +91,40 @@ pub enum HostMessage {
     },
     /// The answer to the runner's latest `sleep`: its earliest timer is due.
     Wake,
+}
+
+/// The language a script is written in: each has its engine in the same runner, behind the same
+/// lockdown.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Language {
+    /// QuickJS (`engine`).
+    #[default]
+    Javascript,
+    /// monty, a Python subset interpreter (`python`).
+    Python,
+}
+
+impl Language {
+    pub fn is_javascript(&self) -> bool {
+        *self == Language::Javascript
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Language::Javascript => "javascript",
+            Language::Python => "python",
+        }
+    }
+
+    /// `"javascript"`/`"js"` or `"python"`/`"py"`.
+    pub fn parse(name: &str) -> Option<Language> {
+        match name {
+            "javascript" | "js" => Some(Language::Javascript),
+            "python" | "py" => Some(Language::Python),
+            _ => None,
+        }
+    }
 }
 
 /// One callable tool, as the runner needs to know it.

@@ -20,8 +20,13 @@ const FLAGS: &[(&str, &str)] = &[
 ];
 
 /// Improves `error` (of an execution of `code`, sent to the runner as JavaScript).
-pub fn improve(error: &mut ExecError, code: &str, request: &RequestContext) {
-    if error.code == ErrorCode::SyntaxError {
+pub fn improve(
+    error: &mut ExecError,
+    code: &str,
+    language: sandbox_runner::protocol::Language,
+    request: &RequestContext,
+) {
+    if error.code == ErrorCode::SyntaxError && language.is_javascript() {
         if let Some(better) = explain_javascript_error(code) {
             error.message = format!("{better} (QuickJS said: {})", error.message);
         }

@@ -33,20 +33,34 @@ pub enum Language {
     #[default]
     Javascript,
     Typescript,
+    /// Run by the runner's Python engine (monty) as it is: nothing to strip.
+    Python,
 }
 
 impl Language {
-    /// `typescript` for `.ts`/`.mts`/`.cts` files, else `javascript`.
+    /// `typescript` for `.ts`/`.mts`/`.cts` files, `python` for `.py`, else `javascript`.
     pub fn from_path(path: &Path) -> Language {
         match path.extension().and_then(|e| e.to_str()) {
             Some("ts" | "mts" | "cts") => Language::Typescript,
+            Some("py") => Language::Python,
             _ => Language::Javascript,
+        }
+    }
+
+    /// The engine of the runner that runs it (TypeScript runs as the JavaScript it is stripped
+    /// to).
+    pub fn engine(self) -> sandbox_runner::protocol::Language {
+        match self {
+            Language::Python => sandbox_runner::protocol::Language::Python,
+            Language::Javascript | Language::Typescript => {
+                sandbox_runner::protocol::Language::Javascript
+            }
         }
     }
 
     fn source_type(self) -> SourceType {
         let base = match self {
-            Language::Javascript => SourceType::mjs(),
+            Language::Javascript | Language::Python => SourceType::mjs(),
             Language::Typescript => SourceType::ts(),
         };
         // A module, so top-level `await` parses.
@@ -115,7 +129,7 @@ pub fn to_javascript_mapped(
     language: Language,
 ) -> Result<(String, Option<PositionMap>), ExecError> {
     crate::script::nesting::check(source)?;
-    if language == Language::Javascript {
+    if matches!(language, Language::Javascript | Language::Python) {
         return Ok((source.to_string(), None));
     }
     // The transform asserts its own invariants with panics; user input must never take the host

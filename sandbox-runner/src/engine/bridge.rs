@@ -110,7 +110,7 @@ impl<'js> Bridge<'js> {
         if known {
             return Ok(());
         }
-        let alternatives = self.closest(server, tool);
+        let alternatives = super::suggest::closest(&self.tools, server, tool);
         let hint = if alternatives.is_empty() {
             "list the available tools with `Object.keys(mcp)` and `Object.keys(mcp.<server>)`"
                 .to_string()
@@ -124,28 +124,6 @@ impl<'js> Bridge<'js> {
         e.tool = Some(format!("{server}:{tool}"));
         e.alternatives = Some(alternatives);
         Err(e)
-    }
-
-    /// Up to three `server:tool` names closest to the one asked for: by tool name within the
-    /// same server, by the whole `server:tool` name across servers.
-    fn closest(&self, server: &str, tool: &str) -> Vec<String> {
-        let wanted = format!("{server}:{tool}");
-        let mut scored: Vec<(f64, String)> = self
-            .tools
-            .iter()
-            .flat_map(|(s, tools)| tools.iter().map(move |t| (s, t)))
-            .map(|(s, t)| {
-                let score = if s == server {
-                    strsim::normalized_damerau_levenshtein(tool, t)
-                } else {
-                    strsim::normalized_damerau_levenshtein(&wanted, &format!("{s}:{t}")) * 0.9
-                };
-                (score, format!("{s}:{t}"))
-            })
-            .filter(|(score, _)| *score >= 0.5)
-            .collect();
-        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-        scored.into_iter().take(3).map(|(_, c)| c).collect()
     }
 
     /// The native behind every tool proxy. Always returns a promise; never throws synchronously.

@@ -11,6 +11,7 @@ pub mod crypto;
 mod intl;
 pub mod preload;
 mod subtle;
+pub mod suggest;
 mod text;
 mod timers;
 mod web;
@@ -354,7 +355,7 @@ fn wait_for_host<'js>(
 }
 
 /// A NUL character in the source: QuickJS takes the source as a C string and cannot compile it.
-fn nul_in_source(code: &str, at: usize) -> WireError {
+pub fn nul_in_source(code: &str, at: usize) -> WireError {
     let before = &code[..at];
     let line = before.matches('\n').count() + 1;
     let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
@@ -377,7 +378,7 @@ pub fn deadlock() -> WireError {
     )
 }
 
-fn cpu_limit(cpu_ms: u64) -> WireError {
+pub fn cpu_limit(cpu_ms: u64) -> WireError {
     WireError::new(
         "CPU_LIMIT",
         format!("the script used more than {cpu_ms} ms of CPU time (time waiting on tools does not count); look for an endless loop or raise --cpu-ms"),

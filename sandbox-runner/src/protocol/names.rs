@@ -182,3 +182,29 @@ pub fn context_key_problem(name: &str) -> Option<String> {
     }
     None
 }
+
+/// Python keywords and the script's own names: none can be a context variable.
+const PYTHON_NOT_VARIABLES: &[&str] = &[
+    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
+    "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import",
+    "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
+    "with", "yield", "mcp", "store", "load", "keys", "remove", "print",
+];
+
+/// Why `name` cannot be a context variable of a Python script, if it cannot.
+pub fn python_context_key_problem(name: &str) -> Option<String> {
+    if !is_identifier(name) || name.contains('$') {
+        return Some(format!(
+            "context key '{}' cannot be a Python variable name: use an ASCII identifier \
+             (letters, digits and _, not starting with a digit)",
+            name.chars().take(128).collect::<String>().escape_debug()
+        ));
+    }
+    if PYTHON_NOT_VARIABLES.contains(&name) {
+        return Some(format!(
+            "context key '{name}' is a Python keyword or a name the script needs (mcp, print, \
+             store, load, keys, remove); choose another name"
+        ));
+    }
+    None
+}

@@ -53,6 +53,7 @@ impl Run {
             unavailable: catalog.unavailable_servers(),
             context: req.context.clone(),
             limits: self.limits.runner_limits(),
+            language: req.language,
         };
         let mut buf = Vec::new();
         encode_frame(&exec, max_frame, &mut buf).map_err(|e| {

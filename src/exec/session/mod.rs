@@ -63,6 +63,8 @@ pub const LOG_LINE_OVERHEAD: u64 = 32;
 #[derive(Debug, Clone, Default)]
 pub struct ExecRequest {
     pub code: String,
+    /// The engine that runs `code` (JavaScript unless a front says Python).
+    pub language: sandbox_runner::protocol::Language,
     /// For a script stripped from TypeScript: where each position of `code` came from. Error
     /// positions in the outcome are mapped back with it (`script.ts:L:C`).
     pub positions: Option<std::sync::Arc<crate::script::source_map::PositionMap>>,
@@ -242,7 +244,7 @@ pub async fn execute_pooled(
     let request = run.request.clone();
     let mut outcome = run.finish(error, started);
     if let Some(e) = outcome.error.as_mut() {
-        crate::exec::hints::improve(e, &req.code, &request);
+        crate::exec::hints::improve(e, &req.code, req.language, &request);
         if let Some(map) = &req.positions {
             e.message = map.rewrite(&e.message);
             e.stack = e.stack.as_deref().map(|s| map.rewrite(s));

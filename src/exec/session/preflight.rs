@@ -21,11 +21,14 @@ impl Run {
         }
         // Context keys become the script's globals: refused before any runner is spawned when
         // they are not identifiers or would shadow a built-in (the runner checks them again).
-        if let Some(problem) = req
-            .context
-            .keys()
-            .find_map(|k| sandbox_runner::protocol::context_key_problem(k))
-        {
+        if let Some(problem) = req.context.keys().find_map(|k| match req.language {
+            sandbox_runner::protocol::Language::Javascript => {
+                sandbox_runner::protocol::context_key_problem(k)
+            }
+            sandbox_runner::protocol::Language::Python => {
+                sandbox_runner::protocol::python_context_key_problem(k)
+            }
+        }) {
             return Err(ExecError::new(ErrorCode::InvalidArguments, problem));
         }
         if req.cancel.as_ref().is_some_and(|c| c.is_cancelled()) {

@@ -74,8 +74,9 @@ pub struct RunArgs {
     /// keeps placeholders).
     #[arg(long)]
     pub reveal: bool,
-    /// The script's language (default: typescript for .ts files, else javascript). TypeScript is
-    /// stripped to JavaScript before it runs.
+    /// The script's language (default: typescript for .ts files, python for .py files, else
+    /// javascript). TypeScript is stripped to JavaScript before it runs; Python runs on monty, a
+    /// subset of Python (docs/python.md).
     #[arg(long, value_enum, value_name = "LANG")]
     pub language: Option<LanguageArg>,
     /// No live progress line on stderr (it is shown only when stderr is a terminal).
@@ -98,6 +99,7 @@ pub struct RunArgs {
 pub enum LanguageArg {
     Javascript,
     Typescript,
+    Python,
 }
 
 impl From<LanguageArg> for Language {
@@ -105,6 +107,7 @@ impl From<LanguageArg> for Language {
         match l {
             LanguageArg::Javascript => Language::Javascript,
             LanguageArg::Typescript => Language::Typescript,
+            LanguageArg::Python => Language::Python,
         }
     }
 }
@@ -320,6 +323,7 @@ pub async fn command(args: RunArgs) -> Result<i32, UsageError> {
     }
     let request = ExecRequest {
         code,
+        language: language.engine(),
         positions,
         context,
         request: {

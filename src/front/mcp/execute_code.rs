@@ -34,7 +34,7 @@ pub fn description(gateway: &Gateway, max_output_bytes: u64) -> String {
         .into_iter()
         .collect();
     let mut d = String::from(
-        "Run JavaScript (or TypeScript with language: \"typescript\") in an isolated sandbox whose only \
+        "Run JavaScript (or TypeScript with language: \"typescript\", or Python with language: \"python\") in an isolated sandbox whose only \
 access to the world is MCP tool calls. Use it for all work with the tools: one script can call many tools, \
 loop, filter and combine their results, so prefer one execution that does a whole step over many small \
 ones, and return only what you need. The code is the body of an async function:\n\
@@ -57,6 +57,12 @@ There is no network (no fetch), filesystem or require/import: standard JavaScrip
 TextEncoder/TextDecoder, structuredClone, AbortController, crypto.subtle.digest and Intl \
 (an option it cannot honour throws a RangeError naming it). \
 A tool result is its structuredContent when the tool sends one, else its text as a string. \
+Python (language: \"python\") runs on monty, a subset of Python 3 in the same sandbox: \
+`await mcp.<server>.<tool>(key=value)` (or one dict; `getattr(mcp.<server>, \"get-sum\")` for names with dashes), \
+`asyncio.gather(...)` for parallel calls, `print` for logs, the last expression or a top-level `return` as the result, \
+`await store(key, value)`/`load`/`keys`/`remove`; a failed call raises PermissionError, TimeoutError, ValueError or \
+RuntimeError whose message starts with the code (`\"PERMISSION_DENIED: ...\"`); no class inheritance, \
+no files, no third-party modules (search_tools with language: \"python\" shows Python signatures). \
 The answer holds result, logs, error {code, message} and a trace of every tool call; a failed script \
 is reported with isError and the error code.",
     );
@@ -108,7 +114,7 @@ pub fn input_schema() -> Value {
             "timeout_ms": {"type": "integer", "minimum": 1, "description": "Wall-clock limit for the whole execution (default: the server's, 30000 unless configured). It can only lower the server's limit; a larger value is capped and the outcome's metrics.limits says so."},
             "limits": {"type": "object", "description": "Lower any of the server's limits for this execution (timeout_ms, cpu_ms, memory_mb, stack_kb, call_timeout_ms, max_calls, max_concurrent_calls, source_bytes, result_bytes, log_bytes, frame_bytes, max_output_bytes); larger values are capped.", "additionalProperties": {"type": "integer", "minimum": 0}},
             "max_output_bytes": {"type": "integer", "minimum": MIN_MAX_OUTPUT_BYTES, "description": "A smaller output budget for this answer, in bytes (text and structuredContent together). It can only lower the server's budget; a larger value is capped and the answer's `output` says so. Past the budget the answer is cut (truncated: true)."},
-            "language": {"type": "string", "enum": ["javascript", "typescript"], "description": "typescript is stripped to JavaScript before it runs: its types are not checked (default javascript)."},
+            "language": {"type": "string", "enum": ["javascript", "typescript", "python"], "description": "typescript is stripped to JavaScript before it runs: its types are not checked; python runs on monty, a subset of Python (default javascript)."},
             "yield_after_ms": {"type": "integer", "minimum": 1, "description": super::wait_execution::YIELD_DESCRIPTION}
         },
         "required": ["code"],
@@ -160,7 +166,9 @@ pub async fn call(
     let language = match args.get("language") {
         None | Some(Value::Null) => Language::Javascript,
         Some(v) => serde_json::from_value::<Language>(v.clone()).map_err(|_| {
-            bad_args("execute_code: `language` must be \"javascript\" or \"typescript\"")
+            bad_args(
+                "execute_code: `language` must be \"javascript\", \"typescript\" or \"python\"",
+            )
         })?,
     };
     let mut requested: RequestedLimits = match args.get("limits") {
@@ -213,6 +221,7 @@ pub async fn call(
             Ok((js, positions)) => {
                 let exec = ExecRequest {
                     code: js,
+                    language: language.engine(),
                     positions: positions.map(std::sync::Arc::new),
                     context: context.cloned().unwrap_or_default(),
                     request: request.clone(),
