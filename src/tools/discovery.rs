@@ -115,6 +115,26 @@ pub fn render(
     tools: &[ToolInfo],
     with_unavailable: bool,
 ) -> String {
+    render_as(catalog, policy, tools, with_unavailable, Stubs::Typescript)
+}
+
+/// How [`render_as`] writes the `mcp` API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stubs {
+    /// TypeScript declarations (`declare const mcp: {...}`).
+    Typescript,
+    /// Python stubs (one class per server).
+    Python,
+}
+
+/// The `mcp` API of `tools` for scripts of one language.
+pub fn render_as(
+    catalog: &Catalog,
+    policy: &Policy,
+    tools: &[ToolInfo],
+    with_unavailable: bool,
+    stubs: Stubs,
+) -> String {
     let decls: Vec<ToolDecl<'_>> = tools
         .iter()
         .map(|t| ToolDecl {
@@ -128,7 +148,10 @@ pub fn render(
     } else {
         &empty
     };
-    declarations(&decls, unavailable)
+    match stubs {
+        Stubs::Typescript => declarations(&decls, unavailable),
+        Stubs::Python => crate::tools::python_stubs::stubs(&decls, unavailable),
+    }
 }
 
 /// `tools --json`: every tool with its schemas and policy verdict, and the unavailable servers.

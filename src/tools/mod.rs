@@ -8,5 +8,6 @@ pub mod catalog;
 pub mod discovery;
 pub mod openapi;
 pub mod passthrough;
+pub mod python_stubs;
 pub mod schema;
 pub mod typescript;

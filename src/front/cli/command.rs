@@ -30,7 +30,7 @@ pub enum Command {
     Run(RunArgs),
     /// Show which isolation layers this machine enforces on the runner.
     Check(CheckArgs),
-    /// List the tools of the configured MCP servers (plain, --json or --typescript).
+    /// List the tools of the configured MCP servers (plain, --json, --typescript or --python).
     Tools(ToolsArgs),
     /// Be an MCP server (stdio, or streamable HTTP with --http) offering execute_code and
     /// search_tools over the configured MCP servers.

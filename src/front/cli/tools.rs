@@ -1,4 +1,5 @@
-//! `mcp-sandbox tools`: the configured servers' tools, plain, as JSON, or as TypeScript.
+//! `mcp-sandbox tools`: the configured servers' tools, plain, as JSON, as TypeScript, or as Python
+//! stubs.
 
 use super::{load_catalog, PolicyArgs, UsageError};
 use crate::config::Config;
@@ -11,11 +12,14 @@ pub struct ToolsArgs {
     #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
     /// Every tool with its schemas, policy verdict, and the unavailable servers, as JSON.
-    #[arg(long, conflicts_with = "typescript")]
+    #[arg(long, conflicts_with_all = ["typescript", "python"])]
     pub json: bool,
     /// TypeScript declarations of the `mcp` API.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "python")]
     pub typescript: bool,
+    /// Python stubs of the `mcp` API (for Python scripts).
+    #[arg(long)]
+    pub python: bool,
     #[command(flatten)]
     pub policy: PolicyArgs,
 }
@@ -37,6 +41,9 @@ pub async fn command(args: ToolsArgs) -> Result<i32, UsageError> {
             + "\n"
     } else if args.typescript {
         crate::tools::discovery::render(&catalog, &policy, &catalog.tools(), true)
+    } else if args.python {
+        use crate::tools::discovery::{render_as, Stubs};
+        render_as(&catalog, &policy, &catalog.tools(), true, Stubs::Python)
     } else {
         crate::tools::discovery::to_text(&catalog, &policy)
     };

@@ -8,13 +8,13 @@
 
 use super::{bad_args, text, Gateway};
 use crate::tools::catalog::ToolInfo;
-use crate::tools::discovery::{capability_tools, render, search_in, MAX_SEARCH_RESULTS};
+use crate::tools::discovery::{capability_tools, render_as, search_in, Stubs, MAX_SEARCH_RESULTS};
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::ErrorData;
 use serde_json::{json, Value};
 
 pub const DESCRIPTION: &str = "Find the tools you can call from execute_code, as TypeScript \
-declarations of the `mcp` object: `mcp.<server>.<tool>(args): Promise<result>`, with argument \
+declarations (or, with language: \"python\", Python stubs) of the `mcp` object: `mcp.<server>.<tool>(args): Promise<result>`, with argument \
 types, optional (`?`) and required fields, allowed values and doc comments. `query` is a few words \
 matched against tool names and descriptions (best match first); `server` limits the search to one \
 server; with neither, every tool is listed. Tools marked @denied exist but the policy refuses them \
@@ -32,7 +32,8 @@ pub fn input_schema() -> Value {
         "type": "object",
         "properties": {
             "query": {"type": "string", "description": "Words to look for in tool names and descriptions, e.g. \"read file\"."},
-            "server": {"type": "string", "description": "Only tools of this server (the name after `mcp.`)."}
+            "server": {"type": "string", "description": "Only tools of this server (the name after `mcp.`)."},
+            "language": {"type": "string", "enum": ["typescript", "python"], "description": "The language of the answer: TypeScript declarations (default) or Python stubs, for execute_code with language: \"python\"."}
         },
         "additionalProperties": false
     })
@@ -53,11 +54,23 @@ pub async fn call(
             Some(_) => Err(bad_args(format!("search_tools: `{name}` must be a string"))),
         }
     };
-    if let Some(extra) = args.keys().find(|k| *k != "query" && *k != "server") {
+    if let Some(extra) = args
+        .keys()
+        .find(|k| !["query", "server", "language"].contains(&k.as_str()))
+    {
         return Err(bad_args(format!(
-            "search_tools: unknown argument `{extra}`; use query and server"
+            "search_tools: unknown argument `{extra}`; use query, server and language"
         )));
     }
+    let stubs = match field("language")?.as_deref() {
+        None | Some("typescript") => Stubs::Typescript,
+        Some("python") => Stubs::Python,
+        Some(other) => {
+            return Err(bad_args(format!(
+                "search_tools: `language` must be \"typescript\" or \"python\", not {other:?}"
+            )))
+        }
+    };
     let query = field("query")?;
     let server = field("server")?;
     let catalog = gateway.sandbox.catalog();
@@ -126,17 +139,21 @@ pub async fn call(
         .iter()
         .map(|(s, r)| json!({"server": s, "reason": r}))
         .collect();
+    let (comment, field_name) = match stubs {
+        Stubs::Typescript => ("//", "typescript"),
+        Stubs::Python => ("#", "python"),
+    };
     let mut body = if shown.is_empty() {
         format!(
             "No tool matches {:?}. Call search_tools without a query to list every tool.\n",
             query.as_deref().unwrap_or("")
         )
     } else {
-        render(catalog, &gateway.policy, &shown, server.is_none())
+        render_as(catalog, &gateway.policy, &shown, server.is_none(), stubs)
     };
     if total > shown.len() {
         body.push_str(&format!(
-            "// {} more tools match; narrow the query or pass `server`.\n",
+            "{comment} {} more tools match; narrow the query or pass `server`.\n",
             total - shown.len()
         ));
     }
@@ -144,7 +161,7 @@ pub async fn call(
     if !related.is_empty() {
         let list: Vec<&str> = related.iter().filter_map(|r| r["tool"].as_str()).collect();
         body = format!(
-            "// Used together with the best matches in past executions: {}\n{body}",
+            "{comment} Used together with the best matches in past executions: {}\n{body}",
             list.join(", ")
         );
     }
@@ -153,7 +170,7 @@ pub async fn call(
         "total": total,
         "related": related,
         "unavailable": unavailable,
-        "typescript": body,
+        field_name: body,
     }))
     .with_text(body))
 }
