@@ -83,6 +83,7 @@ mod policy_typos;
 mod progress_line;
 mod python_escape;
 mod python_scripts;
+mod python_serve;
 mod queue_bound;
 mod random_kills;
 mod reference_servers;
