@@ -37,25 +37,44 @@ fn the_python_sdk_runs_python_scripts_in_both_eras() {
     assert_ne!(report["versions"]["old"], "2026-07-28", "{report}");
     let steps = report["steps"].as_array().unwrap();
 
-    let stubs = steps[0]["out"]["python"].as_str().unwrap_or_else(|| panic!("{}", steps[0]));
+    let stubs = steps[0]["out"]["python"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", steps[0]));
     assert!(stubs.contains("class fixture:\n"), "{stubs}");
     assert!(
         stubs.contains("    async def add(*, a: float, b: float) -> "),
         "{stubs}"
     );
-    assert!(stubs.contains("async def store(key: str, value: Any) -> None"), "{stubs}");
+    assert!(
+        stubs.contains("async def store(key: str, value: Any) -> None"),
+        "{stubs}"
+    );
 
     let ran = &steps[1]["out"];
     assert_eq!(ran["result"], json!(["a", {"sum": 3}]), "{}", steps[1]);
-    assert_eq!(ran["logs"], json!([{"level": "log", "message": "both done"}]));
-    assert_eq!(steps[2]["out"]["result"], json!(["a", {"sum": 3}]), "{}", steps[2]);
+    assert_eq!(
+        ran["logs"],
+        json!([{"level": "log", "message": "both done"}])
+    );
+    assert_eq!(
+        steps[2]["out"]["result"],
+        json!(["a", {"sum": 3}]),
+        "{}",
+        steps[2]
+    );
 
     assert_eq!(steps[3]["out"]["result"], "TOOL_ERROR: no", "{}", steps[3]);
     assert_eq!(steps[4]["is_error"], true, "{}", steps[4]);
-    assert_eq!(steps[4]["out"]["error"]["code"], "TOOL_ERROR", "{}", steps[4]);
+    assert_eq!(
+        steps[4]["out"]["error"]["code"], "TOOL_ERROR",
+        "{}",
+        steps[4]
+    );
     let refused = steps[5].to_string();
     assert!(
-        refused.contains("`language` must be \\\"javascript\\\", \\\"typescript\\\" or \\\"python\\\""),
+        refused.contains(
+            "`language` must be \\\"javascript\\\", \\\"typescript\\\" or \\\"python\\\""
+        ),
         "{refused}"
     );
 }

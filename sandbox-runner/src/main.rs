@@ -101,6 +101,7 @@ fn main() {
     };
     // State the C library would otherwise load lazily after the seccomp filter is in place.
     sandbox_runner::engine::preload::time_zone();
+    sandbox_runner::python::preload();
     // The zygote's data pages, while /proc can still be read (see `prefault`).
     let prefault = args
         .zygote

@@ -28,10 +28,10 @@ use std::fmt::Write;
 pub const MAX_DEPTH: usize = 12;
 
 const KEYWORDS: &[&str] = &[
-    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class",
-    "continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if",
-    "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try",
-    "while", "with", "yield",
+    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
+    "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import",
+    "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
+    "with", "yield",
 ];
 
 /// Whether `name` can be written as a Python name (attribute, parameter, keyword argument).
@@ -149,7 +149,10 @@ fn render_tool(out: &mut String, d: &ToolDecl<'_>) {
         doc.extend(described);
     }
     if t.output_schema.is_none() {
-        doc.push("Returns: usually a str (the tool's text); structured data when the tool sends it.".into());
+        doc.push(
+            "Returns: usually a str (the tool's text); structured data when the tool sends it."
+                .into(),
+        );
     }
     if let Some(reason) = &d.denied {
         doc.push(format!(
@@ -335,7 +338,13 @@ mod tests {
             }, "required": ["path"], "$defs": {"tag": {"type": ["string", "null"]}}}),
             Some(json!({"type": "object", "properties": {"content": {"type": "string"}}})),
         );
-        let out = stubs(&[ToolDecl { tool: &t, denied: None }], &BTreeMap::new());
+        let out = stubs(
+            &[ToolDecl {
+                tool: &t,
+                denied: None,
+            }],
+            &BTreeMap::new(),
+        );
         assert!(
             out.contains(
                 "class filesystem:\n    async def read_text_file(*, path: str, mode: Literal[\"a\", \"b\"] | None = None, tags: list[str | None] | None = None, tail: int | None = None) -> dict[str, Any]:\n        \"\"\"Read a file.\n\n        path: Where.\n        \"\"\"\n"
@@ -360,8 +369,16 @@ mod tests {
             }],
             &BTreeMap::from([("down".to_string(), "exited\nwith 1".to_string())]),
         );
-        assert!(out.contains("# mcp.down is unavailable: exited with 1\n"), "{out}");
+        assert!(
+            out.contains("# mcp.down is unavailable: exited with 1\n"),
+            "{out}"
+        );
         assert!(out.contains("# reach this server as getattr(mcp, \"my-server\")\nclass my_server:\n    # call as getattr(getattr(mcp, \"my-server\"), \"get-sum\")(...)\n    async def get_sum(args: dict[str, Any]) -> Any:\n"), "{out}");
-        assert!(out.contains("Denied: calls raise PermissionError (PERMISSION_DENIED): policy deny rule"), "{out}");
+        assert!(
+            out.contains(
+                "Denied: calls raise PermissionError (PERMISSION_DENIED): policy deny rule"
+            ),
+            "{out}"
+        );
     }
 }

@@ -60,6 +60,28 @@ struct Script<'c> {
     broken: Option<String>,
 }
 
+/// What a script's first use of some modules would otherwise do after the seccomp filter is in
+/// place: the regex engine sizes its cache pool once from `available_parallelism`, which reads
+/// `/proc/self/cgroup` (an `openat`, which the filter kills). Run once before the lockdown (in a
+/// zygote, before any fork): every such lazy value is then already set.
+const WARM_UP: &str = "import re\nimport json\nimport datetime\nre.findall(r'[a-z]+', 'warm up')\nre.sub(r'(a)', r'\\1', 'a')\njson.loads(json.dumps({'a': [1.5]}))\ndatetime.date(2026, 1, 1).strftime('%Y')\nf'{1.5:.1f}'\n";
+
+/// Runs [`WARM_UP`]; called before the lockdown.
+pub fn preload() {
+    if let Ok(run) = MontyRun::new(
+        WARM_UP.to_string(),
+        SCRIPT_NAME,
+        Vec::new(),
+        CompileOptions::default(),
+    ) {
+        let _ = run.run(
+            Vec::new(),
+            ResourceTracker::default(),
+            PrintWriter::Disabled,
+        );
+    }
+}
+
 /// Runs the script and sends its `execution_complete` frame.
 pub fn execute(mut channel: Channel, req: ExecuteRequest) -> Result<(), EngineError> {
     let limits = req.limits;
