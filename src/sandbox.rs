@@ -394,15 +394,20 @@ impl Sandbox {
             && !hash_only
             && req.code.len() as u64 <= req.request.limits.source_bytes)
             .then(|| req.code.clone());
+        let language = req.language;
         let outcome = match caps
-            .prepare(&self.catalog, &req.code, &req.request.limits)
+            .prepare(&self.catalog, &req.code, language, &req.request.limits)
             .await
         {
             Ok(full) => self.run_on_worker(Arc::new(full), req).await,
             Err(e) => Outcome::failed(e),
         };
         self.learned
-            .record(&caps.store, &outcome, code.as_deref())
+            .record(
+                &caps.store,
+                &outcome,
+                code.as_deref().map(|c| (c, language)),
+            )
             .await;
         outcome
     }

@@ -81,6 +81,7 @@ mod policy_conditions;
 mod policy_flows;
 mod policy_typos;
 mod progress_line;
+mod python_capabilities;
 mod python_corpus;
 mod python_escape;
 mod python_scripts;

@@ -55,7 +55,7 @@ async fn exec(caps: &Capabilities, catalog: &Catalog, code: &str, limits: Limits
             },
         )
         .await;
-    record(&caps.store, &o, Some(code)).await;
+    record(&caps.store, &o, Some((code, Default::default()))).await;
     o.error.map(|e| e.code.to_string()).unwrap_or_default()
 }
 

@@ -13,6 +13,7 @@ fn hash_only_auditing_deletes_a_remembered_last_execution() {
     store
         .set_last_execution(&crate::store::LastExecution {
             code: "return 'secret plan'".into(),
+            language: Default::default(),
             success: true,
             tool_calls: 0,
             failed_calls: 0,

@@ -111,11 +111,12 @@ impl Capabilities {
         &self,
         catalog: &Catalog,
         code: &str,
+        language: sandbox_runner::protocol::Language,
         limits: &Limits,
     ) -> Result<Catalog, ExecError> {
         // Most scripts name only configured tools: nothing to look up in the store, so no hop
         // to a blocking thread (the parse of a small script runs here, see script::nesting).
-        if needs_no_lookup(catalog, code) {
+        if needs_no_lookup(catalog, code, language) {
             return Ok(catalog.clone());
         }
         let (store, base, text, max_depth) = (
@@ -129,7 +130,7 @@ impl Capabilities {
             resolve(
                 &base,
                 &store,
-                &text,
+                (&text, language),
                 &mut Vec::new(),
                 max_depth,
                 &mut budget,
@@ -143,7 +144,10 @@ impl Capabilities {
     /// Resolves, runs and returns the outcome (failures before spawning included).
     pub async fn execute(&self, catalog: &Catalog, req: ExecRequest) -> Outcome {
         let started = Instant::now();
-        match self.prepare(catalog, &req.code, &req.request.limits).await {
+        match self
+            .prepare(catalog, &req.code, req.language, &req.request.limits)
+            .await
+        {
             Ok(full) => execute(&full, &self.runner, req).await,
             Err(e) => {
                 let mut o = Outcome::failed(e);
@@ -182,8 +186,12 @@ impl Capabilities {
 /// Whether resolving `code` needs nothing from the store: it does not parse (the runner reports
 /// that), or every `mcp.X.Y` it names is a reserved name, a server that failed to start, or a
 /// tool of a configured server — exactly the cases [`resolve`] passes over without a lookup.
-fn needs_no_lookup(catalog: &Catalog, code: &str) -> bool {
-    let Ok(refs) = analysis::references(code) else {
+fn needs_no_lookup(
+    catalog: &Catalog,
+    code: &str,
+    language: sandbox_runner::protocol::Language,
+) -> bool {
+    let Ok(refs) = analysis::references_in(code, language) else {
         return true;
     };
     refs.all.iter().all(|r| {
@@ -203,12 +211,12 @@ fn store_err(e: StoreError) -> ExecError {
 fn resolve(
     catalog: &Catalog,
     store: &Store,
-    code: &str,
+    (code, language): (&str, sandbox_runner::protocol::Language),
     chain: &mut Vec<String>,
     max_depth: usize,
     budget: &mut usize,
 ) -> Result<Plan, ExecError> {
-    let refs = match analysis::references(code) {
+    let refs = match analysis::references_in(code, language) {
         Ok(r) => r,
         Err(_) if chain.is_empty() => return Ok(Plan::default()),
         Err(e) => {
@@ -296,7 +304,14 @@ fn resolve(
             .previous_author(&name, record.version)
             .map_err(store_err)?;
         chain.push(name);
-        let sub = resolve(catalog, store, &record.code, chain, max_depth, budget);
+        let sub = resolve(
+            catalog,
+            store,
+            (&record.code, record.language),
+            chain,
+            max_depth,
+            budget,
+        );
         chain.pop();
         let node = Node {
             validator,
@@ -521,6 +536,7 @@ impl ToolProvider for CapabilityServer {
         }
         let req = ExecRequest {
             code: node.record.code.clone(),
+            language: node.record.language,
             context,
             request,
             require_layers: self.env.require_layers.clone(),

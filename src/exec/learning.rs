@@ -57,7 +57,7 @@ pub struct Entry {
     success: bool,
     error_code: Option<ErrorCode>,
     traces: Vec<TraceEvent>,
-    code: Option<String>,
+    code: Option<(String, sandbox_runner::protocol::Language)>,
 }
 
 impl FinishedExecution for Entry {
@@ -76,7 +76,7 @@ impl Entry {
     /// The bytes this entry holds, estimated: each trace event's fixed part and strings, the code.
     pub fn size(&self) -> usize {
         std::mem::size_of::<Entry>()
-            + self.code.as_ref().map_or(0, String::len)
+            + self.code.as_ref().map_or(0, |(c, _)| c.len())
             + self.traces.iter().map(trace_event_size).sum::<usize>()
     }
 }
@@ -87,19 +87,24 @@ impl Retryable for Entry {
     }
 
     fn write(&self) -> Result<(), StoreError> {
-        self.store.record_execution(self, self.code.as_deref())
+        let code = self.code.as_ref().map(|(c, l)| (c.as_str(), *l));
+        self.store.record_execution(self, code)
     }
 }
 
 /// Learns from a finished execution, waiting for the write however long it takes (no queue;
 /// for a caller without a [`LearningQueue`]). A failure is logged, never fatal.
-pub async fn record(store: &Store, outcome: &Outcome, code: Option<&str>) {
+pub async fn record(
+    store: &Store,
+    outcome: &Outcome,
+    code: Option<(&str, sandbox_runner::protocol::Language)>,
+) {
     if code.is_none() && outcome.traces.is_empty() {
         return;
     }
-    let (outcome, code) = (outcome.clone(), code.map(str::to_string));
+    let (outcome, code) = (outcome.clone(), code.map(|(c, l)| (c.to_string(), l)));
     if let Err(e) = store
-        .run(move |s| s.record_execution(&outcome, code.as_deref()))
+        .run(move |s| s.record_execution(&outcome, code.as_ref().map(|(c, l)| (c.as_str(), *l))))
         .await
     {
         tracing::warn!("could not record the execution in the state store: {e}");
@@ -130,7 +135,12 @@ impl LearningQueue {
 
     /// Learns from a finished execution in `store` (tool graph; `code` also becomes the last
     /// execution). Waits at most [`WAIT_FOR_WRITE`], and not at all while writes fail.
-    pub async fn record(&self, store: &Store, outcome: &Outcome, code: Option<&str>) {
+    pub async fn record(
+        &self,
+        store: &Store,
+        outcome: &Outcome,
+        code: Option<(&str, sandbox_runner::protocol::Language)>,
+    ) {
         // Nothing to learn (no call, no code to remember): no hop to a blocking thread.
         if code.is_none() && outcome.traces.is_empty() {
             return;
@@ -140,7 +150,7 @@ impl LearningQueue {
             success: outcome.success,
             error_code: outcome.error.as_ref().map(|e| e.code),
             traces: outcome.traces.clone(),
-            code: code.map(str::to_string),
+            code: code.map(|(c, l)| (c.to_string(), l)),
         };
         let permit = if self.queue.holding() {
             None

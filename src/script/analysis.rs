@@ -79,6 +79,19 @@ pub fn references(code: &str) -> Result<References, ParseError> {
     })
 }
 
+/// [`references`] of code in `language`: Python's are read by [`crate::script::python_refs`].
+pub fn references_in(
+    code: &str,
+    language: sandbox_runner::protocol::Language,
+) -> Result<References, ParseError> {
+    match language {
+        sandbox_runner::protocol::Language::Javascript => references(code),
+        sandbox_runner::protocol::Language::Python => {
+            Ok(crate::script::python_refs::references(code))
+        }
+    }
+}
+
 /// Every static `mcp.X.Y` reference of `code`, sorted and deduplicated.
 pub fn tool_references(code: &str) -> Result<BTreeSet<ToolReference>, ParseError> {
     Ok(collect(code)?.found)

@@ -7,5 +7,6 @@
 
 pub mod analysis;
 pub mod nesting;
+pub mod python_refs;
 pub mod source_map;
 pub mod transpile;

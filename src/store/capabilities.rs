@@ -14,6 +14,7 @@ use super::{Store, StoreError};
 use crate::trace::now_ms;
 use rusqlite::{params, OptionalExtension, Row};
 use sandbox_runner::protocol::valid_server_name;
+use sandbox_runner::protocol::Language;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -37,6 +38,8 @@ pub struct CapabilityRecord {
     /// The names of the author's policies (`sandbox.policies`) when it saved this version: the
     /// version's calls run under them as well as under the caller's policy.
     pub author_policies: Vec<String>,
+    /// The language of `code`: the engine that runs it.
+    pub language: Language,
 }
 
 impl CapabilityRecord {
@@ -62,6 +65,8 @@ pub struct NewCapability {
     pub author: String,
     /// The author's policies (names in `sandbox.policies`).
     pub author_policies: Vec<String>,
+    /// The language of `code`.
+    pub language: Language,
 }
 
 impl NewCapability {
@@ -78,6 +83,9 @@ impl NewCapability {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LastExecution {
     pub code: String,
+    /// The language of `code` (absent in records written before Python scripts: JavaScript).
+    #[serde(default)]
+    pub language: Language,
     /// The execution succeeded.
     pub success: bool,
     /// Tool calls it made, and how many of them failed.
@@ -123,9 +131,10 @@ pub fn capability_id_in(tenant: &str, name: &str, code: &str) -> Result<String, 
     ))
 }
 
-pub(super) const COLUMNS: &str = "id, name, version, code, code_sha256, description, input_schema, created_at, author, author_policies";
+pub(super) const COLUMNS: &str = "id, name, version, code, code_sha256, description, input_schema, created_at, author, author_policies, language";
 
-pub(super) type RawRow = (CapabilityRecord, Option<String>, Option<String>);
+/// A row: the record, its schema and author policies as JSON text, its language's name.
+pub(super) type RawRow = (CapabilityRecord, Option<String>, Option<String>, String);
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<RawRow> {
     Ok((
@@ -140,14 +149,22 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<RawRow> {
             created_at: r.get(7)?,
             author: r.get(8)?,
             author_policies: Vec::new(),
+            language: Language::Javascript,
         },
         r.get(6)?,
         r.get(9)?,
+        r.get(10)?,
     ))
 }
 
 pub(super) fn finish(row: RawRow) -> Result<CapabilityRecord, StoreError> {
-    let (mut rec, schema, policies) = row;
+    let (mut rec, schema, policies, language) = row;
+    rec.language = Language::parse(&language).ok_or_else(|| {
+        StoreError::Corrupt(format!(
+            "capability {} has an unknown language {language:?}",
+            rec.id
+        ))
+    })?;
     if let Some(text) = policies {
         rec.author_policies = serde_json::from_str(&text).map_err(|e| {
             StoreError::Corrupt(format!(
@@ -235,6 +252,7 @@ impl Store {
             id,
             sha,
             schema,
+            language,
         } = prepared;
         let tenant = self.tenant.clone();
         self.write(|tx| {
@@ -258,22 +276,32 @@ impl Store {
                 Some((_, _, version)) if Some(version) == latest => {
                     tx.execute(
                         "UPDATE capabilities SET description = ?2, input_schema = ?3, author = ?4,
-                            author_policies = ?5 WHERE id = ?1",
-                        params![id, new.description, schema, author, author_policies],
+                            author_policies = ?5, language = ?6 WHERE id = ?1",
+                        params![id, new.description, schema, author, author_policies, language],
                     )?;
                 }
                 Some(_) => {
                     tx.execute(
                         "UPDATE capabilities SET version = ?2, description = ?3, input_schema = ?4,
-                            created_at = ?5, author = ?6, author_policies = ?7 WHERE id = ?1",
-                        params![id, next, new.description, schema, now_ms(), author, author_policies],
+                            created_at = ?5, author = ?6, author_policies = ?7, language = ?8
+                            WHERE id = ?1",
+                        params![
+                            id,
+                            next,
+                            new.description,
+                            schema,
+                            now_ms(),
+                            author,
+                            author_policies,
+                            language
+                        ],
                     )?;
                 }
                 None => {
                     tx.execute(
                         "INSERT INTO capabilities (id, name, version, code, code_sha256, description,
-                            input_schema, created_at, tenant, author, author_policies)
-                            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                            input_schema, created_at, tenant, author, author_policies, language)
+                            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
                         params![
                             id,
                             new.name,
@@ -285,7 +313,8 @@ impl Store {
                             now_ms(),
                             &*tenant,
                             author,
-                            author_policies
+                            author_policies,
+                            language
                         ],
                     )?;
                 }

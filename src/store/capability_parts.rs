@@ -13,6 +13,8 @@ pub(super) struct Prepared {
     pub id: String,
     pub sha: String,
     pub schema: Option<String>,
+    /// The language's name (`javascript`, `python`).
+    pub language: String,
 }
 
 impl Prepared {
@@ -36,6 +38,7 @@ impl Prepared {
             id: capability_id_in(tenant, &new.name, &new.code)?,
             sha: sha256_hex(&new.code),
             schema,
+            language: new.language.as_str().to_string(),
         })
     }
 }

@@ -232,4 +232,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
         answered_by TEXT
      ) WITHOUT ROWID;
      CREATE INDEX pending_approvals_by_gateway ON pending_approvals (gateway);",
+    // 19: the language of a capability's code (`python` runs on the runner's Python engine);
+    // every capability saved before is JavaScript.
+    "ALTER TABLE capabilities ADD COLUMN language TEXT NOT NULL DEFAULT 'javascript';",
 ];

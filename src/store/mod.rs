@@ -394,10 +394,10 @@ impl Store {
     pub fn record_execution(
         &self,
         outcome: &impl FinishedExecution,
-        code: Option<&str>,
+        code: Option<(&str, sandbox_runner::protocol::Language)>,
     ) -> Result<(), StoreError> {
         let aborted = outcome.error_code().is_some_and(graph::is_aborted);
-        let last = code.map(|code| {
+        let last = code.map(|(code, language)| {
             let ends = outcome.traces().iter().filter(|e| {
                 e.parent_trace_id.is_none()
                     && matches!(
@@ -414,6 +414,7 @@ impl Store {
             }
             LastExecution {
                 code: code.to_string(),
+                language,
                 success: outcome.success(),
                 tool_calls: calls,
                 failed_calls: failed,

@@ -169,6 +169,10 @@ pub enum CapabilityCommand {
         /// The code of the last `mcp-sandbox run` (allowed only if it and all its tool calls succeeded).
         #[arg(long)]
         from_last: bool,
+        /// The language of the code (default: python for a .py file, the last run's with
+        /// --from-last, else javascript).
+        #[arg(long, value_name = "LANG", value_parser = ["javascript", "python"])]
+        language: Option<String>,
         #[arg(long, value_name = "TEXT")]
         description: Option<String>,
         /// JSON Schema file for `args`.
@@ -305,13 +309,14 @@ pub fn capability(args: CapabilityArgs) -> Result<i32, UsageError> {
             name,
             file,
             from_last,
+            language,
             description,
             schema,
             store,
         } => {
             split_name(&name).map_err(|e| UsageError(e.to_string()))?;
             let (store, mut audit) = store.open_audited()?;
-            let code = if from_last {
+            let (code, language) = if from_last {
                 let last = store
                     .last_execution()
                     .map_err(|e| UsageError(e.to_string()))?
@@ -326,11 +331,25 @@ pub fn capability(args: CapabilityArgs) -> Result<i32, UsageError> {
                         last.tool_calls
                     )));
                 }
-                last.code
+                let language = match language.as_deref() {
+                    Some(name) => {
+                        sandbox_runner::protocol::Language::parse(name).unwrap_or_default()
+                    }
+                    None => last.language,
+                };
+                (last.code, language)
             } else {
-                read_limited(file.as_deref().unwrap_or("-"), "capability code")?
+                let path = file.as_deref().unwrap_or("-");
+                let language = match language.as_deref() {
+                    Some(name) => {
+                        sandbox_runner::protocol::Language::parse(name).unwrap_or_default()
+                    }
+                    None if path.ends_with(".py") => sandbox_runner::protocol::Language::Python,
+                    None => sandbox_runner::protocol::Language::Javascript,
+                };
+                (read_limited(path, "capability code")?, language)
             };
-            if let Err(e) = analysis::tool_references(&code) {
+            if let Err(e) = analysis::references_in(&code, language) {
                 return Err(UsageError(format!(
                     "the capability code does not parse: {}",
                     e.message
@@ -354,6 +373,7 @@ pub fn capability(args: CapabilityArgs) -> Result<i32, UsageError> {
                         input_schema,
                         author: "local".into(),
                         author_policies: Vec::new(),
+                        language,
                     },
                     &store::CapabilityQuota::default(),
                     Some(audit),

@@ -37,7 +37,8 @@ pub fn save_schema() -> Value {
             "name": {"type": "string", "description": "namespace:action, e.g. \"math:sum\"; called as mcp.math.sum(args)."},
             "code": {"type": "string", "description": "The body of an async function; `args` holds the call's argument object; `return` the result."},
             "description": {"type": "string", "description": "What it does, for list_capabilities."},
-            "input_schema": {"type": "object", "description": "JSON Schema for `args` (checked before the capability runs)."}
+            "input_schema": {"type": "object", "description": "JSON Schema for `args` (checked before the capability runs)."},
+            "language": {"type": "string", "enum": ["javascript", "python"], "description": "The language of `code` (default javascript). A capability in either language is called the same way from both."}
         },
         "required": ["name", "code"],
         "additionalProperties": false
@@ -59,6 +60,7 @@ fn view(rec: &CapabilityRecord) -> Value {
         "description": rec.description,
         "input_schema": rec.input_schema,
         "code_sha256": rec.code_sha256,
+        "language": rec.language.as_str(),
         "created_at": rec.created_at,
         "call": format!("await mcp.{ns}.{action}(args)"),
     })
@@ -102,10 +104,10 @@ pub async fn save(
     caller: crate::context::principal::Caller,
 ) -> Result<CallToolResult, ErrorData> {
     let tenant = principal.tenant.as_str();
-    const FIELDS: [&str; 4] = ["name", "code", "description", "input_schema"];
+    const FIELDS: [&str; 5] = ["name", "code", "description", "input_schema", "language"];
     if let Some(extra) = args.keys().find(|k| !FIELDS.contains(&k.as_str())) {
         return Err(bad_args(format!(
-            "save_capability: unknown argument `{extra}`; use name, code, description, input_schema"
+            "save_capability: unknown argument `{extra}`; use name, code, description, input_schema, language"
         )));
     }
     let string = |field: &str| match args.get(field) {
@@ -120,6 +122,17 @@ pub async fn save(
     let code = string("code")?
         .ok_or_else(|| bad_args("save_capability: `code` (a string) is required"))?;
     let description = string("description")?;
+    let language = match string("language")?.as_deref() {
+        None => sandbox_runner::protocol::Language::Javascript,
+        Some(name) => match sandbox_runner::protocol::Language::parse(name) {
+            Some(l) => l,
+            None => {
+                return Err(bad_args(format!(
+                    "save_capability: `language` must be \"javascript\" or \"python\", not {name:?}"
+                )))
+            }
+        },
+    };
     let input_schema = match args.get("input_schema") {
         None | Some(Value::Null) => None,
         Some(v @ Value::Object(_)) => Some(v.clone()),
@@ -147,7 +160,8 @@ pub async fn save(
     if let Err(e) = quota.check_code(&code) {
         return Ok(failed(ErrorCode::LimitExceeded, e.to_string()));
     }
-    if let Err(e) = analysis::tool_references(&code) {
+    // JavaScript is parsed here; Python's syntax is checked by the runner when it runs.
+    if let Err(e) = analysis::references_in(&code, language) {
         return invalid(format!("the code does not parse: {}", e.message));
     }
     if let Some(schema) = &input_schema {
@@ -171,6 +185,7 @@ pub async fn save(
         input_schema,
         author: principal.name.clone(),
         author_policies: principal.policies.clone(),
+        language,
     };
     match blocking(move || store.save_capability_audited(&new, &quota, audit)).await {
         Ok(rec) => {

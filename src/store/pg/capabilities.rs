@@ -25,9 +25,11 @@ fn raw(r: &tokio_postgres::Row) -> RawRow {
             created_at: r.get(7),
             author: r.get(8),
             author_policies: Vec::new(),
+            language: sandbox_runner::protocol::Language::Javascript,
         },
         r.get(6),
         r.get(9),
+        r.get(10),
     )
 }
 
@@ -82,18 +84,22 @@ impl Pg {
                 Some((_, _, version)) if Some(version) == latest => {
                     tx.execute(
                         "UPDATE capabilities SET description = $2, input_schema = $3, author = $4,
-                            author_policies = $5 WHERE id = $1",
-                        &[&p.id, &new.description, &p.schema, &p.author, &p.author_policies],
+                            author_policies = $5, language = $6 WHERE id = $1",
+                        &[
+                            &p.id, &new.description, &p.schema, &p.author, &p.author_policies,
+                            &p.language,
+                        ],
                     )
                     .await?;
                 }
                 Some(_) => {
                     tx.execute(
                         "UPDATE capabilities SET version = $2, description = $3, input_schema = $4,
-                            created_at = $5, author = $6, author_policies = $7 WHERE id = $1",
+                            created_at = $5, author = $6, author_policies = $7, language = $8
+                            WHERE id = $1",
                         &[
                             &p.id, &next, &new.description, &p.schema, &now_ms(), &p.author,
-                            &p.author_policies,
+                            &p.author_policies, &p.language,
                         ],
                     )
                     .await?;
@@ -101,11 +107,12 @@ impl Pg {
                 None => {
                     tx.execute(
                         "INSERT INTO capabilities (id, name, version, code, code_sha256, description,
-                            input_schema, created_at, tenant, author, author_policies)
-                            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                            input_schema, created_at, tenant, author, author_policies, language)
+                            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
                         &[
                             &p.id, &new.name, &next, &new.code, &p.sha, &new.description,
                             &p.schema, &now_ms(), &tenant, &p.author, &p.author_policies,
+                            &p.language,
                         ],
                     )
                     .await?;

@@ -179,6 +179,8 @@ const MIGRATIONS: &[&str] = &[
         answered_by TEXT
      );
      CREATE INDEX pending_approvals_by_gateway ON pending_approvals (gateway);",
+    // The language of a capability's code (SQLite's migration 19).
+    "ALTER TABLE capabilities ADD COLUMN language TEXT NOT NULL DEFAULT 'javascript';",
 ];
 
 /// The schema version this build writes.
