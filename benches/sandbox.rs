@@ -47,6 +47,7 @@
 //!   1 ms, from 300 sleeps in one execution (timed inside the script with `performance.now()`):
 //!   the host-driven `sleep`/`wake` round trip and the tokio timer's rounding up to whole ms.
 //!   `SANDBOX_BENCH_QUICK=1` runs only `cold_exec_ms`, `pooled_exec_ms` and this key.
+//! - `python`: the Python engine beside JavaScript (benches/python).
 //! - `scaling`: `[x, ms]` pairs — time of one execution vs number of sequential calls, vs the size
 //!   of a tool result the script receives, and wall time of N executions submitted at once.
 
@@ -55,6 +56,7 @@ mod gateway;
 mod only;
 mod pg;
 mod policy;
+mod python;
 mod redaction;
 mod state;
 mod telemetry;
@@ -510,6 +512,7 @@ async fn bench() -> Value {
         telemetry::bench(&runner).await,
         ui::bench(&release_bin("mcp-sandbox")).await,
         policy::bench(),
+        python::bench().await,
         redaction::bench().await,
         pg::bench().await,
     ];

@@ -1,5 +1,5 @@
 //! `cargo bench --bench sandbox -- gateway` (or `audit`, `state`, `policy`, `redaction`,
-//! `telemetry`, `ui`, `pg`): measures only those parts of the benchmark and prints their keys (not
+//! `telemetry`, `ui`, `pg`, `python`): measures only those parts of the benchmark and prints their keys (not
 //! written to target/bench).
 
 use super::{audit, gateway, pg, policy, redaction, release_bin, state, telemetry, ui};
@@ -18,6 +18,7 @@ pub fn run(rt: &tokio::runtime::Runtime) -> Option<Value> {
         "telemetry",
         "ui",
         "pg",
+        "python",
     ];
     if !parts.iter().any(|p| only(p)) {
         return None;
@@ -40,6 +41,11 @@ pub fn run(rt: &tokio::runtime::Runtime) -> Option<Value> {
                 if au {
                     let runner = RunnerCommand::new(release_bin("sandbox-runner"));
                     if let Value::Object(a) = audit::bench(&runner).await {
+                        out.extend(a);
+                    }
+                }
+                if only("python") {
+                    if let Value::Object(a) = super::python::bench().await {
                         out.extend(a);
                     }
                 }

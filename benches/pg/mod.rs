@@ -78,7 +78,7 @@ fn store_per_execution(store: &Store, n: usize) -> Vec<f64> {
         let id = store.begin_audit(&header).expect("write-ahead record");
         store.complete_audit(id, &record).expect("completion");
         store
-            .record_execution(&outcome, Some(SCRIPT))
+            .record_execution(&outcome, Some((SCRIPT, Default::default())))
             .expect("learning write");
         // The first tenth warms the pool and the server's caches.
         if i >= n / 10 {
