@@ -223,41 +223,44 @@ fn children_max_rss_kib() -> i64 {
     }
 }
 
+/// The in-process server `bench`: `echo` (its arguments back), `pss` (the PSS of the runner whose
+/// pid `current` holds), `blob` (a string of `bytes` bytes).
+fn bench_server(current: Arc<std::sync::atomic::AtomicU32>) -> InProcessServer {
+    let seen = current;
+    InProcessServer::new("bench")
+        .tool(
+            "echo",
+            "Returns its arguments",
+            json!({"type": "object"}),
+            |args| async move { Ok::<Value, ExecError>(args) },
+        )
+        .tool(
+            "pss",
+            "The PSS in KiB of the runner that calls it",
+            json!({"type": "object"}),
+            move |_| {
+                let pid = seen.load(std::sync::atomic::Ordering::SeqCst);
+                async move { Ok::<Value, ExecError>(json!(pss_kib(pid))) }
+            },
+        )
+        .tool(
+            "blob",
+            "Returns a string of `bytes` bytes",
+            json!({"type": "object"}),
+            |args| async move {
+                let n = args["bytes"].as_u64().unwrap_or(0) as usize;
+                Ok::<Value, ExecError>(Value::String("x".repeat(n)))
+            },
+        )
+}
+
 async fn bench() -> Value {
     let runner = RunnerCommand::new(release_bin("sandbox-runner"));
     // The pid of the runner of the current execution (set by its spawn hook), for `pss`.
     let current = Arc::new(std::sync::atomic::AtomicU32::new(0));
     let seen = current.clone();
     let mut local = Catalog::new();
-    local
-        .add(Arc::new(
-            InProcessServer::new("bench")
-                .tool(
-                    "echo",
-                    "Returns its arguments",
-                    json!({"type": "object"}),
-                    |args| async move { Ok::<Value, ExecError>(args) },
-                )
-                .tool(
-                    "pss",
-                    "The PSS in KiB of the runner that calls it",
-                    json!({"type": "object"}),
-                    move |_| {
-                        let pid = seen.load(std::sync::atomic::Ordering::SeqCst);
-                        async move { Ok::<Value, ExecError>(json!(pss_kib(pid))) }
-                    },
-                )
-                .tool(
-                    "blob",
-                    "Returns a string of `bytes` bytes",
-                    json!({"type": "object"}),
-                    |args| async move {
-                        let n = args["bytes"].as_u64().unwrap_or(0) as usize;
-                        Ok::<Value, ExecError>(Value::String("x".repeat(n)))
-                    },
-                ),
-        ))
-        .expect("catalog");
+    local.add(Arc::new(bench_server(seen))).expect("catalog");
     let local = Arc::new(local);
 
     // Warm-up: page cache, dynamic loader.

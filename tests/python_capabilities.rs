@@ -3,8 +3,8 @@
 //! JavaScript one runs nested, each in its own runner with its own engine — through the real CLI
 //! (`capability save`, `run`) on one state file, with the capability traces of each.
 
-use crate::common::{bin, cli_run};
-use crate::python_scripts::run_py;
+use crate::common::cli_run;
+use crate::python_scripts::{run_file, run_py};
 use serde_json::{json, Value};
 use std::path::Path;
 
@@ -20,21 +20,7 @@ fn save(dir: &Path, name: &str, file: &str, code: &str, extra: &[&str]) {
 }
 
 fn run_js(dir: &Path, config: &Path, code: &str) -> Value {
-    let script = dir.join("script.js");
-    std::fs::write(&script, code).unwrap();
-    let (state, runner) = (dir.join("state.db"), bin("sandbox-runner"));
-    cli_run(&[
-        "run",
-        "--json",
-        "--config",
-        config.to_str().unwrap(),
-        "--state",
-        state.to_str().unwrap(),
-        "--runner",
-        runner.to_str().unwrap(),
-        script.to_str().unwrap(),
-    ])
-    .outcome()
+    run_file(dir, config, "script.js", code, &[]).0
 }
 
 fn capability_ends(o: &Value) -> Vec<(String, bool)> {
@@ -55,12 +41,11 @@ fn capability_ends(o: &Value) -> Vec<(String, bool)> {
 #[test]
 fn a_capability_in_one_language_is_called_from_the_other() {
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("mcp.json");
-    std::fs::write(
-        &config,
-        json!({"mcpServers": {"fixture": {"command": bin("fixture-mcp-server")}}}).to_string(),
-    )
-    .unwrap();
+    let config = crate::python_scripts::write_config(
+        dir.path(),
+        json!({"fixture": crate::python_scripts::fixture()}),
+        json!({}),
+    );
     // Python (the language from the file's extension), calling a tool.
     save(
         dir.path(),

@@ -10,7 +10,19 @@ use std::path::{Path, PathBuf};
 
 /// `run --json` of `code` as `script.py` (the language comes from the extension).
 pub fn run_py(dir: &Path, config: &Path, code: &str, flags: &[&str]) -> (Value, String) {
-    let script = dir.join("script.py");
+    run_file(dir, config, "script.py", code, flags)
+}
+
+/// `run --json` of `code` written to `dir/name`, on the state file `dir/state.db`, with the
+/// operator's key set: the outcome and every byte printed.
+pub fn run_file(
+    dir: &Path,
+    config: &Path,
+    name: &str,
+    code: &str,
+    flags: &[&str],
+) -> (Value, String) {
+    let script = dir.join(name);
     std::fs::write(&script, code).unwrap();
     let runner = bin("sandbox-runner");
     let state = dir.join("state.db");
@@ -39,14 +51,14 @@ pub fn run_py(dir: &Path, config: &Path, code: &str, flags: &[&str]) -> (Value, 
 /// The operator's seal key, so a session's placeholders outlive one `run`.
 const KEY: &str = "5f1e0c3a9b7d2468ace013579bdf2468ace013579bdf2468ace013579bdf2468";
 
-fn write_config(dir: &Path, servers: Value, sandbox: Value) -> PathBuf {
+pub fn write_config(dir: &Path, servers: Value, sandbox: Value) -> PathBuf {
     let path = dir.join("mcp.json");
     let body = json!({"mcpServers": servers, "sandbox": sandbox});
     std::fs::write(&path, body.to_string()).unwrap();
     path
 }
 
-fn fixture() -> Value {
+pub fn fixture() -> Value {
     json!({"command": bin("fixture-mcp-server")})
 }
 
@@ -258,32 +270,14 @@ fn session_state_is_shared_between_python_and_javascript() {
         &["--session", "s"],
     );
     assert_eq!(o["result"], json!([["seen"], null]), "{o}");
-    let script = dir.path().join("read.js");
-    std::fs::write(&script, "return await load('seen')").unwrap();
-    let runner = bin("sandbox-runner");
-    let state = dir.path().join("state.db");
-    let out = cli_run_env(
-        &[
-            "run",
-            "--json",
-            "--session",
-            "s",
-            "--config",
-            config.to_str().unwrap(),
-            "--state",
-            state.to_str().unwrap(),
-            "--runner",
-            runner.to_str().unwrap(),
-            script.to_str().unwrap(),
-        ],
-        &[("MCP_SANDBOX_KEY", KEY)],
+    let (o, _) = run_file(
+        dir.path(),
+        &config,
+        "read.js",
+        "return await load('seen')",
+        &["--session", "s"],
     );
-    assert_eq!(
-        out.outcome()["result"],
-        json!({"ids": [1, 2]}),
-        "{}",
-        out.outcome()
-    );
+    assert_eq!(o["result"], json!({"ids": [1, 2]}), "{o}");
 }
 
 #[test]

@@ -10,12 +10,11 @@ use serde_json::{json, Value};
 #[test]
 fn the_python_sdk_runs_python_scripts_in_both_eras() {
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("mcp.json");
-    std::fs::write(
-        &config,
-        json!({"mcpServers": {"fixture": {"command": bin("fixture-mcp-server")}}}).to_string(),
-    )
-    .unwrap();
+    let config = crate::python_scripts::write_config(
+        dir.path(),
+        json!({"fixture": crate::python_scripts::fixture()}),
+        json!({}),
+    );
     let state = dir.path().join("state.db");
     let exe = bin("mcp-sandbox");
     let gather = "import asyncio\nr = await asyncio.gather(mcp.fixture.echo(message='a'), mcp.fixture.add(a=1, b=2))\nprint('both done')\nawait store('r', r)\nr";

@@ -8,9 +8,9 @@
 //! - `runner_pss_kib`: the proportional set size of a pooled runner in the middle of a call;
 //! - `runner_binary_bytes`: the size of the release `sandbox-runner` (both engines are in it).
 
-use super::{percentiles, pss_kib, release_bin, wait_full};
+use super::{percentiles, release_bin, wait_full};
 use mcp_sandbox::exec::runner::RunnerCommand;
-use mcp_sandbox::{Catalog, ExecError, ExecRequest, InProcessServer, QueueOptions, Sandbox};
+use mcp_sandbox::{Catalog, ExecRequest, QueueOptions, Sandbox};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -60,19 +60,9 @@ pub async fn bench() -> Value {
     use sandbox_runner::protocol::Language::{Javascript, Python};
     let runner = RunnerCommand::new(release_bin("sandbox-runner"));
     let current = Arc::new(AtomicU32::new(0));
-    let seen = current.clone();
     let mut catalog = Catalog::new();
     catalog
-        .add(Arc::new(
-            InProcessServer::new("bench")
-                .tool("echo", "Returns its arguments", json!({"type": "object"}), |args| async move {
-                    Ok::<Value, ExecError>(args)
-                })
-                .tool("pss", "The PSS in KiB of the calling runner", json!({"type": "object"}), move |_| {
-                    let pid = seen.load(Ordering::SeqCst);
-                    async move { Ok::<Value, ExecError>(json!(pss_kib(pid))) }
-                }),
-        ))
+        .add(Arc::new(super::bench_server(current.clone())))
         .expect("catalog");
     let pool_size = 4;
     let pooled = Sandbox::new(
@@ -92,7 +82,8 @@ pub async fn bench() -> Value {
         ("gather_100_calls_ms", 2, 100, true),
     ] {
         let mut both = serde_json::Map::new();
-        for (lang, language, code) in [("javascript", Javascript, JS[i]), ("python", Python, PY[i])] {
+        for (lang, language, code) in [("javascript", Javascript, JS[i]), ("python", Python, PY[i])]
+        {
             let on = if pool {
                 On::Pool(&pooled)
             } else {
@@ -126,7 +117,11 @@ pub async fn bench() -> Value {
             }));
             let o = pooled.execute(req).await;
             assert!(o.success, "benchmark script failed: {o:?}");
-            kib.push(o.result.as_f64().expect("the runner's PSS (is /proc readable?)"));
+            kib.push(
+                o.result
+                    .as_f64()
+                    .expect("the runner's PSS (is /proc readable?)"),
+            );
         }
         pss.insert(lang.into(), percentiles(kib));
     }
