@@ -2,7 +2,8 @@
 //! both protocol eras (tests/python/modern_client.py: a 2026-07-28 client and a legacy one, each
 //! starting its own `serve` over stdio on one config and state file): `search_tools` answering
 //! Python stubs, `execute_code {language: "python"}` with a gather, session state kept between
-//! two executions of one connection, a failed call's code, an unknown language.
+//! two executions of one connection, a failed call's code, an unknown language, an `ask` rule
+//! answered by the client's elicitation handler, and `yield_after_ms` then `wait_execution`.
 
 use crate::common::bin;
 use serde_json::{json, Value};
@@ -13,14 +14,18 @@ fn the_python_sdk_runs_python_scripts_in_both_eras() {
     let config = crate::python_scripts::write_config(
         dir.path(),
         json!({"fixture": crate::python_scripts::fixture()}),
-        json!({}),
+        json!({"ask": ["fixture:pid"]}),
     );
     let state = dir.path().join("state.db");
     let exe = bin("mcp-sandbox");
     let gather = "import asyncio\nr = await asyncio.gather(mcp.fixture.echo(message='a'), mcp.fixture.add(a=1, b=2))\nprint('both done')\nawait store('r', r)\nr";
     let plan = json!({
         "stdio": [exe, config, state],
-        "clients": {"new": {"mode": "2026-07-28"}, "old": {"mode": "legacy"}},
+        "clients": {
+            "new": {"mode": "2026-07-28"},
+            "old": {"mode": "legacy"},
+            "asker": {"mode": "2026-07-28", "elicit": ["approve once"]},
+        },
         "steps": [
             {"as": "new", "call": "search_tools", "args": {"server": "fixture", "language": "python"}},
             {"as": "new", "call": "execute_code", "args": {"language": "python", "code": gather}},
@@ -28,6 +33,9 @@ fn the_python_sdk_runs_python_scripts_in_both_eras() {
             {"as": "old", "call": "execute_code", "args": {"language": "python", "code": "try:\n    await mcp.fixture.fail(message='no')\nexcept RuntimeError as e:\n    r = str(e)\nr"}},
             {"as": "old", "call": "execute_code", "args": {"language": "python", "code": "await mcp.fixture.fail(message='no')"}},
             {"as": "old", "call": "execute_code", "args": {"language": "cobol", "code": "DISPLAY 'HI'."}},
+            {"as": "asker", "call": "execute_code", "args": {"language": "python", "code": "await mcp.fixture.pid()\n'approved'"}},
+            {"as": "old", "call": "execute_code", "args": {"language": "python", "code": "await mcp.fixture.sleep(ms=1500)\n'slept'", "yield_after_ms": 100}, "keep": {"e": "execution_id"}},
+            {"as": "old", "call": "wait_execution", "args": {"execution_id": "$e"}},
         ],
     });
     let report: Value =
@@ -76,4 +84,19 @@ fn the_python_sdk_runs_python_scripts_in_both_eras() {
         ),
         "{refused}"
     );
+
+    // The ask rule reached the person (the client's elicitation handler) and the call went on.
+    assert_eq!(steps[6]["out"]["result"], "approved", "{}", steps[6]);
+    let asked = report["elicited"]["asker"].as_array().unwrap();
+    assert_eq!(asked.len(), 1, "{report}");
+    assert!(
+        asked[0]
+            .as_str()
+            .unwrap()
+            .starts_with("The script wants to call fixture:pid (asked by the config rule ask"),
+        "{report}"
+    );
+    // A Python execution yields and is waited for like a JavaScript one.
+    assert_eq!(steps[7]["out"]["status"], "running", "{}", steps[7]);
+    assert_eq!(steps[8]["out"]["result"], "slept", "{}", steps[8]);
 }

@@ -540,6 +540,7 @@ pub(super) mod tests {
                 "ALTER TABLE state_values DROP COLUMN value_nonce;
                  ALTER TABLE state_values DROP COLUMN value_sealed;
                  DROP TABLE mcp_sessions; DROP TABLE yielded_executions; DROP TABLE pending_approvals;
+                 ALTER TABLE capabilities DROP COLUMN language;
                  PRAGMA user_version = 11;
                  INSERT INTO state_sessions (scope, tenant, used_at) VALUES ('1:t1:p1:s', 't', 1);
                  INSERT INTO state_values (scope, key, value, bytes, stored_at, labels)

@@ -446,6 +446,7 @@ mod tests {
             conn.execute_batch(
                 "DROP TABLE oauth_credentials; PRAGMA user_version = 10;
                  DROP TABLE mcp_sessions; DROP TABLE yielded_executions; DROP TABLE pending_approvals;
+                 ALTER TABLE capabilities DROP COLUMN language;
                  ALTER TABLE state_values DROP COLUMN value_nonce;
                  ALTER TABLE state_values DROP COLUMN value_sealed;
                  CREATE TABLE IF NOT EXISTS oauth_credentials (
