@@ -181,10 +181,13 @@ pub(crate) mod tests {
         let held: Vec<String> = ["a", "b", "zz"].map(String::from).to_vec();
         let kept = s.renew_mcp_sessions(&[], &held, idle).unwrap();
         assert_eq!(kept, ["a", "b"]);
-        std::thread::sleep(Duration::from_millis(30));
-        // Renew only a; with a tiny idle time b and c are unused too long: swept.
+        // Renew only a; b and c, unused for longer than the idle time, are swept. A renewal
+        // takes about a millisecond on an idle machine; the idle time leaves it 300 ms on a
+        // loaded one (20 ms failed in CI with PostgreSQL beside a build), so the row just
+        // renewed is never swept with the others.
+        std::thread::sleep(Duration::from_millis(600));
         let kept = s
-            .renew_mcp_sessions(&["a".into()], &held, Duration::from_millis(20))
+            .renew_mcp_sessions(&["a".into()], &held, Duration::from_millis(300))
             .unwrap();
         assert_eq!(kept, ["a"]);
         assert_eq!(s.mcp_session("b", idle).unwrap(), None);
@@ -194,8 +197,11 @@ pub(crate) mod tests {
             .mcp_session("a", Duration::from_secs(5))
             .unwrap()
             .is_some());
-        std::thread::sleep(Duration::from_millis(30));
-        assert_eq!(s.mcp_session("a", Duration::from_millis(20)).unwrap(), None);
+        std::thread::sleep(Duration::from_millis(600));
+        assert_eq!(
+            s.mcp_session("a", Duration::from_millis(300)).unwrap(),
+            None
+        );
         s.forget_mcp_session("a").unwrap();
         assert_eq!(s.mcp_session("a", idle).unwrap(), None);
     }

@@ -429,6 +429,12 @@ impl ServerHandler for GatewayServer {
                     (caps, questions.clone(), speaks_2026(&context)),
                 );
                 let approvals = (approvals, Some(progress));
+                // A client that declared tasks gets one: the execution runs as a yielded one
+                // and the call answers at once (`tasks`).
+                let as_task = speaks_2026(&context)
+                    && context
+                        .client_capabilities()
+                        .is_some_and(|c| c.supports_tasks());
                 // What an execution that outlives its request (`yield_after_ms`) keeps.
                 let yielding = yielding::Yielding {
                     permit: _permit.clone(),
@@ -442,14 +448,9 @@ impl ServerHandler for GatewayServer {
                     questions,
                     principal: principal.clone(),
                     handle: named.handle.clone(),
+                    as_task,
                 };
                 let gateway = &self.gateway;
-                // A client that declared tasks gets one: the execution runs as a yielded one
-                // and the call answers at once (`tasks`).
-                let as_task = speaks_2026(&context)
-                    && context
-                        .client_capabilities()
-                        .is_some_and(|c| c.supports_tasks());
                 if as_task {
                     args.insert("yield_after_ms".into(), Value::from(1u64));
                     let cancel = context.ct.clone();

@@ -41,6 +41,9 @@ pub struct Yielding {
     pub principal: Arc<crate::context::principal::Principal>,
     /// The session handle the answer names.
     pub handle: Option<String>,
+    /// The request is made a task (`front/mcp/tasks.rs`): it answers `running` even when the
+    /// execution asks first; the question is read with `tasks/get`.
+    pub as_task: bool,
 }
 
 /// Runs `exec` in its own task and answers after `after` at the latest (`yielded`: `after` is
@@ -108,6 +111,7 @@ pub async fn run(
         principal: &y.principal,
         owner: &owner,
         handle: y.handle.as_deref(),
+        as_task: y.as_task,
     };
     let response = super::input_required::retry::respond(
         &waiter,

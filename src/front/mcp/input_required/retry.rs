@@ -34,6 +34,9 @@ pub struct Waiter<'a> {
     pub owner: &'a SessionScope,
     /// The session handle the final answer names.
     pub handle: Option<&'a str>,
+    /// The request made a task: a question is read with `tasks/get` (status `input_required`),
+    /// so the request answers `running` (the task) even when the question came first.
+    pub as_task: bool,
 }
 
 /// Waits on `entry` (started by this request, or resumed by a retry that answered
@@ -74,7 +77,7 @@ pub async fn respond(
         };
     }
     match waited {
-        Waited::Asked(open) => {
+        Waited::Asked(open) if !w.as_task => {
             let payload = Payload {
                 execution: entry.id.clone(),
                 question: Some(open.pending_id.clone()),
@@ -140,6 +143,7 @@ pub async fn resume(
         principal,
         owner: &owner,
         handle: payload.handle.as_deref(),
+        as_task: false,
     };
     let answered = payload.question.as_deref();
     let response = respond(&w, &entry, (after, answered), &cancel, answer).await;
