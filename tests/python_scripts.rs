@@ -316,3 +316,29 @@ r
         .iter()
         .any(|t| t["tool"] == "mail:send_mail" && t["success"] == true));
 }
+
+#[test]
+fn tools_python_prints_the_stubs_of_the_configured_servers() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        json!({"fixture": fixture()}),
+        json!({"deny": ["fixture:pid"]}),
+    );
+    let out = crate::common::cli_run(&["tools", "--python", "--config", config.to_str().unwrap()]);
+    assert_eq!(out.status, 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with("# The `mcp` API of this sandbox for Python scripts"),
+        "{text}"
+    );
+    assert!(text.contains("\nclass fixture:\n"), "{text}");
+    assert!(
+        text.contains("    async def add(*, a: float, b: float) -> "),
+        "{text}"
+    );
+    assert!(
+        text.contains("Denied: calls raise PermissionError (PERMISSION_DENIED)"),
+        "{text}"
+    );
+}
