@@ -110,7 +110,12 @@ async fn a_session_opened_on_one_gateway_goes_on_through_another() {
         if r.status == 404 {
             break;
         }
-        assert_eq!(result(&r, 11), json!(1));
+        // A request that A took just before its renewal saw the end closes its stream without
+        // an answer (the session ended while it ran: seen once in CI); any answer it does give
+        // is the script's.
+        if r.messages().iter().any(|m| m["id"] == json!(11)) {
+            assert_eq!(result(&r, 11), json!(1));
+        }
         assert!(
             t0.elapsed() < Duration::from_secs(5),
             "gateway A still serves a session deleted through B after {:?}",
