@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Bounded libFuzzer run of every target in fuzz/ (the [[bin]]s of fuzz/Cargo.toml: frame decoder,
-# host session on arbitrary runner bytes, …).
+# host session on arbitrary runner bytes, script parsing), side by side.
 # Usage: scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 30)
 #        scripts/fuzz.sh --build-only          (build the targets, run none: CI builds them
 #                                               beside the tests, then runs them)
 #
-# Built with plain cargo and the coverage flags that cargo-fuzz passes (`-s none`: no sanitizer,
-# since ASan needs a nightly std that cannot be downloaded here), so a fresh machine does not
-# compile cargo-fuzz first; `cargo fuzz run <target>` works the same if you have it. `--target`
-# keeps the instrumentation off build scripts and proc macros. The fuzz crate's release profile is
-# opt-level 1 with debug assertions (fuzz/Cargo.toml): a quicker compile, and checks stay on.
+# Built with plain cargo (no cargo-fuzz to compile first; `cargo fuzz run <target>` works the
+# same if you have it) into target/fuzz, which starts as a copy of target/release made of hard
+# links: the fuzz build compiles every dependency exactly as the release build does (same lock,
+# same profile, same features: scripts/fuzz-tree-check.py says where that stops holding), so it
+# compiles only the project's own crates, which scripts/fuzz-rustc.sh instruments with the flags
+# cargo-fuzz passes (`-s none`: no sanitizer, since ASan needs a nightly std that cannot be
+# downloaded here) plus debug assertions and overflow checks. The dependencies are not
+# instrumented: coverage guides the fuzzer through the project's code.
 # Seeds live in fuzz/corpus/<target> (kept small in git); new inputs go to a temporary
 # directory, crashes to fuzz/artifacts/<target>.
 set -euo pipefail
@@ -21,12 +24,19 @@ if [[ "${1:-}" == "--build-only" ]]; then
 fi
 secs="${1:-30}"
 
-triple="$(rustc -vV | sed -n 's/^host: //p')"
-export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
--Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
--Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing"
-
-cargo build --manifest-path fuzz/Cargo.toml --release --target "$triple" --bins --quiet
+# Seed target/fuzz with the release build's files (hard links: no copy, no disk). Files already
+# there are kept; cargo's lock file is never shared (two builds may run at once).
+if [[ -d target/release/.fingerprint ]]; then
+    mkdir -p target/fuzz/release
+    cp -aln target/release/. target/fuzz/release/ 2>/dev/null ||
+        echo "fuzz: not every file of target/release could be linked into target/fuzz; the build compiles what is missing"
+    if [[ target/fuzz/release/.cargo-lock -ef target/release/.cargo-lock ]]; then
+        rm -f target/fuzz/release/.cargo-lock
+    fi
+fi
+python3 scripts/fuzz-tree-check.py
+CARGO_TARGET_DIR="$PWD/target/fuzz" RUSTC_WRAPPER="$PWD/scripts/fuzz-rustc.sh" \
+    cargo build --manifest-path fuzz/Cargo.toml --release --bins --quiet
 [[ $build_only == 1 ]] && exit 0
 
 # The session target replays its input through the fake runner; any profile's build will do.
@@ -37,25 +47,40 @@ if [[ -z "$fake" ]]; then
     done
 fi
 if [[ -z "$fake" ]]; then
-    env -u RUSTFLAGS cargo build -p mcp-sandbox-fixtures --bin fake-runner --quiet
+    cargo build -p mcp-sandbox-fixtures --bin fake-runner --quiet
     fake="$PWD/target/debug/fake-runner"
 fi
 export FAKE_RUNNER="$fake"
 
-bin_dir="fuzz/target/$triple/release"
+bin_dir="target/fuzz/release"
 targets="$(awk '/^\[\[bin\]\]/ {b=1} b && /^name = / {gsub(/"/, "", $3); print $3; b=0}' fuzz/Cargo.toml)"
 
+# Every target at once, each for $secs seconds: they are independent single-threaded processes.
+declare -A pids logs
 for target in $targets; do
     out="$(mktemp -d)"
+    logs[$target]="$out"
     mkdir -p "fuzz/artifacts/$target" "fuzz/corpus/$target"
     echo "fuzzing $target for $secs s"
-    if ! "$bin_dir/$target" "$out" "fuzz/corpus/$target" \
+    "$bin_dir/$target" "$out" "fuzz/corpus/$target" \
         -artifact_prefix="fuzz/artifacts/$target/" -max_total_time="$secs" -max_len=32768 \
-        -print_final_stats=1 >"$out.log" 2>&1; then
+        -print_final_stats=1 >"$out.log" 2>&1 &
+    pids[$target]=$!
+done
+failed=""
+for target in $targets; do
+    out="${logs[$target]}"
+    if wait "${pids[$target]}"; then
+        echo "== $target"
+        tail -n 3 "$out.log"
+    else
+        echo "== $target FAILED"
         tail -n 40 "$out.log"
-        echo "fuzz target $target failed; the input is in fuzz/artifacts/$target" >&2
-        exit 1
+        failed="$failed $target"
     fi
-    tail -n 3 "$out.log"
     rm -rf "$out" "$out.log"
 done
+if [[ -n "$failed" ]]; then
+    echo "fuzz target(s)$failed failed; the inputs are in fuzz/artifacts/<target>" >&2
+    exit 1
+fi

@@ -7,6 +7,7 @@ pub mod approve_tty;
 pub mod auth;
 pub mod check;
 pub mod command;
+pub mod entry;
 pub mod labels;
 pub mod learning;
 pub mod migrate;
