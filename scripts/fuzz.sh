@@ -72,7 +72,7 @@ for target in $targets; do
     out="${logs[$target]}"
     if wait "${pids[$target]}"; then
         echo "== $target"
-        tail -n 3 "$out.log"
+        tail -n 5 "$out.log"
     else
         echo "== $target FAILED"
         tail -n 40 "$out.log"
