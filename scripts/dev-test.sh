@@ -21,5 +21,5 @@ cargo build --profile inner --workspace --bins --quiet
 filter="${1:-all()}"
 shift || true
 say "cargo nextest run -E '$filter'"
-cargo nextest run --cargo-profile inner --workspace --no-fail-fast --test-threads "${TEST_THREADS:-4}" -E "$filter" "$@"
+cargo nextest run --cargo-profile inner --workspace --lib --bins --tests --no-fail-fast --test-threads "${TEST_THREADS:-4}" -E "$filter" "$@"
 say "done"

@@ -11,7 +11,8 @@
 # Environment: RUNS (default 3), PROFILE (default release, as scripts/test.sh; `inner` or any
 # cargo profile), TEST_THREADS (default 4, as scripts/test.sh), BURNERS (default 2).
 # It builds what the profile needs first (`cargo build --workspace --bins`: the tests spawn
-# those binaries), then runs `cargo nextest run` RUNS times, printing each run's result and a
+# those binaries), then runs `cargo nextest run` RUNS times (the test targets only, as scripts/test.sh:
+# `--lib --bins --tests`, no examples), printing each run's result and a
 # summary; it exits non-zero if any run failed. It does not run scripts/setup.sh: run it (or
 # scripts/test.sh) once first.
 set -euo pipefail
@@ -60,7 +61,7 @@ failed=0
 for i in $(seq 1 "$runs"); do
     echo "stress-test: run $i of $runs (nextest, profile $profile, $threads test threads, $burners CPU burners)"
     start=$(date +%s)
-    if cargo nextest run --cargo-profile "$profile" --workspace --no-fail-fast \
+    if cargo nextest run --cargo-profile "$profile" --workspace --lib --bins --tests --no-fail-fast \
         --test-threads "$threads" "$@"; then
         status="passed"
     else
