@@ -32,6 +32,7 @@ fn record(tool: &str) -> AuditRecord {
         duration_ms: 1.0,
         labels: Vec::new(),
         detail: None,
+        write_key: None,
         calls: vec![AuditCall {
             kind: "tool".into(),
             tool: tool.into(),

@@ -184,6 +184,7 @@ impl Auditor {
             calls: Vec::new(),
             labels: Vec::new(),
             detail: None,
+            write_key: Some(crate::store::write_key::new_key()),
         }
     }
 

@@ -18,7 +18,8 @@
 //! - At shutdown the queue gets the grace period; what is left is dropped and counted.
 //!
 //! An append (a record without a write-ahead record) retried after a commit whose answer was
-//! lost is written twice: the log then holds the execution twice, with the same time and code.
+//! lost finds its key ([`crate::store::write_key`]) and completes the record that commit wrote,
+//! or the execution's write-ahead record committed without its answer: one record either way.
 
 use crate::exec::retry_queue::{trace_event_size, Kind, RetryQueue, Retryable};
 use crate::store::audit::{AuditCall, AuditDetail, AuditRecord, DetailLog};

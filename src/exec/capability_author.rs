@@ -69,6 +69,7 @@ pub fn write_record(keep: AuditCode, caller: &Caller, code: &str) -> AuditRecord
         duration_ms: 0.0,
         calls: Vec::new(),
         detail: None,
+        write_key: None,
         labels: Vec::new(),
     }
 }

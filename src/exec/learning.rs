@@ -15,16 +15,19 @@
 //! - Past the bound the oldest records are dropped: counted ([`writes_lost`], on `/metrics` as
 //!   `mcp_sandbox_learning_writes_lost_total`) and logged at most once a minute.
 //!
-//! A write whose commit reached the database but whose answer was lost (the server stopped at
-//! that instant) is written again from the queue: its calls are then counted twice. The graph's
-//! counts are statistics; the audit log, which must be exact, does not go through this queue.
+//! A write whose commit reached the database but whose answer was lost (the server stopped or
+//! hung at that instant) is tried again from the queue: each record carries a key
+//! ([`crate::store::write_key`]) written in the same transaction, so the retry finds it and
+//! counts nothing twice.
 
 use crate::error::ErrorCode;
 use crate::exec::outcome::Outcome;
 use crate::exec::retry_queue::{trace_event_size, Kind, RetryQueue, Retryable};
 pub use crate::exec::retry_queue::{FIRST_BACKOFF, MAX_BACKOFF};
+use crate::store::write_key::{new_key, WriteKey};
 use crate::store::{FinishedExecution, Store, StoreError};
 use crate::trace::TraceEvent;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Semaphore;
@@ -58,6 +61,9 @@ pub struct Entry {
     error_code: Option<ErrorCode>,
     traces: Vec<TraceEvent>,
     code: Option<(String, sandbox_runner::protocol::Language)>,
+    /// Applied at most once under this key; `tried` once a write of it was started.
+    key: String,
+    tried: AtomicBool,
 }
 
 impl FinishedExecution for Entry {
@@ -76,6 +82,7 @@ impl Entry {
     /// The bytes this entry holds, estimated: each trace event's fixed part and strings, the code.
     pub fn size(&self) -> usize {
         std::mem::size_of::<Entry>()
+            + self.key.len()
             + self.code.as_ref().map_or(0, |(c, _)| c.len())
             + self.traces.iter().map(trace_event_size).sum::<usize>()
     }
@@ -88,7 +95,11 @@ impl Retryable for Entry {
 
     fn write(&self) -> Result<(), StoreError> {
         let code = self.code.as_ref().map(|(c, l)| (c.as_str(), *l));
-        self.store.record_execution(self, code)
+        let key = WriteKey {
+            id: &self.key,
+            retry: self.tried.swap(true, Ordering::Relaxed),
+        };
+        self.store.record_execution_once(self, code, key)
     }
 }
 
@@ -151,6 +162,8 @@ impl LearningQueue {
             error_code: outcome.error.as_ref().map(|e| e.code),
             traces: outcome.traces.clone(),
             code: code.map(|(c, l)| (c.to_string(), l)),
+            key: new_key(),
+            tried: AtomicBool::new(false),
         };
         let permit = if self.queue.holding() {
             None

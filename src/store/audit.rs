@@ -39,6 +39,10 @@ pub struct AuditRecord {
     /// the outcome, read only by [`Store::audit_record`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<AuditDetail>,
+    /// The record's key (`store::write_key`): a record appended with the key of one already
+    /// written completes that one. Not read back.
+    #[serde(skip)]
+    pub write_key: Option<String>,
 }
 
 /// What the record keeps of an execution beside its calls, as the client saw it (redacted with
@@ -112,12 +116,13 @@ pub struct AuditFilter {
 /// The outcome of a write-ahead record whose execution has not ended.
 pub const RUNNING: &str = "RUNNING";
 
-fn insert_head(tx: &rusqlite::Transaction<'_>, r: &AuditRecord) -> Result<i64, StoreError> {
+/// Inserts a record's head; `None` when a record with its write key is there already.
+fn insert_head(tx: &rusqlite::Transaction<'_>, r: &AuditRecord) -> Result<Option<i64>, StoreError> {
     let mut stmt = tx.prepare_cached(
-        "INSERT INTO audit (ts, principal, tenant, client, front, code, code_sha256, code_bytes, outcome, duration_ms, labels, detail)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        "INSERT INTO audit (ts, principal, tenant, client, front, code, code_sha256, code_bytes, outcome, duration_ms, labels, detail, write_key)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) ON CONFLICT (write_key) DO NOTHING",
     )?;
-    stmt.execute(params![
+    let added = stmt.execute(params![
         r.ts,
         r.principal,
         r.tenant,
@@ -129,9 +134,21 @@ fn insert_head(tx: &rusqlite::Transaction<'_>, r: &AuditRecord) -> Result<i64, S
         r.outcome,
         r.duration_ms,
         labels_column(&r.labels),
-        detail_column(r.detail.as_ref())
+        detail_column(r.detail.as_ref()),
+        r.write_key
     ])?;
-    Ok(tx.last_insert_rowid())
+    Ok((added == 1).then(|| tx.last_insert_rowid()))
+}
+
+/// The head of record `r`: inserted, or the one already written with its write key.
+fn head(tx: &rusqlite::Transaction<'_>, r: &AuditRecord) -> Result<(i64, bool), StoreError> {
+    if let Some(id) = insert_head(tx, r)? {
+        return Ok((id, true));
+    }
+    let id = tx
+        .prepare_cached("SELECT id FROM audit WHERE write_key = ?1")?
+        .query_row(params![r.write_key], |row| row.get(0))?;
+    Ok((id, false))
 }
 
 /// The detail as the `detail` column keeps it: JSON, or NULL for none.
@@ -154,7 +171,7 @@ impl Store {
             if let Some(pg) = self.pg() {
                 return pg.begin_audit(r);
             }
-            self.write(|tx| insert_head(tx, r))
+            self.write(|tx| head(tx, r).map(|(id, _)| id))
         })
     }
 
@@ -201,7 +218,20 @@ impl Store {
 }
 
 fn complete(tx: &rusqlite::Transaction<'_>, id: i64, r: &AuditRecord) -> Result<(), StoreError> {
-    let n = tx
+    if update_head(tx, id, r)? == 0 {
+        // Pruned meanwhile (retention): the record is written whole again.
+        return insert(tx, r).map(|_| ());
+    }
+    insert_calls(tx, id, r)
+}
+
+/// Sets what the end of the execution tells of record `id`; how many rows that changed.
+fn update_head(
+    tx: &rusqlite::Transaction<'_>,
+    id: i64,
+    r: &AuditRecord,
+) -> Result<usize, StoreError> {
+    Ok(tx
         .prepare_cached(
             "UPDATE audit SET outcome = ?2, duration_ms = ?3, labels = ?4, detail = ?5 WHERE id = ?1",
         )?
@@ -211,14 +241,7 @@ fn complete(tx: &rusqlite::Transaction<'_>, id: i64, r: &AuditRecord) -> Result<
             r.duration_ms,
             labels_column(&r.labels),
             detail_column(r.detail.as_ref())
-        ],
-    )?;
-    if n == 0 {
-        // Pruned meanwhile (retention): the record is written whole again.
-        let id = insert_head(tx, r)?;
-        return insert_calls(tx, id, r);
-    }
-    insert_calls(tx, id, r)
+        ])?)
 }
 
 /// The calls of record `id`; a call already there is left as it is, so a completion retried
@@ -393,6 +416,7 @@ fn head_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<AuditRecord> {
         duration_ms: r.get(9)?,
         calls: Vec::new(),
         detail: None,
+        write_key: None,
     })
 }
 
@@ -419,8 +443,14 @@ fn calls_of(conn: &rusqlite::Connection, id: i64) -> Result<Vec<AuditCall>, Stor
 /// Inserts one record (and its calls) in the open transaction `tx`; returns its id. Other
 /// writes that must be audited (saving a capability) commit their record in their own
 /// transaction with it.
+///
+/// A record whose write key is there already (its first try was committed but its answer lost,
+/// or it is the write-ahead record of the same execution) completes that record instead.
 pub(super) fn insert(tx: &rusqlite::Transaction<'_>, r: &AuditRecord) -> Result<i64, StoreError> {
-    let id = insert_head(tx, r)?;
+    let (id, added) = head(tx, r)?;
+    if !added {
+        update_head(tx, id, r)?;
+    }
     insert_calls(tx, id, r)?;
     Ok(id)
 }
@@ -444,6 +474,7 @@ pub(super) mod tests {
             duration_ms: 1.0,
             labels: vec!["private".into()],
             detail: None,
+            write_key: None,
             calls: vec![AuditCall {
                 kind: "tool".into(),
                 tool: "s:t".into(),

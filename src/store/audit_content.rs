@@ -163,6 +163,7 @@ pub fn reduced(r: &AuditRecord, why: &StoreError) -> AuditRecord {
             }],
             ..AuditDetail::default()
         }),
+        write_key: r.write_key.clone(),
     }
 }
 
@@ -225,6 +226,7 @@ mod tests {
             }],
             labels: vec!["x".into()],
             detail: None,
+            write_key: None,
         }
     }
 

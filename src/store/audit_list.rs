@@ -219,6 +219,7 @@ pub(super) mod tests {
             duration_ms: 2.0,
             labels: vec!["private".into()],
             detail: None,
+            write_key: None,
             calls: tools
                 .iter()
                 .map(|(tool, failed)| AuditCall {

@@ -200,7 +200,7 @@ impl Store {
     /// Records one execution's traces (see the module documentation for exactly what).
     pub fn record_traces(&self, traces: &[TraceEvent], aborted: bool) -> Result<(), StoreError> {
         if let Some(pg) = self.pg() {
-            return pg.record_execution(&self.tenant, traces, aborted, None);
+            return pg.record_execution(&self.tenant, traces, aborted, None, None);
         }
         self.write(|tx| record(tx, &self.tenant, traces, aborted))
     }

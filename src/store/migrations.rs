@@ -235,4 +235,10 @@ pub(super) const MIGRATIONS: &[&str] = &[
     // 19: the language of a capability's code (`python` runs on the runner's Python engine);
     // every capability saved before is JavaScript.
     "ALTER TABLE capabilities ADD COLUMN language TEXT NOT NULL DEFAULT 'javascript';",
+    // 20: writes applied at most once (`store::write_key`): the keys of recent learning writes,
+    // and each audit record's key.
+    "CREATE TABLE learning_writes (key TEXT PRIMARY KEY, at REAL NOT NULL) WITHOUT ROWID;
+     CREATE INDEX learning_writes_by_time ON learning_writes (at);
+     ALTER TABLE audit ADD COLUMN write_key TEXT;
+     CREATE UNIQUE INDEX audit_by_write_key ON audit (write_key);",
 ];

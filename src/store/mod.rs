@@ -33,6 +33,7 @@ pub mod session_state;
 #[cfg(test)]
 pub(crate) mod suites;
 pub mod tokens;
+pub mod write_key;
 mod write_now;
 pub mod yielded;
 
@@ -396,6 +397,26 @@ impl Store {
         outcome: &impl FinishedExecution,
         code: Option<(&str, sandbox_runner::protocol::Language)>,
     ) -> Result<(), StoreError> {
+        self.record_execution_keyed(outcome, code, None)
+    }
+
+    /// [`Store::record_execution`], applied at most once per `key` (see [`write_key`]): a
+    /// retry whose first try was committed changes nothing.
+    pub fn record_execution_once(
+        &self,
+        outcome: &impl FinishedExecution,
+        code: Option<(&str, sandbox_runner::protocol::Language)>,
+        key: write_key::WriteKey<'_>,
+    ) -> Result<(), StoreError> {
+        self.record_execution_keyed(outcome, code, Some(key))
+    }
+
+    fn record_execution_keyed(
+        &self,
+        outcome: &impl FinishedExecution,
+        code: Option<(&str, sandbox_runner::protocol::Language)>,
+        key: Option<write_key::WriteKey<'_>>,
+    ) -> Result<(), StoreError> {
         let aborted = outcome.error_code().is_some_and(graph::is_aborted);
         let last = code.map(|(code, language)| {
             let ends = outcome.traces().iter().filter(|e| {
@@ -428,9 +449,15 @@ impl Store {
             None => None,
         };
         if let Some(pg) = self.pg() {
-            return pg.record_execution(&self.tenant, outcome.traces(), aborted, last.as_deref());
+            let traces = outcome.traces();
+            return pg.record_execution(&self.tenant, traces, aborted, last.as_deref(), key);
         }
         self.write(|tx| {
+            if let Some(k) = key {
+                if !write_key::claim_sqlite(tx, k.id, crate::trace::now_ms())? {
+                    return Ok(());
+                }
+            }
             graph::record(tx, &self.tenant, outcome.traces(), aborted)?;
             if let Some(text) = &last {
                 capabilities::set_kv(tx, capabilities::LAST_EXECUTION_KEY, text)?;

@@ -106,6 +106,7 @@ impl Store {
             calls: Vec::new(),
             labels: labels.iter().map(|l| l.label.clone()).collect(),
             detail: None,
+            write_key: None,
         };
         self.append_audit(&record)?;
         Ok(labels)

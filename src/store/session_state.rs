@@ -541,6 +541,8 @@ pub(super) mod tests {
                  ALTER TABLE state_values DROP COLUMN value_sealed;
                  DROP TABLE mcp_sessions; DROP TABLE yielded_executions; DROP TABLE pending_approvals;
                  ALTER TABLE capabilities DROP COLUMN language;
+                 DROP TABLE learning_writes; DROP INDEX audit_by_write_key;
+                 ALTER TABLE audit DROP COLUMN write_key;
                  PRAGMA user_version = 11;
                  INSERT INTO state_sessions (scope, tenant, used_at) VALUES ('1:t1:p1:s', 't', 1);
                  INSERT INTO state_values (scope, key, value, bytes, stored_at, labels)

@@ -75,6 +75,9 @@ suites! {
     yielded_liveness => crate::store::yielded::tests::liveness_of_unknown_gateways,
     approvals_kept_and_answered_once => crate::store::approvals::tests::kept_listed_answered_once,
     approvals_first_answer_wins => crate::store::approvals::tests::the_first_answer_wins,
+    learning_retry_once => crate::store::write_key::tests::a_retried_learning_write_is_applied_once,
+    learning_keys_pruned => crate::store::write_key::tests::expired_learning_keys_are_pruned,
+    audit_retry_once => crate::store::write_key::tests::a_retried_audit_record_is_written_once,
 }
 
 /// Writers (threads)…
@@ -226,6 +229,7 @@ fn concurrent_audit_appends_keep_one_record_each(s: &Store) {
                         calls: Vec::new(),
                         labels: Vec::new(),
                         detail: None,
+                        write_key: None,
                     };
                     // Half written ahead then completed, half appended whole.
                     if i.is_multiple_of(2) {

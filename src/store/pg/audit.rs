@@ -9,39 +9,60 @@ use super::super::StoreError;
 use super::{big, pipelined, Params, Pg, Transaction};
 use deadpool_postgres::GenericClient;
 
-/// The write-ahead head of a record (also a whole record's first row).
-const INSERT_HEAD: &str = "INSERT INTO audit (ts, principal, tenant, client, front, code, code_sha256, code_bytes, outcome, duration_ms, labels, detail)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id";
+/// The write-ahead head of a record (also a whole record's first row); no row when a record
+/// with its write key is there already.
+const INSERT_HEAD: &str = "INSERT INTO audit (ts, principal, tenant, client, front, code, code_sha256, code_bytes, outcome, duration_ms, labels, detail, write_key)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+     ON CONFLICT (write_key) DO NOTHING RETURNING id";
 /// The completion of a write-ahead record.
 const COMPLETE_HEAD: &str =
     "UPDATE audit SET outcome = $2, duration_ms = $3, labels = $4, detail = $5 WHERE id = $1";
 
-/// Inserts a record's head: in a transaction, or alone (its own transaction, one round trip).
-/// The statement is prepared once per connection.
-async fn insert_head(c: &impl GenericClient, r: &AuditRecord) -> Result<i64, StoreError> {
+/// The head of record `r`, inserted (`true`) or, when a record with its write key is there
+/// already, that one: in a transaction, or alone (one round trip when it is new). The
+/// statements are prepared once per connection.
+async fn head(c: &impl GenericClient, r: &AuditRecord) -> Result<(i64, bool), StoreError> {
     let code_bytes = r.code_bytes.map(big);
     let labels = labels_column(&r.labels);
     let detail = detail_column(r.detail.as_ref());
     let st = c.prepare_cached(INSERT_HEAD).await?;
-    Ok(c.query_one(
-        &st,
-        &[
-            &r.ts,
-            &r.principal,
-            &r.tenant,
-            &r.client,
-            &r.front,
-            &r.code,
-            &r.code_sha256,
-            &code_bytes,
-            &r.outcome,
-            &r.duration_ms,
-            &labels,
-            &detail,
-        ],
-    )
-    .await?
-    .get(0))
+    let added = c
+        .query_opt(
+            &st,
+            &[
+                &r.ts,
+                &r.principal,
+                &r.tenant,
+                &r.client,
+                &r.front,
+                &r.code,
+                &r.code_sha256,
+                &code_bytes,
+                &r.outcome,
+                &r.duration_ms,
+                &labels,
+                &detail,
+                &r.write_key,
+            ],
+        )
+        .await?;
+    if let Some(row) = added {
+        return Ok((row.get(0), true));
+    }
+    let st = c
+        .prepare_cached("SELECT id FROM audit WHERE write_key = $1")
+        .await?;
+    Ok((c.query_one(&st, &[&r.write_key]).await?.get(0), false))
+}
+
+/// Sets what the end of the execution tells of record `id`; how many rows that changed.
+async fn update_head(tx: &Transaction<'_>, id: i64, r: &AuditRecord) -> Result<u64, StoreError> {
+    let labels = labels_column(&r.labels);
+    let detail = detail_column(r.detail.as_ref());
+    let st = tx.prepare_cached(COMPLETE_HEAD).await?;
+    Ok(tx
+        .execute(&st, &[&id, &r.outcome, &r.duration_ms, &labels, &detail])
+        .await?)
 }
 
 async fn insert_calls(tx: &Transaction<'_>, id: i64, r: &AuditRecord) -> Result<(), StoreError> {
@@ -72,34 +93,33 @@ async fn insert_calls(tx: &Transaction<'_>, id: i64, r: &AuditRecord) -> Result<
     pipelined(writes).await
 }
 
-/// One audit record and its calls, in an open transaction.
+/// One audit record and its calls, in an open transaction. A record whose write key is there
+/// already (its first try was committed but its answer lost, or it is the write-ahead record of
+/// the same execution) completes that record instead.
 pub(super) async fn insert(tx: &Transaction<'_>, r: &AuditRecord) -> Result<i64, StoreError> {
-    let id = insert_head(tx, r).await?;
+    let (id, added) = head(tx, r).await?;
+    if !added {
+        update_head(tx, id, r).await?;
+    }
     insert_calls(tx, id, r).await?;
     Ok(id)
 }
 
 impl Pg {
-    /// One statement, so no transaction around it (one round trip instead of three).
+    /// One statement when the record is new, so no transaction around it (one round trip
+    /// instead of three).
     pub fn begin_audit(&self, r: &AuditRecord) -> Result<i64, StoreError> {
         self.bounded(super::OPERATION_TIMEOUT, async |c| {
-            insert_head(&*c, r).await
+            head(&*c, r).await.map(|(id, _)| id)
         })
     }
 
     pub fn complete_audit(&self, id: i64, r: &AuditRecord) -> Result<(), StoreError> {
         self.write(async |tx| {
-            let labels = labels_column(&r.labels);
-            let detail = detail_column(r.detail.as_ref());
-            let st = tx.prepare_cached(COMPLETE_HEAD).await?;
-            let n = tx
-                .execute(&st, &[&id, &r.outcome, &r.duration_ms, &labels, &detail])
-                .await?;
-            let id = if n == 0 {
-                insert_head(tx, r).await?
-            } else {
-                id
-            };
+            if update_head(tx, id, r).await? == 0 {
+                // Pruned meanwhile (retention): the record is written whole again.
+                return insert(tx, r).await.map(|_| ());
+            }
             insert_calls(tx, id, r).await
         })
     }
@@ -226,6 +246,7 @@ fn head_of(r: &tokio_postgres::Row) -> AuditRecord {
             .unwrap_or_default(),
         calls: Vec::new(),
         detail: None,
+        write_key: None,
     }
 }
 

@@ -5,6 +5,7 @@
 use super::super::graph::{
     nearest_rank, neighbourhood, sequences, stats_of, Edge, GraphSnapshot, P95_WINDOW,
 };
+use super::super::write_key::{WriteKey, CLAIM_PG, KEY_RETENTION_MS, PRUNE_BATCH, PRUNE_PG};
 use super::super::StoreError;
 use super::{pipelined, Params, Pg, Transaction};
 use crate::trace::{now_ms, TraceEvent};
@@ -81,14 +82,25 @@ fn deltas(traces: &[TraceEvent], aborted: bool) -> Deltas {
 /// (tools, then edges, each sorted): two gateways recording the same rows at once wait for each
 /// other instead of deadlocking. The statements are prepared once per connection and
 /// [`pipelined`]: a tool's durations are sent after its counts, whose new value they read.
+///
+/// With a `key` the write is applied at most once (`store::write_key`): a first try adds its
+/// key in the same pipeline (with the pruning of expired keys); a retry adds it first, alone,
+/// and applies nothing when it was there (its first try was committed).
 pub(super) async fn record(
     tx: &Transaction<'_>,
     tenant: &str,
     traces: &[TraceEvent],
     aborted: bool,
     last: Option<&str>,
+    key: Option<WriteKey<'_>>,
 ) -> Result<(), StoreError> {
     let now = now_ms();
+    if let Some(k) = key.filter(|k| k.retry) {
+        let claim = tx.prepare_cached(CLAIM_PG).await?;
+        if tx.execute(&claim, &[&k.id, &now]).await? == 0 {
+            return Ok(());
+        }
+    }
     let (tools, edges) = deltas(traces, aborted);
     let window = P95_WINDOW;
     let last_key = super::super::capabilities::LAST_EXECUTION_KEY;
@@ -113,7 +125,22 @@ pub(super) async fn record(
                 .map(move |(i, ms)| (tool, ms, i as i64, k))
         })
         .collect();
+    let (expired, batch) = (now - KEY_RETENTION_MS, PRUNE_BATCH);
+    let first_try = key.filter(|k| !k.retry);
+    let (claim, prune) = match first_try {
+        Some(_) => (
+            Some(tx.prepare_cached(CLAIM_PG).await?),
+            Some(tx.prepare_cached(PRUNE_PG).await?),
+        ),
+        None => (None, None),
+    };
     let mut writes = Vec::new();
+    if let (Some(k), Some(claim), Some(prune)) = (&first_try, &claim, &prune) {
+        let p: Params<'_> = vec![&k.id, &now];
+        writes.push(tx.execute_raw(claim, p));
+        let p: Params<'_> = vec![&expired, &batch];
+        writes.push(tx.execute_raw(prune, p));
+    }
     let mut slots = slots.iter().peekable();
     for (tool, d) in &tools {
         let p: Params<'_> = vec![
@@ -143,15 +170,17 @@ pub(super) async fn record(
 }
 
 impl Pg {
-    /// Records one execution's traces and, when given, the last execution (JSON).
+    /// Records one execution's traces and, when given, the last execution (JSON); with a
+    /// `key`, at most once.
     pub fn record_execution(
         &self,
         tenant: &str,
         traces: &[TraceEvent],
         aborted: bool,
         last: Option<&str>,
+        key: Option<WriteKey<'_>>,
     ) -> Result<(), StoreError> {
-        self.write(async |tx| record(tx, tenant, traces, aborted, last).await)
+        self.write(async |tx| record(tx, tenant, traces, aborted, last, key).await)
     }
 
     /// The tool graph of `tenant` (see `Store::graph`).

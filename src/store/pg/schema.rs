@@ -181,6 +181,11 @@ const MIGRATIONS: &[&str] = &[
      CREATE INDEX pending_approvals_by_gateway ON pending_approvals (gateway);",
     // The language of a capability's code (SQLite's migration 19).
     "ALTER TABLE capabilities ADD COLUMN language TEXT NOT NULL DEFAULT 'javascript';",
+    // Writes applied at most once (`store::write_key`, SQLite's migration 20).
+    "CREATE TABLE learning_writes (key TEXT PRIMARY KEY, at DOUBLE PRECISION NOT NULL);
+     CREATE INDEX learning_writes_by_time ON learning_writes (at);
+     ALTER TABLE audit ADD COLUMN write_key TEXT;
+     CREATE UNIQUE INDEX audit_by_write_key ON audit (write_key);",
 ];
 
 /// The schema version this build writes.

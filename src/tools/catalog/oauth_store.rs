@@ -447,6 +447,8 @@ mod tests {
                 "DROP TABLE oauth_credentials; PRAGMA user_version = 10;
                  DROP TABLE mcp_sessions; DROP TABLE yielded_executions; DROP TABLE pending_approvals;
                  ALTER TABLE capabilities DROP COLUMN language;
+                 DROP TABLE learning_writes; DROP INDEX audit_by_write_key;
+                 ALTER TABLE audit DROP COLUMN write_key;
                  ALTER TABLE state_values DROP COLUMN value_nonce;
                  ALTER TABLE state_values DROP COLUMN value_sealed;
                  CREATE TABLE IF NOT EXISTS oauth_credentials (
