@@ -95,9 +95,17 @@ pub(super) async fn record(
     key: Option<WriteKey<'_>>,
 ) -> Result<(), StoreError> {
     let now = now_ms();
-    if let Some(k) = key.filter(|k| k.retry) {
-        let claim = tx.prepare_cached(CLAIM_PG).await?;
-        if tx.execute(&claim, &[&k.id, &now]).await? == 0 {
+    // The key and its statements (prepared once per connection), when there is a key.
+    let keyed = match key {
+        Some(k) => Some((
+            k,
+            tx.prepare_cached(CLAIM_PG).await?,
+            tx.prepare_cached(PRUNE_PG).await?,
+        )),
+        None => None,
+    };
+    if let Some((k, claim, _)) = keyed.as_ref().filter(|(k, ..)| k.retry) {
+        if tx.execute(claim, &[&k.id, &now]).await? == 0 {
             return Ok(());
         }
     }
@@ -126,16 +134,8 @@ pub(super) async fn record(
         })
         .collect();
     let (expired, batch) = (now - KEY_RETENTION_MS, PRUNE_BATCH);
-    let first_try = key.filter(|k| !k.retry);
-    let (claim, prune) = match first_try {
-        Some(_) => (
-            Some(tx.prepare_cached(CLAIM_PG).await?),
-            Some(tx.prepare_cached(PRUNE_PG).await?),
-        ),
-        None => (None, None),
-    };
     let mut writes = Vec::new();
-    if let (Some(k), Some(claim), Some(prune)) = (&first_try, &claim, &prune) {
+    if let Some((k, claim, prune)) = keyed.as_ref().filter(|(k, ..)| !k.retry) {
         let p: Params<'_> = vec![&k.id, &now];
         writes.push(tx.execute_raw(claim, p));
         let p: Params<'_> = vec![&expired, &batch];
