@@ -163,9 +163,37 @@ pub fn clip(message: &str, max: usize) -> String {
     )
 }
 
+/// A size for people: `1 MiB`, `256 KiB`, `900 bytes` (binary units); a size that is not a
+/// whole number of its unit keeps its exact count too: `19.5 KiB (20000 bytes)`.
+pub fn bytes_text(n: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    for (size, unit) in UNITS {
+        if n >= size {
+            return if n.is_multiple_of(size) {
+                format!("{} {unit}", n / size)
+            } else {
+                format!("{:.1} {unit} ({n} bytes)", n as f64 / size as f64)
+            };
+        }
+    }
+    format!("{n} byte{}", if n == 1 { "" } else { "s" })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_read_as_people_write_them() {
+        assert_eq!(bytes_text(1_048_576), "1 MiB");
+        assert_eq!(bytes_text(64 * 1024 * 1024), "64 MiB");
+        assert_eq!(bytes_text(16 * 1024), "16 KiB");
+        assert_eq!(bytes_text(1_500_000), "1.4 MiB (1500000 bytes)");
+        assert_eq!(bytes_text(20_000), "19.5 KiB (20000 bytes)");
+        assert_eq!(bytes_text(1000), "1000 bytes");
+        assert_eq!(bytes_text(1), "1 byte");
+        assert_eq!(bytes_text(3 << 30), "3 GiB");
+    }
 
     #[test]
     fn control_characters_become_visible() {

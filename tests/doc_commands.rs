@@ -45,12 +45,24 @@ const OTHER_PROGRAMS: &[(&str, &str)] = &[
         "sudo",
         "the operator's PostgreSQL setup (docs/multi-gateway.md); not run by the tests",
     ),
+    (
+        "npm",
+        "the walkthrough's setup (`npm ci`, as scripts/setup.sh runs it); .ci/run runs setup.sh",
+    ),
+    (
+        "python3",
+        "the walkthrough's setup of .venv (as scripts/setup.sh makes it)",
+    ),
+    (
+        ".venv/bin/pip",
+        "the walkthrough's setup of .venv (as scripts/setup.sh fills it)",
+    ),
     ("export", "a shell builtin"),
     ("echo", "a shell builtin"),
 ];
 
 /// The pages checked: the README and every page of docs/.
-fn pages() -> Vec<std::path::PathBuf> {
+pub(crate) fn pages() -> Vec<std::path::PathBuf> {
     let root = repo_root();
     let mut pages = vec![root.join("README.md")];
     let mut docs: Vec<_> = std::fs::read_dir(root.join("docs"))
@@ -101,7 +113,7 @@ fn split_page(text: &str) -> (Vec<Block>, String) {
 
 /// Shell words of one command line, split into commands at `&&`, `||`, `|`, `;`; quotes
 /// removed, a `#` comment dropped.
-fn shell_commands(line: &str) -> Vec<Vec<String>> {
+pub(crate) fn shell_commands(line: &str) -> Vec<Vec<String>> {
     let mut commands = vec![Vec::new()];
     let mut word: Option<String> = None;
     let mut chars = line.chars().peekable();
@@ -183,7 +195,7 @@ fn block_command_lines(block: &Block) -> Vec<String> {
     out
 }
 
-fn is_host(word: &str) -> bool {
+pub(crate) fn is_host(word: &str) -> bool {
     Path::new(word)
         .file_name()
         .is_some_and(|n| n == "mcp-sandbox")

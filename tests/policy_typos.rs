@@ -155,12 +155,71 @@ fn the_dot_spelling_is_refused_with_the_colon_form() {
     assert!(!text.contains("memory.delete_entities"), "{text}");
 }
 
+/// The refusal of the misspelt deny rule `place`, by default (issue 63 item 1).
+fn refused_by_default(place: &str, kind: &str) -> String {
+    format!(
+        "mcp-sandbox: POLICY_UNMATCHED_GLOB: the rule {place} \"memory:delete_entitys\" matches none of the tools its server lists, so it has no effect; check the tool name with `mcp-sandbox tools`; did you mean memory:delete_entities? (a {kind} rule that matches nothing fails open, so it is refused: fix the tool name, or set \"sandbox\": {{\"strict_policy\": false}} to only warn)\n"
+    )
+}
+
 #[test]
-fn a_glob_matching_no_tool_warns_and_strict_refuses() {
+fn a_deny_or_ask_glob_matching_no_tool_refuses_by_default() {
     let dir = tempfile::tempdir().unwrap();
+    // A flag and a config rule: refused before the script runs, with the name to write.
     let config = config(dir.path(), json!({}));
+    let out = run(&config, &["--deny", "memory:delete_entitys"], DELETES);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(stderr(&out), refused_by_default("--deny", "deny"));
+    assert!(out.stdout.is_empty());
+    assert!(!dir.path().join("memory.jsonl").exists());
+    let config = self::config(dir.path(), json!({"deny": ["memory:delete_entitys"]}));
+    let out = run(&config, &[], DELETES);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(stderr(&out), refused_by_default("sandbox.deny[0]", "deny"));
+    assert!(!dir.path().join("memory.jsonl").exists());
+    // An ask rule, and a principal's policy, the same.
+    let config = self::config(dir.path(), json!({"ask": ["memory:delete_entitys"]}));
+    let out = run(&config, &[], DELETES);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(stderr(&out), refused_by_default("sandbox.ask[0]", "ask"));
+    let config = self::config(
+        dir.path(),
+        json!({"policies": {"ci": {"deny": ["memory:delete_entitys"]}}}),
+    );
+    // (`run` starts only the servers a script reaches, and checks their rules.)
+    let out = run(&config, &[], "return await mcp.memory.read_graph({})");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        refused_by_default("sandbox.policies.ci.deny[0]", "deny")
+    );
+    // An allow glob matching nothing fails closed: a warning, the script runs.
+    let config = self::config(dir.path(), json!({"allow": ["memory:*", "fixture:ech"]}));
+    // (`Object.keys(mcp)` reaches every server: both are started and checked.)
+    let every = "return Object.keys(mcp).length";
+    let out = run(&config, &[], every);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        "mcp-sandbox: warning: POLICY_UNMATCHED_GLOB: the rule sandbox.allow[1] \"fixture:ech\" matches none of the tools its server lists, so it has no effect; check the tool name with `mcp-sandbox tools`\n"
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "2\n");
+    // --strict refuses it too.
+    let out = run(&config, &["--strict"], every);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("the rule sandbox.allow[1] \"fixture:ech\" matches none of the tools its server lists, so it has no effect; check the tool name with `mcp-sandbox tools`; did you mean fixture:echo? (refused under --strict)"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn strict_policy_false_only_warns_and_strict_still_refuses() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), json!({"strict_policy": false}));
     let warning = "mcp-sandbox: warning: POLICY_UNMATCHED_GLOB: the rule --deny \"memory:delete_entitys\" matches none of the tools its server lists, so it has no effect; check the tool name with `mcp-sandbox tools`\n";
-    // Without --strict: the warning, and the script runs (the typo denies nothing).
+    // The operator said so: the warning, and the script runs (the typo denies nothing).
     let out = run(&config, &["--deny", "memory:delete_entitys"], DELETES);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stderr(&out).contains(warning), "{}", stderr(&out));
@@ -175,13 +234,13 @@ fn a_glob_matching_no_tool_warns_and_strict_refuses() {
     );
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("POLICY_UNMATCHED_GLOB: the rule --deny \"memory:delete_entitys\" matches none of the tools its server lists, so it has no effect; check the tool name with `mcp-sandbox tools` (refused under --strict / sandbox.strict_policy)"),
+        stderr(&out).contains("POLICY_UNMATCHED_GLOB: the rule --deny \"memory:delete_entitys\" matches none of the tools its server lists, so it has no effect; check the tool name with `mcp-sandbox tools`; did you mean memory:delete_entities? (refused under --strict)"),
         "{}",
         stderr(&out)
     );
     assert!(!dir.path().join("memory.jsonl").exists());
 
-    // sandbox.strict_policy does the same for the config's rules.
+    // "strict_policy": true (what the default is) refuses the config's rules.
     let config = self::config(
         dir.path(),
         json!({"strict_policy": true, "deny": ["memory:delete_entitys"]}),
@@ -199,7 +258,7 @@ fn a_glob_matching_no_tool_warns_and_strict_refuses() {
 #[test]
 fn a_glob_is_checked_again_when_the_tool_list_changes() {
     let dir = tempfile::tempdir().unwrap();
-    let config = config(dir.path(), json!({}));
+    let config = config(dir.path(), json!({"strict_policy": false}));
     let out = run(
         &config,
         &["--deny", "fixture:late_toll"],
@@ -215,6 +274,57 @@ fn a_glob_is_checked_again_when_the_tool_list_changes() {
         err.contains("after list_changed: POLICY_UNMATCHED_GLOB: the rule --deny \"fixture:late_toll\" matches none"),
         "{err}"
     );
+}
+
+/// A tool list that changes after the start still warns, and the gateway counts it on
+/// `/metrics` (issue 63 item 1).
+#[tokio::test]
+async fn a_glob_unmatched_after_a_relisting_is_counted() {
+    use crate::serve_support::http::*;
+    let h = start_http_config(
+        json!({"mcpServers": {"fixture": {"command": bin("fixture-mcp-server")}},
+               "sandbox": {"strict_policy": false, "deny": ["fixture:late_toll"]}}),
+        &[],
+    )
+    .await;
+    let metric = |body: &str| {
+        body.lines()
+            .find_map(|l| l.strip_prefix("mcp_sandbox_policy_globs_unmatched_after_relist_total "))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+    };
+    let scrape = || async {
+        let req = format!(
+            "GET /metrics HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n\r\n",
+            h.addr
+        );
+        exchange(&h.addr, req.as_bytes()).await.body
+    };
+    assert_eq!(metric(&scrape().await), Some(0.0));
+    let session = open_session(&h.addr).await;
+    let a = post(
+        &h.addr,
+        Some(&session),
+        &execute_body(
+            2,
+            json!({"code": "return await mcp.fixture.list_changed();"}),
+        ),
+    )
+    .await;
+    assert_eq!(a.status, 200, "{a:?}");
+    // Wait for the re-listing (it follows the notification), then read the count.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let body = scrape().await;
+        if metric(&body) == Some(1.0) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{body}\n{}",
+            h.stderr()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 }
 
 #[test]
@@ -292,26 +402,26 @@ fn serve_refuses_to_start_on_a_typo() {
     let out = serve(dir.path(), json!({}), &["--deny", "memory.delete_entities"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("POLICY_DOT_NAME"), "{}", stderr(&out));
-    let out = serve(
-        dir.path(),
-        json!({"strict_policy": true, "deny": ["memory:delete_entitys"]}),
-        &[],
-    );
+    // A misspelt deny: refused by default (issue 63 item 1), over stdio and --http.
+    let out = serve(dir.path(), json!({"deny": ["memory:delete_entitys"]}), &[]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("POLICY_UNMATCHED_GLOB: the rule sandbox.deny[0] \"memory:delete_entitys\" matches none"),
-        "{}",
-        stderr(&out)
-    );
-    // The same under --http: refused before it listens.
+    assert_eq!(stderr(&out), refused_by_default("sandbox.deny[0]", "deny"));
     let out = serve(
         dir.path(),
         json!({"deny": ["memory:delete_entitys"]}),
+        &["--http", "127.0.0.1:0"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(stderr(&out), refused_by_default("sandbox.deny[0]", "deny"));
+    // --strict refuses even when the config only warns.
+    let out = serve(
+        dir.path(),
+        json!({"strict_policy": false, "deny": ["memory:delete_entitys"]}),
         &["--strict", "--http", "127.0.0.1:0"],
     );
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("(refused under --strict / sandbox.strict_policy)"),
+        stderr(&out).contains("(refused under --strict)"),
         "{}",
         stderr(&out)
     );
@@ -321,7 +431,7 @@ fn serve_refuses_to_start_on_a_typo() {
 async fn serve_warns_of_a_glob_matching_no_tool_and_still_serves() {
     let served = crate::serve_support::start_with_servers(
         json!({"fixture": {"command": bin("fixture-mcp-server")}}),
-        json!({"deny": ["fixture:ech"]}),
+        json!({"strict_policy": false, "deny": ["fixture:ech"]}),
         &[],
     )
     .await;

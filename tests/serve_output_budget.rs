@@ -155,7 +155,15 @@ fn check_budget_answers(report: &Value, budget: u64) {
     // The descriptions state the budget and what a truncated answer means.
     let d = report["tools"]["execute_code"].as_str().unwrap();
     for needle in [
-        format!("is at most {budget} bytes"),
+        // Human-readable (issue 63 item 7).
+        format!(
+            "is at most {} (max_output_bytes",
+            match budget {
+                65_536 => "64 KiB",
+                20_000 => "19.5 KiB (20000 bytes)",
+                other => panic!("no expected text for a budget of {other}"),
+            }
+        ),
         "max_output_bytes".into(),
         "truncated: true".into(),
         "A truncated answer means the script ran to its end".into(),
@@ -213,7 +221,7 @@ async fn a_principals_policy_sets_a_smaller_budget() {
     }
     assert_eq!(report["results"][1]["out"]["output"]["capped"], json!(true));
     let d = report["tools"]["execute_code"].as_str().unwrap();
-    assert!(d.contains("is at most 2048 bytes"), "{d}");
+    assert!(d.contains("is at most 2 KiB (max_output_bytes"), "{d}");
 
     let report = over_http(&url(&h), Some(&free), &calls);
     let a = &report["results"][0];

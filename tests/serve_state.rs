@@ -124,7 +124,8 @@ fn state_lives_in_its_stdio_session_only() {
         "await store(key, value)",
         "await load(key)",
         "deleted after 60 minutes idle",
-        "1048576 bytes a value, 1000 keys, 16777216 bytes a session",
+        // Human-readable (issue 63 item 7), not "1048576 bytes".
+        "1 MiB a value, 1000 keys, 16 MiB a session",
     ] {
         assert!(d.contains(needle), "{needle:?} not in {d}");
     }

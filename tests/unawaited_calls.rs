@@ -4,6 +4,8 @@
 //! still running when the script returned: filesystem:write_file — missing await?"), through
 //! `run` (stderr) and `serve` (the summary the model reads); and the execution leaves exactly
 //! one audit record (it used to leave a `RUNNING` record with no calls beside the real one).
+//! One mistake is one line (issue 63 item 7): a call flagged before the run is not named again
+//! when it is left running; `run --strict` refuses the script instead.
 
 use crate::common;
 use common::*;
@@ -16,6 +18,10 @@ const FORGOTTEN: &str =
 
 const STATIC: &str = "[mcp-sandbox: UNAWAITED_CALL: mcp.filesystem.write_file(…) is neither awaited nor returned nor assigned — missing await? The script may return before it is done, and then it is cancelled]";
 const RUNNING: &str = "[mcp-sandbox: 1 call still running when the script returned: filesystem:write_file — missing await? (UNAWAITED_CALL: such a call is cancelled; await it, or await Promise.all of them, before returning)]";
+
+/// Assigned, so not flagged before the run: the warning at the end is its one line.
+const ASSIGNED: &str =
+    "const p = mcp.filesystem.write_file({path: DIR + '/out.txt', content: 'x'}); return 'done';";
 
 fn servers(data: &Path) -> Value {
     let bin_dir = repo_root().join("node_modules/.bin");
@@ -51,22 +57,36 @@ fn run_warns_of_a_call_still_running_and_audits_one_record() {
     std::fs::write(&config, json!({"mcpServers": servers(&data)}).to_string()).unwrap();
     let state = dir.path().join("state.db");
     let context = json!({"DIR": data}).to_string();
-    let out = run_stdin(
-        &[
+    let run = |flags: &[&str], script: &str| {
+        let mut args: Vec<&std::ffi::OsStr> = vec![
             "--config".as_ref(),
             config.as_os_str(),
             "--state".as_ref(),
             state.as_os_str(),
             "--context".as_ref(),
             context.as_ref(),
-        ],
-        FORGOTTEN,
+        ];
+        args.extend(flags.iter().map(std::ffi::OsStr::new));
+        run_stdin(&args, script)
+    };
+    // --strict: refused before anything starts (issue 63 item 7).
+    let out = run(&["--strict"], FORGOTTEN);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "mcp-sandbox: UNAWAITED_CALL: mcp.filesystem.write_file(…) is neither awaited nor returned nor assigned, so the script may return before it ends and it is cancelled: write `await mcp.filesystem.write_file(…)` (refused under --strict)\n"
     );
+    assert!(out.stdout.is_empty());
+    assert!(!state.exists(), "nothing ran, nothing was audited");
+
+    let out = run(&[], FORGOTTEN);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "\"done\"\n");
+    // One line for one mistake: the call flagged before the run is not named again.
+    assert_eq!(stderr.matches("missing await?").count(), 1, "{stderr}");
     assert!(stderr.contains(STATIC), "{stderr}");
-    assert!(stderr.contains(RUNNING), "{stderr}");
+    assert!(!stderr.contains("still running"), "{stderr}");
 
     let records = audit(&state);
     assert_eq!(records.len(), 1, "{records:#?}");
@@ -75,6 +95,13 @@ fn run_warns_of_a_call_still_running_and_audits_one_record() {
     let calls = records[0]["calls"].as_array().unwrap();
     assert_eq!(calls.len(), 1, "{records:#?}");
     assert_eq!(calls[0]["tool"], "filesystem:write_file");
+
+    // A call the analysis cannot flag (assigned, never awaited): the warning at the end.
+    let out = run(&[], ASSIGNED);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr.matches("missing await?").count(), 1, "{stderr}");
+    assert!(stderr.contains(RUNNING), "{stderr}");
 }
 
 #[tokio::test]
@@ -93,7 +120,21 @@ async fn serve_says_so_in_the_summary_and_audits_one_record() {
     assert!(!crate::serve_support::is_error(&r));
     let text = crate::serve_support::text(&r);
     assert!(text.contains(STATIC), "{text}");
+    assert!(!text.contains("still running"), "{text}");
+    let records = audit(&served.state);
+    assert_eq!(records.len(), 1, "{records:#?}");
+    assert_eq!(records[0]["outcome"], "OK", "{records:#?}");
+    // Not flagged before the run: the end's warning, in the summary and the logs.
+    let r = served
+        .call(
+            "execute_code",
+            json!({"code": ASSIGNED, "context": {"DIR": data}}),
+        )
+        .await
+        .unwrap();
+    let text = crate::serve_support::text(&r);
     assert!(text.contains(RUNNING), "{text}");
+    assert!(!text.contains(STATIC), "{text}");
     let logs = &crate::serve_support::structured(&r)["logs"];
     assert!(
         logs.as_array()
@@ -102,7 +143,4 @@ async fn serve_says_so_in_the_summary_and_audits_one_record() {
             .any(|l| l["level"] == "warn" && l["message"] == RUNNING),
         "{logs}"
     );
-    let records = audit(&served.state);
-    assert_eq!(records.len(), 1, "{records:#?}");
-    assert_eq!(records[0]["outcome"], "OK", "{records:#?}");
 }

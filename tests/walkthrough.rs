@@ -4,6 +4,11 @@
 //! are `[..]` on the page; everything else must match, so a change of any output fails here
 //! until the page says the new thing.
 //!
+//! A command that exits non-zero says so the way a reader understands, as a shell comment on
+//! its line (`$ mcp-sandbox run crash.js   # exit status 1`); the test turns that into trycmd's
+//! status line (`? 1`) in a copy of the page, so the exit status is still checked exactly and
+//! the page never shows trycmd's syntax.
+//!
 //! The commands run from the repository root (the crate's directory), with the state file in a
 //! fresh `XDG_DATA_HOME` (the tool graph and capabilities start empty) and without a controlling
 //! terminal (an `ask` rule is denied at once, as in CI, instead of prompting the developer).
@@ -48,6 +53,13 @@ fn page_outputs_are_what_the_program_prints(page: &str) {
         "run scripts/setup.sh first (it makes .venv with the MCP Python SDK)"
     );
     let state = tempfile::tempdir().expect("state dir");
+    let text = std::fs::read_to_string(repo_root().join(page)).expect("read the page");
+    let case = state.path().join(
+        std::path::Path::new(page)
+            .file_name()
+            .expect("a page's file name"),
+    );
+    std::fs::write(&case, with_status_lines(&text)).expect("write the page's copy");
     let cases = trycmd::TestCases::new();
     cases
         .register_bin("mcp-sandbox", bin("mcp-sandbox"))
@@ -59,6 +71,42 @@ fn page_outputs_are_what_the_program_prints(page: &str) {
         )
         .env("MCP_SANDBOX_LOG", "warn")
         .timeout(Duration::from_secs(30))
-        .case(repo_root().join(page));
+        .case(case);
     cases.run();
+}
+
+/// `text` with each `$ command   # exit status N` line of a `console` block as trycmd wants it:
+/// the command, then `? N`.
+fn with_status_lines(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_console = false;
+    for line in text.lines() {
+        if let Some(info) = line.strip_prefix("```") {
+            in_console = !in_console && info.trim() == "console";
+        }
+        let status = in_console
+            .then(|| line.strip_prefix("$ "))
+            .flatten()
+            .and_then(|cmd| cmd.rsplit_once("# exit status "))
+            .filter(|(_, n)| n.parse::<i32>().is_ok());
+        match status {
+            Some((cmd, n)) => {
+                out.push_str(&format!("$ {}\n? {n}\n", cmd.trim_end()));
+            }
+            None => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn exit_status_comments_become_status_lines() {
+    let page = "text # exit status 1\n```console\n$ mcp-sandbox run a.js   # exit status 1\nerror: X\n\n$ mcp-sandbox run b.js\n{}\n```\n```sh\n$ x # exit status 2\n```\n";
+    assert_eq!(
+        with_status_lines(page),
+        "text # exit status 1\n```console\n$ mcp-sandbox run a.js\n? 1\nerror: X\n\n$ mcp-sandbox run b.js\n{}\n```\n```sh\n$ x # exit status 2\n```\n"
+    );
 }

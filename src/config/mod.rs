@@ -11,6 +11,7 @@ pub mod openapi_entry;
 pub mod rule_names;
 pub mod server_entry;
 pub mod telemetry;
+pub mod vscode;
 
 use crate::context::limits::Limits;
 use crate::context::policy::{Policy, PolicyError, RuleEntry, Rules};
@@ -71,6 +72,10 @@ pub struct ServerConfig {
     pub oauth: Option<OAuthConfig>,
     #[serde(default)]
     pub args: Vec<String>,
+    /// VS Code's `envFile`: a dotenv file (relative to the config file's directory) whose
+    /// variables are added to `env` when the config is read (`env` wins); see `vscode`.
+    #[serde(default, rename = "envFile")]
+    pub env_file: Option<String>,
     /// Set for this server, on top of the default set and `inheritEnv` (the server does not
     /// get the host's whole environment).
     #[serde(default)]
@@ -233,13 +238,19 @@ pub struct SandboxSection {
     /// OpenTelemetry export (see `telemetry`): collector, headers, service name, sampler.
     #[serde(default)]
     pub telemetry: telemetry::TelemetryConfig,
-    /// A policy glob that matches none of the tools its server lists refuses the start (as
-    /// `--strict`) instead of being a warning (see `rule_names`).
+    /// Whether a `deny` or `ask` glob that matches none of the tools its server lists refuses
+    /// the start (the default: such a rule fails open) or is only a warning (`false`). See
+    /// `rule_names`; [`SandboxSection::strict_policy`] reads it.
     #[serde(default)]
-    pub strict_policy: bool,
+    pub strict_policy: Option<bool>,
 }
 
 impl SandboxSection {
+    /// `strict_policy`, on unless the config turns it off.
+    pub fn strict_policy(&self) -> bool {
+        self.strict_policy.unwrap_or(true)
+    }
+
     /// The config's allow/deny rules as one policy layer.
     pub fn rules(&self) -> Result<Rules, PolicyError> {
         Rules::from_entries("config", self.allow.as_deref(), &self.deny)
@@ -253,9 +264,15 @@ impl SandboxSection {
 #[serde(deny_unknown_fields)]
 struct RawConfig {
     #[serde(default, rename = "mcpServers")]
-    mcp_servers: BTreeMap<String, ServerConfig>,
+    mcp_servers: Option<BTreeMap<String, ServerConfig>>,
+    /// VS Code's name for `mcpServers` (`.vscode/mcp.json`); see `vscode`.
+    #[serde(default)]
+    servers: Option<BTreeMap<String, ServerConfig>>,
     #[serde(default)]
     sandbox: SandboxSection,
+    /// VS Code's prompted values: a `${input:ID}` using one is refused by name (see `vscode`).
+    #[serde(default, rename = "inputs")]
+    _inputs: Option<serde_json::Value>,
     /// Claude Desktop's own setting, in the file its users copy: ignored.
     #[serde(default, rename = "globalShortcut")]
     _global_shortcut: Option<serde_json::Value>,
@@ -274,11 +291,7 @@ fn explain_json_error(e: serde_json::Error) -> String {
     if !message.starts_with("unknown field") || !message.contains("`mcpServers`") {
         return message;
     }
-    let hint = if message.starts_with("unknown field `servers`") {
-        "that is the shape of VS Code's mcp.json; mcp-sandbox reads the servers from \"mcpServers\" (rename the key, the entries are the same)"
-    } else {
-        "the top level holds \"mcpServers\" (the MCP servers) and \"sandbox\" (limits, policy, state)"
-    };
+    let hint = "the top level holds \"mcpServers\" (the MCP servers; VS Code's \"servers\" is read the same) and \"sandbox\" (limits, policy, state)";
     format!("{CONFIG_UNKNOWN_KEY}: {message}: {hint}")
 }
 
@@ -324,12 +337,16 @@ impl Config {
     /// Parses configuration text; relative paths resolve against `base_dir`.
     pub fn parse(text: &str, base_dir: &Path) -> Result<Config, String> {
         let raw: RawConfig = serde_json::from_str(text).map_err(explain_json_error)?;
-        for (name, server) in &raw.mcp_servers {
+        let mut servers = vscode::servers(raw.mcp_servers, raw.servers)?;
+        let workspace = vscode::workspace_folder(base_dir);
+        for (name, server) in servers.iter_mut() {
             if !valid_server_name(name) {
                 return Err(format!(
                     "server name '{name}' is not allowed: use letters, digits, '_' or '-', and not a JavaScript built-in name"
                 ));
             }
+            vscode::resolve(name, server, base_dir, &workspace)?;
+            let server = &*server;
             crate::config::server_entry::check(name, server)?;
             if server.max_arg_bytes == Some(0) {
                 return Err(format!(
@@ -376,7 +393,7 @@ impl Config {
         raw.sandbox.session.validate()?;
         raw.sandbox.telemetry.validate()?;
         Ok(Config {
-            servers: raw.mcp_servers,
+            servers,
             sandbox: raw.sandbox,
             base_dir: base_dir.to_path_buf(),
         })
@@ -536,13 +553,17 @@ mod tests {
             (r#"{"sandbox": {"allow": "fs:*"}}"#, "invalid type"),
             (r#"{"mcpServers": "#, "EOF"),
             (
-                r#"{"servers": {"fs": {"command": "x"}}}"#,
-                "CONFIG_UNKNOWN_KEY: unknown field `servers`, expected one of `mcpServers`, `sandbox`, `globalShortcut`, `$schema` at line 1 column 10: that is the shape of VS Code's mcp.json",
+                r#"{"servers": {"fs": {"command": "x"}}, "mcpServers": {}}"#,
+                "the config has both \"mcpServers\" and \"servers\" (VS Code's name for the same section): keep one",
+            ),
+            (
+                r#"{"servers": {"fs": {"command": "x", "args": ["${input:key}"]}}}"#,
+                "CONFIG_VSCODE_UNSUPPORTED: server 'fs': args[0] uses ${input:key}",
             ),
             (
                 r#"{"mcpServers": {},
                     "sandbx": {}}"#,
-                "CONFIG_UNKNOWN_KEY: unknown field `sandbx`, expected one of `mcpServers`, `sandbox`, `globalShortcut`, `$schema` at line 2 column 28: the top level holds",
+                "CONFIG_UNKNOWN_KEY: unknown field `sandbx`, expected one of `mcpServers`, `servers`, `sandbox`, `inputs`, `globalShortcut`, `$schema` at line 2 column 28: the top level holds",
             ),
         ];
         for (text, needle) in bad {

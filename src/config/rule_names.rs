@@ -3,8 +3,10 @@
 //! glob over `server:tool`; one naming a server that is not configured, or written `server.tool`,
 //! would silently match nothing — a deny that fails open. [`check_servers`] refuses those when
 //! the config is loaded (`POLICY_UNKNOWN_SERVER`, `POLICY_DOT_NAME`); [`unmatched`] finds the
-//! globs that match none of the tools the servers listed (`POLICY_UNMATCHED_GLOB`: a warning, an
-//! error under `--strict` / `sandbox.strict_policy`).
+//! globs that match none of the tools the servers listed (`POLICY_UNMATCHED_GLOB`). Such a
+//! `deny` or `ask` rule fails open (the call it meant to stop goes through), so it refuses the
+//! start unless the config says `"strict_policy": false`; the other globs (`allow`, which fails
+//! closed, `labels`, `sensitive`) warn, and refuse under `--strict`.
 
 use super::Config;
 use crate::context::policy::RuleEntry;
@@ -17,6 +19,20 @@ pub const POLICY_DOT_NAME: &str = "POLICY_DOT_NAME";
 /// Code of a glob that matches none of the listed tools.
 pub const POLICY_UNMATCHED_GLOB: &str = "POLICY_UNMATCHED_GLOB";
 
+/// Globs found matching nothing after a server re-listed its tools (`list_changed`), since the
+/// process started: read by the metrics (`policy_globs_unmatched_after_relist`).
+static UNMATCHED_AFTER_RELIST: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Counts one glob found matching nothing after a re-listing.
+pub fn count_unmatched_after_relist() {
+    UNMATCHED_AFTER_RELIST.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// How many globs were found matching nothing after re-listings.
+pub fn unmatched_after_relist() -> u64 {
+    UNMATCHED_AFTER_RELIST.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// One rule's pattern and where it was written (`sandbox.deny[0]`, `--deny`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NamedRule {
@@ -25,6 +41,9 @@ pub struct NamedRule {
     /// Whether a pattern without `:` names a whole server (allow/deny/ask); the other globs
     /// (`labels`, `fields`, `reveal_to`) are matched against `server:tool` as written.
     pub whole_server: bool,
+    /// `Some("deny")` or `Some("ask")` for a rule that stops calls: matching nothing, it fails
+    /// open.
+    pub guard: Option<&'static str>,
 }
 
 impl NamedRule {
@@ -33,7 +52,19 @@ impl NamedRule {
             place,
             pattern: pattern.trim().to_string(),
             whole_server,
+            guard: None,
         }
+    }
+
+    fn guarding(mut self, kind: Option<&'static str>) -> NamedRule {
+        self.guard = kind;
+        self
+    }
+
+    /// The pattern's server part and tool part, when the pattern names one tool (no wildcard).
+    pub fn exact_tool(&self) -> Option<(&str, &str)> {
+        let (server, tool) = self.pattern.split_once(':')?;
+        (!has_wildcard(&self.pattern)).then_some((server, tool))
     }
 
     /// The server part (before the first `:`, or all of it).
@@ -65,8 +96,12 @@ fn entry_tool(e: &RuleEntry) -> &str {
 }
 
 fn push_entries(out: &mut Vec<NamedRule>, place: &str, list: &[RuleEntry]) {
+    let kind = [".deny", ".ask"]
+        .into_iter()
+        .find(|k| place.ends_with(k))
+        .map(|k| &k[1..]);
     for (i, e) in list.iter().enumerate() {
-        out.push(NamedRule::new(format!("{place}[{i}]"), entry_tool(e), true));
+        out.push(NamedRule::new(format!("{place}[{i}]"), entry_tool(e), true).guarding(kind));
     }
 }
 
@@ -117,7 +152,12 @@ pub fn rules_of(config: &Config, flags: &[(&str, &[String])]) -> Vec<NamedRule> 
     }
     for (flag, patterns) in flags {
         for p in patterns.iter() {
-            out.push(NamedRule::new(flag.to_string(), p, true));
+            let kind = match *flag {
+                "--deny" => Some("deny"),
+                "--ask" => Some("ask"),
+                _ => None,
+            };
+            out.push(NamedRule::new(flag.to_string(), p, true).guarding(kind));
         }
     }
     out
@@ -173,8 +213,13 @@ pub fn check_servers<'a>(
 }
 
 /// The rules whose glob matches none of `tools` (qualified `server:tool`), among those whose
-/// server part matches one of `listed` (the servers whose tools are known): one message each.
-pub fn unmatched(rules: &[NamedRule], listed: &[String], tools: &[String]) -> Vec<String> {
+/// server part matches one of `listed` (the servers whose tools are known): each with its
+/// message.
+pub fn unmatched<'r>(
+    rules: &'r [NamedRule],
+    listed: &[String],
+    tools: &[String],
+) -> Vec<(&'r NamedRule, String)> {
     let mut out = Vec::new();
     for rule in rules {
         let server = WildMatch::new(rule.server());
@@ -185,9 +230,12 @@ pub fn unmatched(rules: &[NamedRule], listed: &[String], tools: &[String]) -> Ve
         if tools.iter().any(|t| glob.matches(t)) {
             continue;
         }
-        out.push(format!(
-            "{POLICY_UNMATCHED_GLOB}: the rule {} matches none of the tools its server lists, so it has no effect; check the tool name with `mcp-sandbox tools`",
-            rule.describe()
+        out.push((
+            rule,
+            format!(
+                "{POLICY_UNMATCHED_GLOB}: the rule {} matches none of the tools its server lists, so it has no effect; check the tool name with `mcp-sandbox tools`",
+                rule.describe()
+            ),
         ));
     }
     out
@@ -246,7 +294,7 @@ mod tests {
         let found = unmatched(&rules, &["memory".to_string()], &tools);
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(
-            found[0].contains("--deny \"memory:delete_entitys\""),
+            found[0].1.contains("--deny \"memory:delete_entitys\""),
             "{found:?}"
         );
     }

@@ -6,7 +6,10 @@
 //!   ships no client for it.
 //! - `${NAME}` in a header value or an `env` value is replaced by the host's variable `NAME`
 //!   when the server is started; a variable that is not set is a config error naming it (never
-//!   its value). Only `${` followed by a name and `}` is special; any other `$` is kept.
+//!   its value). `${NAME:-default}` (Claude Code's form) gives `default` when it is not set.
+//!   Only `${` followed by a name (and `:-…`) and `}` is special; any other `$` is kept. In
+//!   `command`, `args`, `cwd` and `url` they are expanded when the config is read, with VS
+//!   Code's forms (`${env:NAME}`, `${workspaceFolder}`): see `vscode`.
 
 use super::ServerConfig;
 
@@ -28,18 +31,30 @@ pub struct MissingVar {
     pub var: String,
 }
 
+/// `NAME` or `NAME:-default` between `${` and `}`: the name and the default.
+fn reference(inner: &str) -> Option<(&str, Option<&str>)> {
+    let (name, default) = match inner.split_once(":-") {
+        Some((name, default)) => (name, Some(default)),
+        None => (inner, None),
+    };
+    is_name(name).then_some((name, default))
+}
+
 /// The `${NAME}` references of `text`, in order.
 pub fn references(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut rest = text;
     while let Some(start) = rest.find("${") {
         let after = &rest[start + 2..];
-        match after.find('}') {
-            Some(end) if is_name(&after[..end]) => {
-                out.push(&after[..end]);
+        match after
+            .find('}')
+            .and_then(|end| reference(&after[..end]).map(|r| (end, r)))
+        {
+            Some((end, (name, _))) => {
+                out.push(name);
                 rest = &after[end + 1..];
             }
-            _ => rest = after,
+            None => rest = after,
         }
     }
     out
@@ -64,17 +79,21 @@ pub fn expand(
     while let Some(start) = rest.find("${") {
         out.push_str(&rest[..start]);
         let after = &rest[start + 2..];
-        match after.find('}') {
-            Some(end) if is_name(&after[..end]) => {
-                let var = &after[..end];
-                let value = lookup(var).ok_or_else(|| MissingVar {
-                    place: place.to_string(),
-                    var: var.to_string(),
-                })?;
+        match after
+            .find('}')
+            .and_then(|end| reference(&after[..end]).map(|r| (end, r)))
+        {
+            Some((end, (var, default))) => {
+                let value = lookup(var)
+                    .or_else(|| default.map(str::to_string))
+                    .ok_or_else(|| MissingVar {
+                        place: place.to_string(),
+                        var: var.to_string(),
+                    })?;
                 out.push_str(&value);
                 rest = &after[end + 1..];
             }
-            _ => {
+            None => {
                 out.push_str("${");
                 rest = after;
             }
@@ -386,6 +405,10 @@ mod tests {
         let err = e("a ${NOPE} b").unwrap_err();
         assert_eq!(err.var, "NOPE");
         assert!(err.to_string().contains("x uses ${NOPE}, which is not set"));
-        assert_eq!(references("${A} ${B_2} ${-}"), ["A", "B_2"]);
+        assert_eq!(references("${A} ${B_2} ${-} ${C:-x}"), ["A", "B_2", "C"]);
+        // Claude Code's default form.
+        assert_eq!(e("${NOPE:-/tmp/x}").unwrap(), "/tmp/x");
+        assert_eq!(e("${TOKEN:-d}").unwrap(), "s3cret");
+        assert_eq!(e("${NOPE:-}").unwrap(), "");
     }
 }

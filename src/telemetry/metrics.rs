@@ -97,6 +97,7 @@ pub struct Metrics {
     audit_reduced: Counter,
     audit_queued: Gauge,
     learning_lost: Counter,
+    unmatched_after_relist: Counter,
     calls_in_flight: Gauge,
     spans_exported: Counter,
     spans_failed: Counter,
@@ -132,6 +133,7 @@ impl Metrics {
             audit_reduced: Counter::default(),
             audit_queued: Gauge::default(),
             learning_lost: Counter::default(),
+            unmatched_after_relist: Counter::default(),
             calls_in_flight: Gauge::default(),
             spans_exported: Counter::default(),
             spans_failed: Counter::default(),
@@ -209,6 +211,11 @@ impl Metrics {
             "learning_writes_lost",
             "Learning records (tool graph) dropped because the state store could not take them in time (bounded queue)",
             m.learning_lost.clone(),
+        );
+        registry.register(
+            "policy_globs_unmatched_after_relist",
+            "Policy globs found matching none of a server's tools after it re-listed them (list_changed); each is also a warning in the log",
+            m.unmatched_after_relist.clone(),
         );
         registry.register(
             "runner_crashes",
@@ -336,6 +343,10 @@ impl Metrics {
         catch_up(&self.audit_lost, state.audit_records_lost);
         catch_up(&self.audit_reduced, state.audit_records_reduced);
         catch_up(&self.learning_lost, state.learning_writes_lost);
+        catch_up(
+            &self.unmatched_after_relist,
+            crate::config::rule_names::unmatched_after_relist(),
+        );
         for (server, n) in restarts {
             catch_up(
                 &self.restarts.get_or_create(&ServerLabels {

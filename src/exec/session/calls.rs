@@ -415,6 +415,8 @@ impl Run {
                     .iter()
                     .map(|q| (q.id, format!("{}:{}", q.server, q.tool))),
             )
+            // One warning per mistake: a call already named before the run is not named again.
+            .filter(|(_, tool)| !self.warned_unawaited.contains(tool))
             .collect();
         if open.is_empty() {
             return;
@@ -445,7 +447,9 @@ impl Run {
             if count == 1 { "" } else { "s" },
             shown.join(", ")
         );
-        tracing::warn!(execution_id = %self.request.execution_id, "{message}");
+        // The script's own log line is the warning (`run`'s stderr, `execute_code`'s answer);
+        // the host's log gets it at info, so `run` does not print one mistake twice.
+        tracing::info!(execution_id = %self.request.execution_id, "{message}");
         self.log("warn", format!("[mcp-sandbox: {message}]"));
     }
 

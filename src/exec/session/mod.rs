@@ -25,7 +25,7 @@ mod send_time;
 mod spawn;
 mod state_calls;
 
-pub use calls::calls_in_flight;
+pub use calls::{calls_in_flight, UNAWAITED_CALL};
 pub use spawn::{missing_layers, REQUIRED_LAYERS};
 
 use calls::{Call, CallFuture, Queued};
@@ -193,6 +193,8 @@ pub async fn execute_pooled(
     }
     // Before it runs: calls started as statements of their own, which nothing waits for.
     for call in crate::script::analysis::unawaited_calls(&req.code) {
+        run.warned_unawaited
+            .insert(format!("{}:{}", call.server, call.tool));
         run.log(
             "warn",
             format!(
@@ -322,6 +324,9 @@ struct Run {
     calls_done: u64,
     /// See [`ExecRequest::placeholders`].
     placeholders: Option<Arc<crate::exec::placeholders::ExecPlaceholders>>,
+    /// `server:tool` of the calls warned about before the run (neither awaited nor returned
+    /// nor assigned): left open at the end, they are not warned about a second time.
+    warned_unawaited: HashSet<String>,
 }
 
 impl Run {
@@ -360,6 +365,7 @@ impl Run {
             live: None,
             calls_done: 0,
             placeholders: None,
+            warned_unawaited: HashSet::new(),
         }
     }
 

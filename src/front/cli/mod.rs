@@ -67,8 +67,10 @@ pub struct PolicyArgs {
     /// How long a call waits for approval before it is denied ("not approved in time").
     #[arg(long, value_name = "N", default_value_t = crate::gate::approval::DEFAULT_APPROVAL_TIMEOUT_MS)]
     pub approval_timeout_ms: u64,
-    /// A policy glob that matches none of the tools its server lists refuses the start
-    /// (exit 2) instead of printing a warning (as `sandbox.strict_policy: true`).
+    /// Refuse what is otherwise a warning: any policy glob that matches none of the tools its
+    /// server lists (not only `deny`/`ask`, which refuse by default), also when the config says
+    /// `"strict_policy": false`; and (under `run`) a tool call that is neither awaited nor
+    /// returned nor assigned (`UNAWAITED_CALL`).
     #[arg(long)]
     pub strict: bool,
 }
@@ -107,12 +109,13 @@ impl PolicyArgs {
         )
     }
 
-    /// Checks the rules' globs against the tools the started servers list: each glob that
-    /// matches none is a warning on stderr, or refuses the start under `--strict` /
-    /// `sandbox.strict_policy`. Later re-listings (`list_changed`) are checked again, with a
-    /// warning in the log.
+    /// Checks the rules' globs against the tools the started servers list. A `deny` or `ask`
+    /// glob that matches none fails open, so it refuses the start (exit 2) unless the config
+    /// says `"strict_policy": false` (then a warning on stderr); any other unmatched glob is a
+    /// warning, refused under `--strict`. Later re-listings (`list_changed`) are checked again:
+    /// a warning in the log, counted (`mcp_sandbox_policy_globs_unmatched_after_relist`).
     pub fn check_globs(&self, config: &Config, catalog: &Catalog) -> Result<(), UsageError> {
-        use crate::config::rule_names::unmatched;
+        use crate::config::rule_names::{count_unmatched_after_relist, unmatched};
         let rules = self.named_rules(config);
         let listed: Vec<String> = config
             .servers
@@ -120,19 +123,44 @@ impl PolicyArgs {
             .filter(|s| catalog.provider(s).is_some())
             .cloned()
             .collect();
-        let tools: Vec<String> = catalog
-            .tools()
+        let all = catalog.tools();
+        let tools: Vec<String> = all
             .iter()
             .map(|t| format!("{}:{}", t.server, t.name))
             .collect();
         let found = unmatched(&rules, &listed, &tools);
-        if !found.is_empty() && (self.strict || config.sandbox.strict_policy) {
-            return Err(UsageError(format!(
-                "{} (refused under --strict / sandbox.strict_policy)",
-                found.join("; ")
-            )));
+        let strict_config = config.sandbox.strict_policy();
+        let refused: Vec<String> = found
+            .iter()
+            .filter(|(rule, _)| self.strict || (rule.guard.is_some() && strict_config))
+            .map(|(rule, message)| {
+                let hint = rule
+                    .exact_tool()
+                    .map(|(server, tool)| {
+                        crate::gate::suggest::closest(
+                            server,
+                            tool,
+                            all.iter().map(|t| (t.server.as_str(), t.name.as_str())),
+                        )
+                    })
+                    .and_then(|s| s.into_iter().next())
+                    .map(|best| format!("; did you mean {}?", crate::term::escape(&best)))
+                    .unwrap_or_default();
+                let why = if self.strict {
+                    "refused under --strict".to_string()
+                } else {
+                    format!(
+                        "a {} rule that matches nothing fails open, so it is refused: fix the tool name, or set \"sandbox\": {{\"strict_policy\": false}} to only warn",
+                        rule.guard.unwrap_or("deny")
+                    )
+                };
+                format!("{message}{hint} ({why})")
+            })
+            .collect();
+        if !refused.is_empty() {
+            return Err(UsageError(refused.join("; ")));
         }
-        for message in &found {
+        for (_, message) in &found {
             crate::term::errln(&format!(
                 "mcp-sandbox: warning: {}",
                 crate::term::escape(message)
@@ -143,7 +171,8 @@ impl PolicyArgs {
                 .iter()
                 .map(|t| format!("{server}:{}", t.name))
                 .collect();
-            for message in unmatched(&rules, &[server.to_string()], &tools) {
+            for (_, message) in unmatched(&rules, &[server.to_string()], &tools) {
+                count_unmatched_after_relist();
                 tracing::warn!(server, "after list_changed: {message}");
             }
         }));

@@ -219,6 +219,19 @@ pub async fn command(args: RunArgs) -> Result<i32, UsageError> {
         }
     };
 
+    // --strict: a call that nothing waits for is refused before anything starts.
+    if args.policy.strict {
+        if let Some(call) = crate::script::analysis::unawaited_calls(&code).first() {
+            return Err(UsageError(format!(
+                "{}: mcp.{}.{}(…) is neither awaited nor returned nor assigned, so the script may return before it ends and it is cancelled: write `await mcp.{}.{}(…)` (refused under --strict)",
+                crate::exec::session::UNAWAITED_CALL,
+                call.server,
+                call.tool,
+                call.server,
+                call.tool
+            )));
+        }
+    }
     if let Ok(path) = args.state.path(args.config.as_ref().map(|_| &config)) {
         crate::tools::catalog::oauth::use_state_file(path);
     }

@@ -25,12 +25,36 @@ pub struct TeamStoreArgs {
 }
 
 impl TeamStoreArgs {
+    /// The store (`--state`, else the config's `sandbox.state`, else the default: the one the
+    /// gateway started with the same config writes), said on stderr with where its name came
+    /// from, so an empty answer from the wrong store is not mistaken for an empty store.
     pub(super) fn open(&self) -> Result<(Store, Option<Config>), UsageError> {
         let config = match &self.config {
             Some(p) => Some(Config::load(p).map_err(|e| UsageError(e.to_string()))?),
             None => None,
         };
-        Ok((self.state.open(config.as_ref())?, config))
+        let path = self
+            .state
+            .path(config.as_ref())
+            .map_err(|e| UsageError(e.to_string()))?;
+        let from = match (&self.state.state, &self.config, config.as_ref().and_then(Config::state_path)) {
+            (Some(_), _, _) => "--state".to_string(),
+            (None, Some(file), Some(_)) => format!("sandbox.state of {}", file.display()),
+            (None, Some(file), None) => format!(
+                "the default store: {} has no sandbox.state",
+                file.display()
+            ),
+            (None, None, _) => {
+                "the default store: no --state, no --config; pass --config FILE to read the gateway's".to_string()
+            }
+        };
+        crate::term::errln(&format!(
+            "mcp-sandbox: store {} ({})",
+            escape(&path.display().to_string()),
+            escape(&from)
+        ));
+        let store = Store::open(&path).map_err(|e| UsageError(e.to_string()))?;
+        Ok((store, config))
     }
 }
 

@@ -49,7 +49,7 @@ TOOL_ERROR, TOOL_TIMEOUT, PERMISSION_DENIED, LIMIT_EXCEEDED): catch it with try/
 - keep data for a later execution of this session with `await store(key, value)` (JSON data) and read it \
 with `await load(key)` (undefined when absent); `await keys()` lists the keys, `await remove(key)` deletes one. \
 State lasts while the session is used (it is deleted after {ttl} idle), is seen by no other session, \
-and is bounded ({value} bytes a value, {count} keys, {total} bytes a session: LIMIT_EXCEEDED past them). \
+and is bounded ({value} a value, {count} keys, {total} a session: LIMIT_EXCEEDED past them). \
 Store a large result and return a summary instead of returning it whole. \
 Without an MCP session (protocol 2026-07-28), the session is the `session` handle each answer names: \
 pass it back as `session` to reach this session's values, placeholders and running executions again.\n\
@@ -69,12 +69,12 @@ is reported with isError and the error code.",
     let o = &gateway.session;
     d = d
         .replace("{ttl}", &o.ttl_text())
-        .replace("{value}", &o.max_value_bytes.to_string())
+        .replace("{value}", &crate::term::bytes_text(o.max_value_bytes))
         .replace("{count}", &o.max_keys.to_string())
-        .replace("{total}", &o.max_bytes.to_string());
+        .replace("{total}", &crate::term::bytes_text(o.max_bytes));
     let _ = write!(
         d,
-        "\nOutput budget: the answer (its text and structuredContent together) is at most {max_output_bytes} bytes \
+        "\nOutput budget: the answer (its text and structuredContent together) is at most {} \
 (max_output_bytes; the argument `max_output_bytes` may lower it, never raise it: a larger value is capped, and \
 `output` in the answer says which budget applied; the `session` handle of an answer comes on top). Past it the answer is cut, in this order: the traces become \
 counts by kind and tool, the logs keep their first and last lines, and the result is replaced by a preview \
@@ -82,7 +82,8 @@ counts by kind and tool, the logs keep their first and last lines, and the resul
 `truncated: true` and `output.cut` names what was cut. A truncated answer means the script ran to its end \
 (its tool calls happened; do not run it again only to see the result): return less next time (filter, count, \
 aggregate or slice in the script, or return one page and ask for the next in another execution). Only the \
-answer is cut: tool results and capability results inside the script are always whole."
+answer is cut: tool results and capability results inside the script are always whole.",
+        crate::term::bytes_text(max_output_bytes)
     );
     d.push_str(
         "\nLong scripts: pass yield_after_ms to get an answer early ({status: \"running\", execution_id, \

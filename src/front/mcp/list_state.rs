@@ -21,12 +21,12 @@ pub fn description(gateway: &Gateway) -> String {
 its size in bytes and its age, plus the session's totals and bounds. Values are not shown: read them \
 in a script with `await load(key)`. State belongs to this MCP session (and your principal): another \
 session or client never sees it, and it is deleted once the session has been idle for {}. \
-Bounds: a value at most {} bytes of JSON, {} keys and {} bytes per session (store() past them fails \
+Bounds: a value at most {} of JSON, {} keys and {} per session (store() past them fails \
 with LIMIT_EXCEEDED). Use it to find data an earlier execution kept instead of fetching it again.",
         o.ttl_text(),
-        o.max_value_bytes,
+        crate::term::bytes_text(o.max_value_bytes),
         o.max_keys,
-        o.max_bytes
+        crate::term::bytes_text(o.max_bytes)
     )
 }
 

@@ -6,6 +6,7 @@ use super::mcp_result::map_result;
 use super::mcp_watcher::ListWatcher;
 use super::notification_order::{Counted, NotificationOrder};
 use super::process_tree::{GroupGuard, ProcessGroup};
+use super::stderr_excerpt::StderrExcerpt;
 use super::tool_list::ListError;
 use super::{CallContext, ToolInfo, ToolProvider};
 use crate::config::ServerConfig;
@@ -15,7 +16,6 @@ use rmcp::model::{CallToolRequestParams, CallToolResponse};
 use rmcp::service::{Peer, RunningService, ServiceError};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::Value;
-use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -27,8 +27,9 @@ use tokio::sync::watch;
 pub const SHUTDOWN_GRACE: Duration = Duration::from_millis(1000);
 /// How long the rmcp session may take to close once the server's processes are gone.
 const CLOSE_AFTER_EXIT: Duration = Duration::from_millis(200);
-/// Lines of a server's stderr kept to explain a failure.
-const STDERR_TAIL: usize = 8;
+/// How long a server that failed to start gets to finish writing its stderr (it usually has
+/// exited: its stderr ends at once).
+const STDERR_LAST_WORDS: Duration = Duration::from_secs(2);
 /// How long a restart may take when `start` was not given a timeout.
 const DEFAULT_RESTART_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a call's answer waits for a tool-list refresh in progress (see [`Inner::settle`]).
@@ -74,7 +75,7 @@ struct Conn {
     peer: Peer<RoleClient>,
     /// Held for shutdown; calls go through `peer`.
     service: tokio::sync::Mutex<Option<RunningService<RoleClient, ListWatcher>>>,
-    stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    stderr_tail: Arc<Mutex<StderrExcerpt>>,
     /// The server's own process group (its pid): everything it starts is signalled with it.
     group: Option<ProcessGroup>,
     /// Set when a stdio server sent an answer over the MCP client's line limit (the
@@ -92,16 +93,10 @@ impl Conn {
     }
 
     fn stderr_said(&self) -> String {
-        let lines: Vec<String> = self
-            .stderr_tail
+        self.stderr_tail
             .lock()
-            .map(|t| t.iter().cloned().collect())
-            .unwrap_or_default();
-        if lines.is_empty() {
-            String::new()
-        } else {
-            format!("; its stderr said: {}", lines.join(" | "))
-        }
+            .map(|t| t.said())
+            .unwrap_or_default()
     }
 
     /// Ends the server and everything it started: SIGTERM to its process group and its stdin
@@ -310,11 +305,12 @@ async fn connect(
         // Its children die with the host too (they do not inherit the death signal).
         super::group_reaper::watch_group(g.id());
     }
-    let tail = Arc::new(Mutex::new(VecDeque::new()));
+    let tail = Arc::new(Mutex::new(StderrExcerpt::default()));
+    let mut reader = None;
     if let Some(stderr) = stderr {
         let tail = tail.clone();
         let server = name.to_string();
-        tokio::spawn(async move {
+        reader = Some(tokio::spawn(async move {
             let mut lines = BufReader::new(stderr).lines();
             while let Ok(Some(line)) = lines.next_line().await {
                 // Escaped (a CR, an escape sequence): the server's text must not rewrite or
@@ -322,24 +318,21 @@ async fn connect(
                 let line = crate::term::escape(&line).into_owned();
                 tracing::info!(server = %server, "{line}");
                 if let Ok(mut t) = tail.lock() {
-                    if t.len() == STDERR_TAIL {
-                        t.pop_front();
-                    }
-                    t.push_back(line);
+                    t.push(&line);
                 }
             }
-        });
+        }));
     }
-    let explain = |what: String| {
-        let lines: Vec<String> = tail
-            .lock()
-            .map(|t| t.iter().cloned().collect())
-            .unwrap_or_default();
-        if lines.is_empty() {
-            what
-        } else {
-            format!("{what}; its stderr said: {}", lines.join(" | "))
+    // The server's last words: its stderr to its end (it exited), for a bounded while.
+    let last_words = |reader: Option<tokio::task::JoinHandle<()>>| async move {
+        if let Some(reader) = reader {
+            // Still writing after that: what it said so far is enough (the reader goes on).
+            let _ = tokio::time::timeout(STDERR_LAST_WORDS, reader).await;
         }
+    };
+    let explain = |what: String| {
+        let said = tail.lock().map(|t| t.said()).unwrap_or_default();
+        format!("{what}{said}")
     };
     // Whatever happens below, a server that did not start leaves no process behind (also when
     // this future is dropped by a start-up timeout).
@@ -349,8 +342,7 @@ async fn connect(
     let service = match watcher.serve(transport).await {
         Ok(s) => s,
         Err(e) => {
-            // Give the stderr reader a moment to collect the server's last words.
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            last_words(reader).await;
             return Err(explain(format!(
                 "initialize failed: {}",
                 super::error_chain(&e)
@@ -360,10 +352,11 @@ async fn connect(
     let tools = match super::tool_list::list_tools(service.peer(), name, config).await {
         Ok(t) => t,
         Err(ListError::Service(e)) => {
+            last_words(reader).await;
             return Err(explain(format!(
                 "tools/list failed: {}",
                 super::error_chain(&e)
-            )))
+            )));
         }
         Err(ListError::Bound(why)) => return Err(why),
     };
@@ -426,7 +419,7 @@ async fn connect_remote(
         Conn {
             peer: service.peer().clone(),
             service: tokio::sync::Mutex::new(Some(service)),
-            stderr_tail: Arc::new(Mutex::new(VecDeque::new())),
+            stderr_tail: Arc::new(Mutex::new(StderrExcerpt::default())),
             group: None,
             oversize: None,
             broken: Default::default(),

@@ -19,6 +19,7 @@ pub mod process_tree;
 mod scoped_server;
 pub mod server_env;
 pub mod spawn_thread;
+mod stderr_excerpt;
 mod stdio_transport;
 mod tool_list;
 
