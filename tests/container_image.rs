@@ -120,8 +120,9 @@ fn refusing_profile(dir: &Path) -> PathBuf {
     .unwrap();
     let refused = ["unshare", "mount", "umount2", "pivot_root"];
     for rule in profile["syscalls"].as_array_mut().unwrap() {
+        let allow = rule["action"] == "SCMP_ACT_ALLOW";
         let names = rule["names"].as_array_mut().unwrap();
-        if rule["action"] == "SCMP_ACT_ALLOW" {
+        if allow {
             names.retain(|n| !refused.contains(&n.as_str().unwrap()));
         } else {
             names.extend(refused.iter().map(|n| Value::from(*n)));

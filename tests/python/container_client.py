@@ -16,7 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 
 async def main(url: str) -> None:
-    async with streamable_http_client(url) as (read, write, _):
+    async with streamable_http_client(url) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
             code = "const r = await mcp.fixture.add({a: 40, b: 2}); return r;"
@@ -24,7 +24,7 @@ async def main(url: str) -> None:
             out = r.structured_content
             assert not r.is_error and out["success"] is True, out
             kinds = [(t["type"], t["tool"]) for t in out["traces"]]
-            assert kinds == [("tool_start", "fixture:echo"), ("tool_end", "fixture:echo")], kinds
+            assert kinds == [("tool_start", "fixture:add"), ("tool_end", "fixture:add")], kinds
             print("OK")
             print(json.dumps({"result": out["result"], "isolation": out["metrics"]["isolation"]}))
 
