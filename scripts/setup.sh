@@ -96,6 +96,25 @@ else
     say "mold not found: linking with the system linker (apt-get install mold links faster)"
 fi
 
+# --- The deployment's tests (tests/container_image.rs, tests/deploy_files.rs): Debian's podman
+# and mmdebstrap build and run the image offline, systemd-analyze verifies the unit. apt-get only
+# when missing; without root the image test says it is skipped and why. ---
+deploy_missing=()
+command -v podman >/dev/null 2>&1 || deploy_missing+=(podman)
+command -v mmdebstrap >/dev/null 2>&1 || deploy_missing+=(mmdebstrap)
+command -v runc >/dev/null 2>&1 || deploy_missing+=(runc)
+command -v systemd-analyze >/dev/null 2>&1 || deploy_missing+=(systemd)
+if [[ ${#deploy_missing[@]} == 0 ]]; then
+    say "podman, mmdebstrap, systemd-analyze present"
+elif command -v apt-get >/dev/null 2>&1 && [[ "$(id -u)" == 0 ]]; then
+    say "apt-get install ${deploy_missing[*]}"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null 2>&1 || true
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        "${deploy_missing[@]}" runc uidmap >/dev/null
+else
+    say "missing ${deploy_missing[*]}: the image test is skipped (apt-get install ${deploy_missing[*]})"
+fi
+
 # --- Rust (tests spawn the binaries from target/release) ---
 # The binaries are the ones the README's `cargo build --release --workspace` makes (the same
 # features: Cargo.toml unifies bitflags' so the dev-dependencies change no dependency), so after

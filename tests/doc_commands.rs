@@ -57,6 +57,24 @@ const OTHER_PROGRAMS: &[(&str, &str)] = &[
         ".venv/bin/pip",
         "the walkthrough's setup of .venv (as scripts/setup.sh fills it)",
     ),
+    (
+        "deploy/build-image.sh",
+        "tests/container_image.rs builds the image with it",
+    ),
+    (
+        "podman",
+        "tests/container_image.rs runs the image under Debian's podman",
+    ),
+    (
+        "install",
+        "the operator's install under systemd (docs/deploy.md); tests/deploy_files.rs verifies the unit",
+    ),
+    ("openssl", "the operator's key (docs/deploy.md); not run by the tests"),
+    ("chmod", "the operator's key (docs/deploy.md); not run by the tests"),
+    (
+        "systemctl",
+        "the operator's systemd (docs/deploy.md); tests/deploy_files.rs runs systemd-analyze verify",
+    ),
     ("export", "a shell builtin"),
     ("echo", "a shell builtin"),
 ];

@@ -10,6 +10,7 @@
 //! | no_new_privs | `NoNewPrivs:` in `status` | `1` |
 //! | uid | `Uid:`, `Gid:` and `CapEff:` in `status` | no uid is 0 or the host's own, and no capability |
 //! | namespaces | `/proc/<pid>/ns/{user,net,ipc,uts,mnt}` against `/proc/self/ns/*` | every one differs |
+//! | namespaces, non-root host | `uid_map`, `net/unix`, `mountinfo` against the host's (the `ns` links need root) | user, net and mount seen to differ; ipc and uts made in the same `unshare` |
 //! | rlimits | `Max address space`, `Max cpu time` in `limits` | both finite |
 //! | landlock, fds | not visible to another process | taken from the runner, marked so |
 
@@ -29,6 +30,10 @@ pub struct Observed {
     pub cap_prm: Option<String>,
     /// Namespaces shared with the host, or why they could not be compared.
     pub shared_namespaces: Result<Vec<String>, String>,
+    /// When the `ns` links could not be read (a host that is not root may not read them: the
+    /// runner is not dumpable), what the files it may read show: `Ok(evidence)` when the user,
+    /// network and mount namespaces are seen to be the runner's own, `Err(which is not)`.
+    pub namespaces_indirect: Option<Result<String, String>>,
     /// `Max address space` and `Max cpu time` soft limits, as the kernel prints them.
     pub address_space: Option<String>,
     pub cpu_time: Option<String>,
@@ -77,17 +82,52 @@ fn shared_namespaces(pid: u32) -> Result<Vec<String>, String> {
     Ok(shared)
 }
 
+/// The namespaces as a host that may not read `/proc/<pid>/ns` sees them, from files any process
+/// of the same user may read:
+/// - user: `uid_map` differs from the host's (a process in the host's user namespace shows the
+///   host's map);
+/// - network: `net/unix` lists no socket, while the host's lists at least the socketpair it
+///   holds to this runner (a socket belongs to the namespace it was made in);
+/// - mount: `mountinfo` differs from the host's (the runner's root is its own empty tmpfs).
+///
+/// IPC and UTS have no such file; the runner makes them in the same `unshare` call as the
+/// user namespace (all or none), so they follow from it and its report.
+fn indirect_namespaces(pid: u32) -> Result<String, String> {
+    let read = |path: String| {
+        std::fs::read_to_string(&path).map_err(|e| format!("cannot read {path}: {e}"))
+    };
+    if read(format!("/proc/{pid}/uid_map"))? == read("/proc/self/uid_map".into())? {
+        return Err("it shares the host's user namespace (the same uid_map)".into());
+    }
+    let sockets = |text: String| text.lines().skip(1).count();
+    let (theirs, ours) = (
+        sockets(read(format!("/proc/{pid}/net/unix"))?),
+        sockets(read("/proc/self/net/unix".into())?),
+    );
+    if theirs != 0 || ours == 0 {
+        return Err(format!(
+            "its network namespace cannot be told from the host's ({theirs} Unix sockets in it, {ours} in the host's)"
+        ));
+    }
+    if read(format!("/proc/{pid}/mountinfo"))? == read("/proc/self/mountinfo".into())? {
+        return Err("it shares the host's mount namespace (the same mountinfo)".into());
+    }
+    Ok("the kernel shows its own user (uid_map), network (no host socket) and mount (mountinfo) namespaces; ipc and uts made in the same unshare call; the ns links need root to read".into())
+}
+
 /// Reads what the kernel shows about `pid` (a few small `/proc` files; no process is stopped).
 pub fn observe(pid: u32) -> Observed {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap_or_default();
+    let shared = shared_namespaces(pid);
     Observed {
         seccomp: field(&status, "Seccomp:"),
         no_new_privs: field(&status, "NoNewPrivs:"),
         uid: field(&status, "Uid:"),
         cap_eff: field(&status, "CapEff:"),
         cap_prm: field(&status, "CapPrm:"),
-        shared_namespaces: shared_namespaces(pid),
+        shared_namespaces: shared.clone(),
+        namespaces_indirect: shared.is_err().then(|| indirect_namespaces(pid)),
         address_space: soft_limit(&limits, "Max address space"),
         cpu_time: soft_limit(&limits, "Max cpu time"),
     }
@@ -131,7 +171,11 @@ pub fn verify(claimed: &BTreeMap<String, String>, seen: &Observed) -> BTreeMap<S
             "unavailable: it shares the host's {} namespace(s)",
             shared.join(", ")
         ),
-        Err(e) => format!("unavailable: cannot be verified ({e})"),
+        Err(e) => match &seen.namespaces_indirect {
+            Some(Ok(evidence)) => format!("enforced ({evidence})"),
+            Some(Err(why)) => format!("unavailable: {why}"),
+            None => format!("unavailable: cannot be verified ({e})"),
+        },
     };
     out.insert("namespaces".to_string(), ns);
     let finite = |v: &Option<String>| v.as_deref().is_some_and(|v| v != "unlimited");

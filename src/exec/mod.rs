@@ -14,6 +14,7 @@ pub mod capability_call;
 pub mod cpu_time;
 pub mod hints;
 pub mod isolation;
+pub mod isolation_fixes;
 pub mod learning;
 pub mod live;
 pub mod outbox;

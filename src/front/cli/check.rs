@@ -3,6 +3,7 @@
 
 use super::{RunnerArgs, UsageError, EXIT_FAILED};
 use crate::context::limits::Limits;
+use crate::exec::isolation_fixes;
 use crate::exec::runner::{spawn, RunnerCommand};
 use crate::exec::session::REQUIRED_LAYERS;
 use clap::Args;
@@ -154,8 +155,12 @@ pub fn render(r: &CheckReport) -> String {
         } else {
             "best effort"
         };
+        let fix = (!isolation_fixes::holds(state)).then(|| isolation_fixes::fix_for(layer, state));
         let (layer, state) = (crate::term::escape(layer), crate::term::escape(state));
         out.push_str(&format!("  {layer:<13} {state}  [{req}]\n"));
+        if let Some(fix) = fix {
+            out.push_str(&format!("                fix: {fix}\n"));
+        }
     }
     let opt = |v: &Option<String>| {
         v.as_deref()
@@ -174,8 +179,17 @@ pub fn render(r: &CheckReport) -> String {
         opt(&r.cap_eff),
         opt(&r.cap_prm)
     ));
-    if r.ok {
-        out.push_str("ok: the required layers are enforced\n");
+    let not_held: Vec<&str> = isolation_fixes::not_held(&r.layers)
+        .into_iter()
+        .map(|(l, _)| l)
+        .collect();
+    if r.ok && not_held.is_empty() {
+        out.push_str("ok: every layer is enforced\n");
+    } else if r.ok {
+        out.push_str(&format!(
+            "degraded: the required layers are enforced, but {} do not hold (each with its fix above); `--require-isolation all` refuses to run here\n",
+            not_held.join(", ")
+        ));
     } else {
         out.push_str(&format!("NOT OK: missing {}\n", r.missing.join(", ")));
     }
@@ -203,4 +217,61 @@ pub async fn command(args: CheckArgs) -> Result<i32, UsageError> {
         crate::term::out(&render(&report));
     }
     Ok(if report.ok { 0 } else { EXIT_FAILED })
+}
+
+/// The runner's layers, checked once when `serve` starts: fewer layers is never silent. With
+/// `--require-isolation` (`strict`), a required layer that does not hold stops the start (exit 1,
+/// `SANDBOX_UNAVAILABLE`, each layer with its fix: the `Err` the caller prints) rather than serve with fewer; otherwise each
+/// layer that does not hold is named once on stderr with its fix. A runner that cannot be
+/// checked here is refused by every execution anyway, which says why; under `strict` it stops
+/// the start too.
+pub async fn at_start(
+    runner: &RunnerCommand,
+    required: &[String],
+    strict: bool,
+) -> Result<(), String> {
+    let report = match check(runner, required).await {
+        Ok(r) => r,
+        Err(e) if strict => {
+            return Err(format!(
+                "SANDBOX_UNAVAILABLE: refusing to start: --require-isolation was given but the runner's isolation could not be checked ({e}); run `mcp-sandbox check`"
+            ))
+        }
+        Err(e) => {
+            crate::term::errln(&format!(
+                "mcp-sandbox: warning: the runner's isolation could not be checked at start ({e}); every execution checks it again"
+            ));
+            return Ok(());
+        }
+    };
+    if strict && !report.missing.is_empty() {
+        let mut why = format!(
+            "SANDBOX_UNAVAILABLE: refusing to start: --require-isolation needs {} but {} do not hold here:\n",
+            required_names(required),
+            report.missing.join(", ")
+        );
+        for layer in &report.missing {
+            let state = report.layers.get(layer).map_or("not reported", |s| s);
+            why.push_str(&format!(
+                "  {layer}: {}\n    fix: {}\n",
+                crate::term::escape(state),
+                isolation_fixes::fix_for(layer, state)
+            ));
+        }
+        why.push_str("  `mcp-sandbox check` shows each layer as the kernel does");
+        return Err(why);
+    }
+    if let Some(warning) = isolation_fixes::startup_warning(&report.layers) {
+        eprint!("{warning}");
+    }
+    Ok(())
+}
+
+fn required_names(extra: &[String]) -> String {
+    REQUIRED_LAYERS
+        .iter()
+        .map(|s| s.to_string())
+        .chain(extra.iter().cloned())
+        .collect::<Vec<_>>()
+        .join(", ")
 }

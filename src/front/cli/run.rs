@@ -375,6 +375,12 @@ pub async fn command(args: RunArgs) -> Result<i32, UsageError> {
     if let Some(d) = drawing {
         d.abort();
     }
+    // Fewer isolation layers than the machine could give is never silent: the layers the
+    // runner did not hold, each with its fix, once, before the outcome.
+    if let Some(warning) = crate::exec::isolation_fixes::startup_warning(&outcome.metrics.isolation)
+    {
+        eprint!("{warning}");
+    }
     // The outcome goes out first; the MCP servers (and their process trees) are shut down after.
     print_outcome(&outcome, args.json, args.trace, max_output);
     for (name, reason) in &unavailable {

@@ -19,6 +19,7 @@ pub mod elicit;
 pub(crate) mod execute_code;
 pub mod executions;
 pub mod handles;
+pub mod health;
 pub mod http;
 pub mod input_required;
 pub mod jsonrpc;

@@ -57,6 +57,11 @@ pub struct ServeArgs {
     /// loopback address, http://localhost, 127.0.0.1 and [::1] (any port) are allowed too.
     #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
     pub allow_origins: Vec<String>,
+    /// A `Host` name (or name:port) the HTTP server answers to besides its own address
+    /// (repeatable; e.g. the name of a load balancer or a Kubernetes Service). Requests naming
+    /// any other host get 403 (DNS rebinding).
+    #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
+    pub allow_hosts: Vec<String>,
     /// HTTP: a request's header must arrive within this, and an idle keep-alive connection is
     /// closed after it.
     #[arg(long, value_name = "MS", default_value_t = 10_000)]
@@ -156,6 +161,16 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
     let require_layers = args.runner.required_layers()?;
     let limits = config.sandbox.limits.unwrap_or_default();
     let runner = args.runner.command();
+    if let Err(refusal) = crate::front::cli::check::at_start(
+        &runner,
+        &require_layers,
+        args.runner.require_isolation.is_some(),
+    )
+    .await
+    {
+        crate::term::errln(&format!("mcp-sandbox: {refusal}"));
+        return Ok(crate::front::cli::EXIT_FAILED);
+    }
     // Learning is best effort, as for `run`: without a usable state file the server still
     // serves (without capabilities), and the reason is printed.
     if let Ok(path) = args.state.path(args.config.as_ref().map(|_| &config)) {
@@ -333,6 +348,7 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
     let write_timeout = Duration::from_millis(args.write_timeout_ms);
     let http_options = super::http::HttpOptions {
         allowed_origins: args.allow_origins.clone(),
+        allowed_hosts: args.allow_hosts.clone(),
         header_timeout: Duration::from_millis(args.header_timeout_ms),
         body_timeout: Duration::from_millis(args.body_timeout_ms.max(1)),
         max_connections: args.max_connections.max(1),

@@ -32,6 +32,8 @@ pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 pub struct HttpOptions {
     /// Browser origins allowed besides the loopback ones (those only when bound to loopback).
     pub allowed_origins: Vec<String>,
+    /// `Host` names answered besides the loopback names and the bound address (`--allow-host`).
+    pub allowed_hosts: Vec<String>,
     /// A request's header must arrive within this; an idle keep-alive connection closes after it.
     pub header_timeout: Duration,
     /// A request's body must arrive within this after its header (408 past it).
@@ -130,6 +132,9 @@ pub async fn serve_http(
         config.allowed_hosts.push(addr.ip().to_string());
         config.allowed_hosts.push(addr.to_string());
     }
+    config
+        .allowed_hosts
+        .extend(opts.allowed_hosts.iter().cloned());
     let metrics_hosts: Arc<[String]> = config.allowed_hosts.clone().into();
     let mut origins = opts.allowed_origins.clone();
     if addr.ip().is_loopback() {
@@ -210,6 +215,9 @@ pub async fn serve_http(
         ))
         .layer(axum::middleware::from_fn_with_state(front.clone(), guard));
     let router = router.merge(ui_page.unwrap_or_default());
+    // The liveness answer of probes (Kubernetes, systemd, load balancers): no credential, no
+    // data, the same for every Host.
+    let router = router.route("/healthz", axum::routing::get(super::health::answer));
     // The protected-resource metadata is public (clients read it to learn how to authenticate).
     let router = match &auth {
         None => router,
