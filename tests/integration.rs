@@ -64,6 +64,7 @@ mod metrics_host;
 mod multi_gateway;
 mod nested_limits;
 mod nesting_depth;
+mod no_handles_in_logs;
 mod no_leaks;
 mod notification_order;
 mod openapi_bounds;
