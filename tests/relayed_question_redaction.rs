@@ -1,9 +1,8 @@
 //! A relayed question carries placeholders only (issue 56 item 3). With `sandbox.sensitive`, a
-//! downstream MCP 2026-07-28 server (tests/python/mrtr_server.py, `echo`) that is revealed the
-//! real values and echoes them in its `input_required` question — the message, the schema's
-//! description and `_meta` (as a value and as a key; the SDK drops that one before it leaves
-//! the server) — reaches the client with the session's placeholders in every string, in both
-//! eras: a 2026-07-28 client reads it in a
+//! downstream MCP 2026-07-28 server (tests/python/echo_meta_server.py, raw JSON-RPC) that is
+//! revealed the real values and echoes them in its `input_required` question — the message, the
+//! schema's description and `_meta` (as a value and as a key) — reaches the client with the
+//! session's placeholders in every string, in both eras: a 2026-07-28 client reads it in a
 //! task's `input_required` (raw requests), a legacy client gets an elicitation request (the
 //! official Python SDK over stdio, tests/python/serve_passthrough.py, every byte `serve` wrote
 //! kept). Every string of what the client received is walked.
@@ -23,7 +22,7 @@ const CODE: &str = "const c = await mcp.fixture.get_customer({id: 7});\n\
 fn mrtr_server() -> Listening {
     let port = crate::common::free_port();
     let mut cmd = std::process::Command::new(repo_root().join(".venv/bin/python"));
-    cmd.arg(repo_root().join("tests/python/mrtr_server.py"))
+    cmd.arg(repo_root().join("tests/python/echo_meta_server.py"))
         .arg(port.to_string());
     Listening::spawn(cmd, port)
 }
@@ -117,7 +116,7 @@ async fn a_2026_clients_input_required_carries_placeholders_only() {
         .and_then(|m| m.values().next())
         .unwrap_or_else(|| panic!("{asked}"));
     echoed_redacted(&request["params"]);
-    assert!(placeholders_only(&asked) >= 2, "{asked}");
+    assert!(placeholders_only(&asked) >= 5, "{asked}");
     call(&g.addr, &alice, "tasks/cancel", json!({"taskId": id}), true).await;
 }
 
@@ -139,7 +138,7 @@ fn a_legacy_clients_elicitation_carries_placeholders_only() {
         .unwrap_or_else(|| panic!("{r}"));
     assert_eq!(params.len(), 1, "{r}");
     echoed_redacted(&params[0]);
-    assert!(placeholders_only(&r["asked_params"]) >= 2, "{r}");
+    assert!(placeholders_only(&r["asked_params"]) >= 5, "{r}");
     assert_eq!(r["outcome"]["result"][1], json!("answered"), "{r}");
     let bytes = std::fs::read(&raw).unwrap();
     assert!(!bytes.is_empty());

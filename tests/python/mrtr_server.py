@@ -6,10 +6,8 @@ usage: mrtr_server.py PORT
 
 `confirm(text)`: without an answer it returns `input_required` asking "Send TEXT?" (a form with
 a boolean `ok`) and requestState "asked:TEXT"; retried with the answer, it returns
-"ACTION ok=OK state=STATE" (what it received). `echo(text)` asks the same way with `text`
-everywhere a question can carry it — the message, the schema's description, and `_meta` (as a
-value and as a key), as a server that echoes what it was sent would (tests/relayed_question_redaction.rs).
-Prints "listening on port PORT" to stderr when ready.
+"ACTION ok=OK state=STATE" (what it received). Prints "listening on port PORT" to stderr
+when ready.
 """
 
 import sys
@@ -39,25 +37,6 @@ async def confirm(text: str, ctx: Context) -> t.CallToolResult | t.InputRequired
     ok = (content or {}).get("ok")
     said = f"{action} ok={ok} state={ctx.request_state}"
     return t.CallToolResult(content=[t.TextContent(type="text", text=said)])
-
-
-@server.tool()
-async def echo(text: str, ctx: Context) -> t.CallToolResult | t.InputRequiredResult:
-    """Asks the user about `text`, echoing it in the question's message, schema and _meta."""
-    if not ctx.input_responses:
-        form = t.ElicitRequestFormParams.model_validate(
-            {
-                "message": text,
-                "requestedSchema": {
-                    "type": "object",
-                    "properties": {"ok": {"type": "boolean", "description": text}},
-                    "required": ["ok"],
-                },
-                "_meta": {"io.example/echo": text, "io.example/by-key": {text: [text]}},
-            }
-        )
-        return t.InputRequiredResult(input_requests={"ok": t.ElicitRequest(params=form)}, request_state="echo")
-    return t.CallToolResult(content=[t.TextContent(type="text", text="answered")])
 
 
 def main() -> None:
