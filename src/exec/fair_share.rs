@@ -52,7 +52,7 @@ impl State {
     /// turns (the earliest ticket among equals).
     fn next_turn(&mut self) -> Option<Waiter> {
         let floor = self.floor;
-        let (pass, _, key) = self
+        let (_, _, key) = self
             .queues
             .iter()
             .filter_map(|(key, q)| {
@@ -66,9 +66,20 @@ impl State {
         if queue.is_empty() {
             self.queues.remove(&key);
         }
-        self.floor = pass;
-        self.passes.insert(key, pass + 1);
+        self.took_turn(&key);
         waiter
+    }
+
+    /// `key` had a turn: its pass moves on past the current floor.
+    fn took_turn(&mut self, key: &Key) {
+        let pass = self
+            .passes
+            .get(key)
+            .copied()
+            .unwrap_or(self.floor)
+            .max(self.floor);
+        self.floor = pass;
+        self.passes.insert(key.clone(), pass + 1);
     }
 
     fn waiting(&self) -> usize {
@@ -271,6 +282,16 @@ impl FairShare {
     ) -> Result<OwnedSemaphorePermit, NoSlot> {
         if self.inner.slots.is_closed() {
             return Err(NoSlot::Closed);
+        }
+        // Nobody waits and a slot is free: no turn to wait for (it still counts as a turn).
+        {
+            let mut s = self.inner.lock();
+            if s.waiting() == 0 {
+                if let Ok(permit) = self.inner.slots.clone().try_acquire_owned() {
+                    s.took_turn(&admitted.key);
+                    return Ok(permit);
+                }
+            }
         }
         self.ensure_dispatcher();
         let (to, from) = oneshot::channel();
