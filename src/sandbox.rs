@@ -48,6 +48,8 @@ pub struct Sandbox {
     catalog: Arc<Catalog>,
     runner: RunnerCommand,
     slots: Arc<Semaphore>,
+    /// Each caller's share of the queue, and the order waiting executions get slots in.
+    share: Arc<crate::exec::fair_share::FairShare>,
     admitted: Arc<AtomicUsize>,
     options: QueueOptions,
     pool: Option<Arc<RunnerPool>>,
@@ -80,11 +82,13 @@ impl Sandbox {
                 options.pool_size,
             ))
         });
+        let slots = Arc::new(Semaphore::new(options.max_running.max(1)));
         Sandbox {
             pool,
             catalog,
             runner,
-            slots: Arc::new(Semaphore::new(options.max_running.max(1))),
+            share: Arc::new(crate::exec::fair_share::FairShare::new(slots.clone())),
+            slots,
             admitted: Arc::new(AtomicUsize::new(0)),
             options,
             kill: CancellationToken::new(),
@@ -229,6 +233,19 @@ impl Sandbox {
         }
     }
 
+    /// Counts one execution of `caller` in its fair share (`caps`) before it reaches
+    /// [`Sandbox::execute`] (set it as `ExecRequest::admitted`), so a front can refuse it before
+    /// anything is kept for it; `LIMIT_EXCEEDED` past the share.
+    pub fn admit(
+        &self,
+        caller: &crate::context::principal::Caller,
+        caps: crate::context::limits::ShareCaps,
+    ) -> Result<Arc<crate::exec::fair_share::Admitted>, ExecError> {
+        self.share
+            .admit(&caller.tenant, &caller.principal, caps)
+            .map(Arc::new)
+    }
+
     pub fn catalog(&self) -> &Arc<Catalog> {
         &self.catalog
     }
@@ -347,14 +364,22 @@ impl Sandbox {
                 ),
             ));
         }
-        // A client that withdraws a queued request leaves the queue at once.
-        let client = req.client_cancel.clone().unwrap_or_default();
-        let _slot = tokio::select! {
-            slot = self.slots.acquire() => match slot {
-                Ok(slot) => slot,
-                Err(_) => return Outcome::failed(shutting_down()),
+        let share = match req.admitted.take() {
+            Some(a) => a,
+            None => match self.admit(&req.request.caller, req.request.share) {
+                Ok(a) => a,
+                Err(e) => return Outcome::failed(e),
             },
-            () = client.cancelled() => return Outcome::failed(crate::exec::session::cancelled()),
+        };
+        // Slots go to the principals in turn; a client that withdraws a queued request leaves
+        // the queue at once.
+        let client = req.client_cancel.clone().unwrap_or_default();
+        let _slot = match self.share.slot(&share, &client).await {
+            Ok(slot) => slot,
+            Err(crate::exec::fair_share::NoSlot::Closed) => return Outcome::failed(shutting_down()),
+            Err(crate::exec::fair_share::NoSlot::Cancelled) => {
+                return Outcome::failed(crate::exec::session::cancelled())
+            }
         };
         // The execution is killed when either the caller's token or the shutdown fires.
         let token = self.kill.child_token();

@@ -21,7 +21,7 @@ fn client_of(text: Value, code: &str, mode: &str) -> Value {
 }
 
 /// The client with the config `text` in `dir`, `env` added to the client's (and `serve`'s).
-fn client_in(
+pub(crate) fn client_in(
     dir: &tempfile::TempDir,
     text: Value,
     code: &str,

@@ -13,7 +13,7 @@
 //! }
 //! ```
 
-use crate::context::limits::RequestedLimits;
+use crate::context::limits::{RequestedLimits, ShareCaps};
 use crate::context::policy::{PolicyError, RuleEntry, Rules};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -88,6 +88,11 @@ pub struct PrincipalPolicy {
     /// Executions a principal may have running at once.
     #[serde(default)]
     pub max_concurrent: Option<u32>,
+    /// Executions a principal may have running or queued at once on a gateway (its fair
+    /// share: tasks, yielded runs and calls together); replaces `sandbox.fair_share`'s
+    /// `per_principal` (the smallest of its policies' applies).
+    #[serde(default)]
+    pub max_executions: Option<u32>,
     /// Whether the principal may save capabilities (`save_capability`). Token and JWT
     /// principals may only when one of their policies says `true` and none says `false`.
     #[serde(default)]
@@ -146,6 +151,80 @@ impl PrincipalPolicy {
             self.allow.as_deref(),
             &self.deny,
         )
+    }
+}
+
+/// `sandbox.fair_share`: how many executions (running or queued: tasks, yielded runs and calls
+/// together) one principal and one tenant may have on a gateway at once. Unset keys keep the
+/// defaults ([`ShareCaps::GATEWAY`]); `tenants.<name>` sets them for one tenant; a principal's
+/// policy may set its own `max_executions`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FairShareConfig {
+    #[serde(default)]
+    pub per_principal: Option<u32>,
+    #[serde(default)]
+    pub per_tenant: Option<u32>,
+    #[serde(default)]
+    pub tenants: BTreeMap<String, TenantShare>,
+}
+
+/// `sandbox.fair_share.tenants.<name>`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TenantShare {
+    #[serde(default)]
+    pub per_principal: Option<u32>,
+    #[serde(default)]
+    pub per_tenant: Option<u32>,
+}
+
+impl FairShareConfig {
+    /// The caps of `principal`: the defaults, then this section's keys, then its tenant's,
+    /// then the smallest `max_executions` of its policies.
+    pub fn caps_of(
+        &self,
+        principal: &crate::context::principal::Principal,
+        all: &BTreeMap<String, PrincipalPolicy>,
+    ) -> ShareCaps {
+        let mut caps = ShareCaps::GATEWAY;
+        let tenant = self
+            .tenants
+            .get(&principal.tenant)
+            .copied()
+            .unwrap_or_default();
+        for (p, t) in [
+            (self.per_principal, self.per_tenant),
+            (tenant.per_principal, tenant.per_tenant),
+        ] {
+            caps.per_principal = p.unwrap_or(caps.per_principal);
+            caps.per_tenant = t.unwrap_or(caps.per_tenant);
+        }
+        let own = principal
+            .policies
+            .iter()
+            .filter_map(|n| all.get(n))
+            .filter_map(|p| p.max_executions)
+            .min();
+        caps.per_principal = own.unwrap_or(caps.per_principal);
+        caps
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        let zero = |v: Option<u32>| v == Some(0);
+        if zero(self.per_principal) || zero(self.per_tenant) {
+            return Err(
+                "sandbox.fair_share: per_principal and per_tenant must be at least 1".into(),
+            );
+        }
+        for (name, t) in &self.tenants {
+            if zero(t.per_principal) || zero(t.per_tenant) {
+                return Err(format!(
+                    "sandbox.fair_share.tenants.{name}: per_principal and per_tenant must be at least 1"
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -247,6 +326,21 @@ pub fn may_approve_own(
     policy_flag(principal, all, |p| p.approve_own_calls)
 }
 
+/// Whether one of `principal`'s policies says `"approve_own_calls": false`: then no channel
+/// takes its answer to its own executions' questions — not its client's elicitation, not an
+/// `input_required` retry, not `tasks/update` (nor the web view, see [`may_approve_own`]); only
+/// another approver can answer.
+pub fn refuses_own_approvals(
+    principal: &crate::context::principal::Principal,
+    all: &BTreeMap<String, PrincipalPolicy>,
+) -> bool {
+    principal
+        .policies
+        .iter()
+        .filter_map(|n| all.get(n))
+        .any(|p| p.approve_own_calls == Some(false))
+}
+
 /// Whether any principal can answer on the web view: without authentication the person at this
 /// machine can; with it, some policy must say `"approve": true` or `"operator": true`.
 pub fn someone_may_approve(authenticated: bool, all: &BTreeMap<String, PrincipalPolicy>) -> bool {
@@ -260,7 +354,9 @@ pub fn someone_may_approve(authenticated: bool, all: &BTreeMap<String, Principal
 pub fn validate(
     auth: Option<&AuthConfig>,
     policies: &BTreeMap<String, PrincipalPolicy>,
+    fair_share: &FairShareConfig,
 ) -> Result<(), String> {
+    fair_share.validate()?;
     for (name, p) in policies {
         p.rules(name)
             .map_err(|e| format!("sandbox.policies.{name}: {e}"))?;
@@ -273,9 +369,12 @@ pub fn validate(
         crate::context::policy::Policy::allow_all()
             .with_sensitive(&format!("policy '{name}'"), &p.sensitive, false)
             .map_err(|e| format!("sandbox.policies.{name}.sensitive: {e}"))?;
-        if p.executions_per_minute == Some(0) || p.max_concurrent == Some(0) {
+        if p.executions_per_minute == Some(0)
+            || p.max_concurrent == Some(0)
+            || p.max_executions == Some(0)
+        {
             return Err(format!(
-                "sandbox.policies.{name}: executions_per_minute and max_concurrent must be at least 1 (leave them out for no bound)"
+                "sandbox.policies.{name}: executions_per_minute, max_concurrent and max_executions must be at least 1 (leave them out for no bound, or the default share)"
             ));
         }
     }

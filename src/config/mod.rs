@@ -215,6 +215,9 @@ pub struct SandboxSection {
     /// Per-caller policies, limits and rate limits, by name.
     #[serde(default)]
     pub policies: BTreeMap<String, crate::config::gateway::PrincipalPolicy>,
+    /// Each principal's and tenant's share of the execution queue (`exec::fair_share`).
+    #[serde(default)]
+    pub fair_share: crate::config::gateway::FairShareConfig,
     /// What the audit log keeps (see `audit`).
     #[serde(default)]
     pub audit: Option<crate::store::audit_options::AuditConfig>,
@@ -389,7 +392,11 @@ impl Config {
         Policy::allow_all()
             .with_sensitive("sandbox.sensitive", &raw.sandbox.sensitive, true)
             .map_err(|e| format!("sandbox.sensitive: {e}"))?;
-        gateway::validate(raw.sandbox.auth.as_ref(), &raw.sandbox.policies)?;
+        gateway::validate(
+            raw.sandbox.auth.as_ref(),
+            &raw.sandbox.policies,
+            &raw.sandbox.fair_share,
+        )?;
         raw.sandbox.session.validate()?;
         raw.sandbox.telemetry.validate()?;
         Ok(Config {

@@ -67,9 +67,13 @@ pub struct FlowRuleConfig {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FlowScope {
+    /// Every session of the principal over HTTP — legacy `Mcp-Session-Id` sessions and MCP
+    /// 2026-07-28 requests (whatever handle they pass) alike — shares the principal's labels,
+    /// so what one era read constrains the other; stdio keeps its connection.
+    #[default]
+    Principal,
     /// The protocol session; for a request without one (MCP 2026-07-28), the principal: a model
     /// cannot shed labels by dropping or swapping its session handle.
-    #[default]
     Session,
     /// The protocol session; for a request without one, its session handle (weaker: a model
     /// that omits the handle starts clean).

@@ -220,6 +220,42 @@ pub struct AppliedLimit {
     pub capped: bool,
 }
 
+/// A caller's fair share of the gateway's execution queue: how many executions (running or
+/// queued; tasks, yielded runs and plain calls together) one principal, and one tenant, may
+/// have admitted at once (`exec::fair_share`). Set by the front from `sandbox.fair_share` and
+/// the principal's policies (`max_executions`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShareCaps {
+    pub per_principal: u32,
+    pub per_tenant: u32,
+}
+
+/// Default executions one principal may have running or queued at once.
+pub const DEFAULT_SHARE_PER_PRINCIPAL: u32 = 32;
+/// Default executions one tenant may have running or queued at once.
+pub const DEFAULT_SHARE_PER_TENANT: u32 = 128;
+
+impl ShareCaps {
+    /// No cap: one caller's own use of the library or the CLI (the queue's bound still holds).
+    pub const UNBOUNDED: ShareCaps = ShareCaps {
+        per_principal: u32::MAX,
+        per_tenant: u32::MAX,
+    };
+
+    /// A shared gateway's defaults (`serve`, unless `sandbox.fair_share` says otherwise).
+    pub const GATEWAY: ShareCaps = ShareCaps {
+        per_principal: DEFAULT_SHARE_PER_PRINCIPAL,
+        per_tenant: DEFAULT_SHARE_PER_TENANT,
+    };
+}
+
+impl Default for ShareCaps {
+    /// [`ShareCaps::UNBOUNDED`]: `serve` sets every request's caps from its config.
+    fn default() -> Self {
+        ShareCaps::UNBOUNDED
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

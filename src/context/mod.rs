@@ -104,6 +104,8 @@ pub struct RequestContext {
     /// The OpenTelemetry trace this execution belongs to: set when telemetry is on (by
     /// `telemetry::Telemetry::begin`), handed on to nested executions; `None` when it is off.
     pub trace: Option<trace_context::TraceContext>,
+    /// The caller's fair share of the execution queue (`exec::fair_share`).
+    pub share: limits::ShareCaps,
 }
 
 impl Default for RequestContext {
@@ -129,6 +131,7 @@ impl RequestContext {
             handle: None,
             traceparent: None,
             trace: None,
+            share: limits::ShareCaps::default(),
         }
     }
 
@@ -204,6 +207,7 @@ impl RequestContext {
             traceparent: None,
             // The same trace: a capability's calls are spans under its call's span.
             trace: self.trace,
+            share: self.share,
         }
     }
 }

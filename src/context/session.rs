@@ -77,7 +77,13 @@ pub struct SessionOptions {
     pub max_bytes: u64,
     /// Yielded executions of one session still running at once (`yield_after_ms`).
     pub max_running: u64,
+    /// Live sessions one principal may hold through session handles (MCP 2026-07-28); minting
+    /// one more closes its least recently used one (the answer says so).
+    pub max_handles: u64,
 }
+
+/// Default live handle sessions per principal.
+pub const DEFAULT_MAX_HANDLES: u64 = 100;
 
 /// One hour.
 pub const DEFAULT_SESSION_TTL_MS: u64 = 3_600_000;
@@ -90,6 +96,7 @@ impl Default for SessionOptions {
             max_keys: 1000,
             max_bytes: 16 * 1024 * 1024,
             max_running: 4,
+            max_handles: DEFAULT_MAX_HANDLES,
         }
     }
 }
@@ -119,6 +126,7 @@ impl SessionOptions {
             ("max_keys", self.max_keys),
             ("max_bytes", self.max_bytes),
             ("max_running", self.max_running),
+            ("max_handles", self.max_handles),
         ] {
             if v == 0 {
                 return Err(format!("sandbox.session.{name} must be at least 1"));

@@ -12,6 +12,7 @@ pub mod capability;
 pub mod capability_author;
 pub mod capability_call;
 pub mod cpu_time;
+pub mod fair_share;
 pub mod hints;
 pub mod isolation;
 pub mod isolation_fixes;

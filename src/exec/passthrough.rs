@@ -2,8 +2,8 @@
 //! (tagged `[server]`, within the execution's log budget); progress goes to the front's
 //! receiver, if the front gave one (`serve`: progress of the `execute_code` request). With
 //! `sandbox.sensitive`, what goes to the front before the end is redacted — progress messages,
-//! log lines, and the text of a server's elicitation and sampling requests — with the session's
-//! placeholders; the collected log lines are redacted with the outcome. The client's answer to
+//! log lines, and every string of a server's elicitation and sampling requests (`_meta` too) —
+//! with the session's placeholders; the collected log lines are redacted with the outcome. The client's answer to
 //! such a request goes back to the server as the client wrote it.
 
 use crate::exec::outcome::LogLine;
@@ -63,16 +63,13 @@ impl ExecFeedback {
     }
 }
 
-/// `request` with every string of its params redacted (object keys too), but its `_meta`
-/// (protocol data: the progress token): the elicitation's message and schema texts, the
-/// sampling messages' content (text, and text in any other block), the system prompt.
+/// `request` with every string of its params redacted, object keys too, `_meta` included (a
+/// server may echo there what the script sent it): the elicitation's message and schema texts,
+/// the sampling messages' content (text, and text in any other block), the system prompt, and
+/// whatever protocol data the server added.
 fn redacted(p: &ExecPlaceholders, request: Forward) -> Forward {
     let redact = |mut params: Value| {
-        let meta = params.as_object_mut().and_then(|o| o.remove("_meta"));
         p.redact_value(&mut params);
-        if let (Some(meta), Some(o)) = (meta, params.as_object_mut()) {
-            o.insert("_meta".into(), meta);
-        }
         params
     };
     match request {
@@ -137,6 +134,59 @@ impl Feedback for ExecFeedback {
                 level: level.to_string(),
                 message,
             });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Every string of `v`: its values and its object keys.
+    fn strings(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::String(s) => out.push(s.clone()),
+            Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
+            Value::Object(m) => {
+                for (k, x) in m {
+                    out.push(k.clone());
+                    strings(x, out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A hostile server echoes what the script sent it everywhere a question can carry it: the
+    /// message, the schema, `_meta` (a value, a key, nested), the sampling messages and system
+    /// prompt. Every string the client would get holds a placeholder, none the real value.
+    #[tokio::test]
+    async fn every_string_of_a_relayed_question_is_redacted() {
+        let config: crate::context::sensitive::SensitiveConfig =
+            serde_json::from_value(json!({"detect": ["email"]})).unwrap();
+        let sensitive = crate::context::sensitive::Sensitive::compile(&config).unwrap();
+        let p = ExecPlaceholders::open(sensitive, None, None).await.unwrap();
+        let real = "ada7@example.com";
+        let said = format!("write to {real}");
+        let meta = json!({"io.example/echo": said, "io.example/by-key": {real: [said, {"deep": real}]},
+                          "progressToken": said});
+        let elicit = json!({"message": said, "mode": "form", "_meta": meta,
+            "requestedSchema": {"type": "object", "properties": {real: {"type": "string", "description": said}}}});
+        let sample = json!({"messages": [{"role": "user", "content": {"type": "text", "text": said}}],
+            "systemPrompt": said, "maxTokens": 10, "_meta": meta});
+        for request in [Forward::Elicit(elicit), Forward::Sample(sample)] {
+            let (Forward::Elicit(shown) | Forward::Sample(shown)) = redacted(&p, request);
+            let mut all = Vec::new();
+            strings(&shown, &mut all);
+            assert!(all.iter().all(|s| !s.contains(real)), "{shown}");
+            let mut meta_strings = Vec::new();
+            strings(&shown["_meta"], &mut meta_strings);
+            let marked = meta_strings
+                .iter()
+                .filter(|s| s.contains("⟪email:"))
+                .count();
+            assert_eq!(marked, 5, "every string of _meta that held it: {shown}");
         }
     }
 }

@@ -16,19 +16,43 @@ use crate::context::session::{SessionOptions, SessionScope};
 use rusqlite::{params, OptionalExtension};
 
 impl Store {
-    /// Opens the session of a newly minted handle: its row, used now.
-    pub fn open_handle_session(&self, scope: &SessionScope, now_ms: f64) -> Result<(), StoreError> {
+    /// Opens the session of a newly minted handle: its row, used now. When its principal
+    /// already holds `options.max_handles` live handle sessions, the least recently used ones
+    /// are closed (their values and row deleted) to make room; returns how many.
+    pub fn open_handle_session(
+        &self,
+        scope: &SessionScope,
+        options: &SessionOptions,
+        now_ms: f64,
+    ) -> Result<u64, StoreError> {
         if let Some(pg) = self.pg() {
-            return pg.open_handle_session(scope, now_ms);
+            return pg.open_handle_session(scope, options, now_ms);
         }
         let key = scope.key();
+        let prefix = handle_prefix(scope, &key);
+        let live_since = now_ms - options.ttl_ms as f64;
         self.write(|tx| {
+            let live: Vec<String> = tx
+                .prepare_cached(
+                    "SELECT scope FROM state_sessions
+                     WHERE substr(scope, 1, length(?1)) = ?1 AND used_at >= ?2 AND scope <> ?3
+                     ORDER BY used_at ASC",
+                )?
+                .query_map(params![prefix, live_since, key], |r| r.get(0))?
+                .collect::<Result<_, _>>()?;
+            let over = (live.len() as u64 + 1).saturating_sub(options.max_handles);
+            for old in live.iter().take(over as usize) {
+                tx.prepare_cached("DELETE FROM state_values WHERE scope = ?1")?
+                    .execute(params![old])?;
+                tx.prepare_cached("DELETE FROM state_sessions WHERE scope = ?1")?
+                    .execute(params![old])?;
+            }
             tx.prepare_cached(
                 "INSERT INTO state_sessions (scope, tenant, used_at) VALUES (?1, ?2, ?3)
                  ON CONFLICT (scope) DO UPDATE SET used_at = excluded.used_at",
             )?
             .execute(params![key, scope.tenant, now_ms])?;
-            Ok(())
+            Ok(over)
         })
     }
 
@@ -140,6 +164,13 @@ impl Store {
     }
 }
 
+/// The start every handle session key of `scope`'s principal shares: the key without the
+/// handle's digest (every digest has the same length, so no other scope matches it).
+pub(crate) fn handle_prefix<'a>(scope: &SessionScope, key: &'a str) -> &'a str {
+    let digest = scope.session.strip_prefix("handle:").map_or(0, str::len);
+    &key[..key.len() - digest]
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -154,7 +185,7 @@ pub(crate) mod tests {
         let mine = SessionScope::new("t", "token:a", "handle:1");
         let theirs = SessionScope::new("t", "token:b", "handle:1");
         assert!(!s.resume_handle_session(&mine, &options, 10.0).unwrap());
-        s.open_handle_session(&mine, 10.0).unwrap();
+        assert_eq!(s.open_handle_session(&mine, &options, 10.0).unwrap(), 0);
         assert!(s.resume_handle_session(&mine, &options, 900.0).unwrap());
         assert!(!s.resume_handle_session(&theirs, &options, 900.0).unwrap());
         // Renewed at 900: alive at 1800, gone after 1900 idle.
@@ -182,5 +213,29 @@ pub(crate) mod tests {
         assert!(s.clear_session_labels(&mine).unwrap());
         assert!(!s.clear_session_labels(&mine).unwrap());
         assert!(s.session_labels(&mine).unwrap().is_empty());
+        // At most `max_handles` live handle sessions per principal: the least recently used
+        // closes first; another principal's and a protocol session do not count.
+        let capped = SessionOptions {
+            max_handles: 2,
+            ..options
+        };
+        let digest = |c: char| format!("handle:{}", c.to_string().repeat(64));
+        let h = |c: char| SessionScope::new("t", "token:c", digest(c));
+        let other = SessionScope::new("t", "token:c2", digest('e'));
+        s.open_handle_session(&other, &capped, 5000.0).unwrap();
+        let protocol = SessionScope::new("t", "token:c", "mcp-session");
+        s.open_handle_session(&protocol, &capped, 5000.0).unwrap();
+        assert_eq!(s.open_handle_session(&h('a'), &capped, 5001.0).unwrap(), 0);
+        assert_eq!(s.open_handle_session(&h('b'), &capped, 5002.0).unwrap(), 0);
+        assert!(s.resume_handle_session(&h('a'), &capped, 5003.0).unwrap());
+        assert_eq!(s.open_handle_session(&h('c'), &capped, 5004.0).unwrap(), 1);
+        assert!(
+            !s.resume_handle_session(&h('b'), &capped, 5005.0).unwrap(),
+            "the least recently used"
+        );
+        assert!(s.resume_handle_session(&h('a'), &capped, 5005.0).unwrap());
+        assert!(s.resume_handle_session(&h('c'), &capped, 5005.0).unwrap());
+        assert!(s.resume_handle_session(&other, &capped, 5005.0).unwrap());
+        assert!(s.resume_handle_session(&protocol, &capped, 5005.0).unwrap());
     }
 }

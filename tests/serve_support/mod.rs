@@ -188,6 +188,7 @@ pub fn alive(pid: u32) -> bool {
 }
 pub mod cdp;
 pub mod http;
+pub mod modern;
 pub mod otlp;
 pub mod sdk;
 pub mod team;

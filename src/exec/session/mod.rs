@@ -108,6 +108,9 @@ pub struct ExecRequest {
     /// Return real values instead of placeholders (`run --reveal`: the person at the
     /// terminal); the audit log still gets placeholders.
     pub reveal: bool,
+    /// Its place in its caller's fair share, when the front admitted it before it reached the
+    /// sandbox (`Sandbox::admit`); else the sandbox admits it.
+    pub admitted: Option<Arc<crate::exec::fair_share::Admitted>>,
 }
 
 /// A callback given the runner's pid once it is spawned. It runs synchronously on the session's

@@ -8,6 +8,21 @@ use crate::front::cli::{self, EXIT_USAGE};
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
+/// The MCP library's targets that log whole messages (requests, results, notifications: session
+/// handles, task ids, `requestState`s and what scripts returned), at `debug`, `trace` and even
+/// `info`: kept to their warnings and errors whatever `MCP_SANDBOX_LOG` asks (added last, so a
+/// directive of the same target there is replaced).
+pub const PAYLOAD_TARGETS: [&str; 2] = ["rmcp::service", "rmcp::transport::streamable_http_server"];
+
+fn quiet_payloads(mut filter: EnvFilter) -> EnvFilter {
+    for target in PAYLOAD_TARGETS {
+        if let Ok(d) = format!("{target}=warn").parse() {
+            filter = filter.add_directive(d);
+        }
+    }
+    filter
+}
+
 /// Parses the command line, runs the command, exits with its status.
 pub fn main() -> ! {
     let cli = Cli::parse();
@@ -15,9 +30,9 @@ pub fn main() -> ! {
         .with_writer(std::io::stderr)
         // Colours only for a person at a terminal: no escape codes in a log file or a pipe.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(
+        .with_env_filter(quiet_payloads(
             EnvFilter::try_from_env("MCP_SANDBOX_LOG").unwrap_or_else(|_| EnvFilter::new("warn")),
-        )
+        ))
         .init();
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     builder.enable_all();

@@ -123,18 +123,26 @@ pub fn input_schema() -> Value {
     })
 }
 
-pub async fn call(
-    gateway: &std::sync::Arc<Gateway>,
-    request: RequestContext,
-    args: JsonObject,
-    cancel: CancellationToken,
-    answer: super::responses::AnswerKey,
-    (approvals, progress): (
-        std::sync::Arc<crate::gate::approval::Approvals>,
-        Option<crate::tools::passthrough::FeedbackRef>,
-    ),
-    yielding: super::yielding::Yielding,
-) -> Result<CallToolResponse, ErrorData> {
+/// `execute_code`'s arguments, checked.
+pub(super) struct Parsed<'a> {
+    yield_after: Option<u64>,
+    code: &'a String,
+    context: Option<&'a JsonObject>,
+    language: Language,
+    requested: RequestedLimits,
+}
+
+impl Parsed<'_> {
+    /// The script as sent.
+    pub(super) fn code(&self) -> &str {
+        self.code
+    }
+}
+
+/// Checks `execute_code`'s arguments (`invalid_params` naming the first wrong one). The front
+/// checks them before anything is kept for the call (a session handle, a task, a place in the
+/// queue); `session` is taken out of them later.
+pub(super) fn parse(args: &JsonObject) -> Result<Parsed<'_>, ErrorData> {
     const FIELDS: [&str; 7] = [
         "yield_after_ms",
         "code",
@@ -144,7 +152,10 @@ pub async fn call(
         "limits",
         "max_output_bytes",
     ];
-    if let Some(extra) = args.keys().find(|k| !FIELDS.contains(&k.as_str())) {
+    if let Some(extra) = args
+        .keys()
+        .find(|k| !FIELDS.contains(&k.as_str()) && k.as_str() != super::handles::ARG)
+    {
         return Err(bad_args(format!(
             "execute_code: unknown argument `{extra}`; use code, context, timeout_ms, language, limits, max_output_bytes, yield_after_ms"
         )));
@@ -202,6 +213,34 @@ pub async fn call(
             }
         },
     }
+    Ok(Parsed {
+        yield_after,
+        code,
+        context,
+        language,
+        requested,
+    })
+}
+
+pub async fn call(
+    gateway: &std::sync::Arc<Gateway>,
+    request: RequestContext,
+    args: JsonObject,
+    cancel: CancellationToken,
+    answer: super::responses::AnswerKey,
+    (approvals, progress): (
+        std::sync::Arc<crate::gate::approval::Approvals>,
+        Option<crate::tools::passthrough::FeedbackRef>,
+    ),
+    yielding: super::yielding::Yielding,
+) -> Result<CallToolResponse, ErrorData> {
+    let Parsed {
+        yield_after,
+        code,
+        context,
+        language,
+        requested,
+    } = parse(&args)?;
     // What the client asks for may only lower the operator's limits.
     let request = request.narrowed(&requested);
     let limits = request.limits;
@@ -230,6 +269,7 @@ pub async fn call(
                     client_cancel: Some(cancel.clone()),
                     approvals: Some(approvals),
                     progress,
+                    admitted: yielding.admitted.clone(),
                     ..Default::default()
                 };
                 // A yield at or past the timeout would never come: the execution just runs.

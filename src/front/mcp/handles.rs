@@ -196,11 +196,12 @@ pub async fn resume(
     }
 }
 
-/// Mints a handle for `principal` and opens its session.
+/// Mints a handle for `principal` and opens its session; also how many of the principal's
+/// least recently used handle sessions were closed to make room (`sandbox.session.max_handles`).
 pub async fn open(
     gateway: &Gateway,
     principal: &Principal,
-) -> Result<(SessionScope, String), ErrorData> {
+) -> Result<(SessionScope, String, u64), ErrorData> {
     let state = state_of(gateway)?;
     let mut bytes = [0u8; RANDOM_BYTES];
     getrandom::fill(&mut bytes).map_err(|e| {
@@ -211,14 +212,14 @@ pub async fn open(
     })?;
     let handle = format!("{PREFIX}{}", hex(&bytes));
     let scope = scope_of(principal, &handle);
-    let s = scope.clone();
-    state
+    let (s, options) = (scope.clone(), *state.options());
+    let closed = state
         .store()
-        .run(move |store| store.open_handle_session(&s, crate::trace::now_ms()))
+        .run(move |store| store.open_handle_session(&s, &options, crate::trace::now_ms()))
         .await
         .map_err(unavailable)?;
     gateway.handles.note(scope.key());
-    Ok((scope, handle))
+    Ok((scope, handle, closed))
 }
 
 /// The session one tool call belongs to.
@@ -229,6 +230,8 @@ pub struct NamedSession {
     pub handle: Option<String>,
     /// Where the execution's data-flow labels stay, when not in `scope`.
     pub labels: Option<SessionScope>,
+    /// Older handle sessions of the principal closed to make room for this new one.
+    pub closed: u64,
 }
 
 impl NamedSession {
@@ -238,6 +241,7 @@ impl NamedSession {
             scope,
             handle: None,
             labels: None,
+            closed: 0,
         }
     }
 }
@@ -274,18 +278,46 @@ belongs to an MCP session (Mcp-Session-Id, or the stdio connection), which alrea
         }
         return Ok(NamedSession::protocol(scope));
     }
-    let (scope, handle) = match passed {
-        Some(h) => (resume(gateway, principal, &h).await?, h),
+    let (scope, handle, closed) = match passed {
+        Some(h) => (resume(gateway, principal, &h).await?, h, 0),
         None if tool == "execute_code" => open(gateway, principal).await?,
         None => return Err(needed(tool)),
     };
     // A model carries the handle and may drop it: by default labels stay with the principal.
-    let labels = (flow_scope == FlowScope::Session).then(|| principal_labels(principal));
+    let labels = matches!(flow_scope, FlowScope::Principal | FlowScope::Session)
+        .then(|| principal_labels(principal));
     Ok(NamedSession {
         scope,
         handle: Some(handle),
         labels,
+        closed,
     })
+}
+
+/// `response` saying that minting its session closed `closed` older ones (`session_closed` in
+/// `structuredContent`, and a line of its text); unchanged when none was.
+pub fn closed_in(
+    response: rmcp::model::CallToolResponse,
+    closed: u64,
+    max: u64,
+) -> rmcp::model::CallToolResponse {
+    let mut result = match response {
+        rmcp::model::CallToolResponse::Complete(result) => result,
+        other => return other,
+    };
+    if closed > 0 {
+        let line = format!(
+            "session_closed: {closed} of your older sessions (the least recently used) expired to make room for this one: a principal keeps at most {max} live sessions through handles (sandbox.session.max_handles); their handles are no longer valid"
+        );
+        if let Some(Value::Object(map)) = result.structured_content.as_mut() {
+            map.insert(
+                "session_closed".into(),
+                json!({"count": closed, "max_handles": max}),
+            );
+        }
+        result.content.push(ContentBlock::text(line));
+    }
+    result.into()
 }
 
 /// The text line that names the handle in an answer.

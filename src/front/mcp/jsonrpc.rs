@@ -42,6 +42,10 @@ pub struct Message {
     pub id: Option<Value>,
     /// For `tools/call` of `execute_code`: the length of `code` in bytes, when it is a string.
     pub code_bytes: Option<u64>,
+    /// A `tools/call` of `execute_code` that asks for a new execution (valid arguments or
+    /// not), not a retry answering `input_required` (`requestState`, `inputResponses`): what
+    /// the rate limits count.
+    pub starts_execution: bool,
 }
 
 /// Checks one message (a whole HTTP body or one stdio line). One parse into a tree (measured
@@ -109,6 +113,7 @@ pub fn check(bytes: &[u8]) -> Result<Message, Refusal> {
         }
     };
     let mut code_bytes = None;
+    let mut starts_execution = false;
     if let (Some(m), Some(p)) = (&method, obj.get("params")) {
         if !matches!(p, Value::Object(_) | Value::Null) {
             return Err(Refusal::new(
@@ -129,6 +134,9 @@ pub fn check(bytes: &[u8]) -> Result<Message, Refusal> {
                 }
             }
             if p.get("name").and_then(Value::as_str) == Some("execute_code") {
+                starts_execution = ["requestState", "inputResponses"]
+                    .iter()
+                    .all(|k| p.get(*k).is_none_or(Value::is_null));
                 code_bytes = args
                     .and_then(|a| a.get("code"))
                     .and_then(Value::as_str)
@@ -140,6 +148,7 @@ pub fn check(bytes: &[u8]) -> Result<Message, Refusal> {
         method,
         id,
         code_bytes,
+        starts_execution,
     })
 }
 

@@ -110,6 +110,8 @@ pub struct Gateway {
     pub request_states: input_required::state::StateCodec,
     /// Finished `execute_code` tasks (`tasks/get` may repeat).
     pub tasks: tasks::Tasks,
+    /// `sandbox.fair_share`: each principal's and tenant's share of the execution queue.
+    pub fair_share: crate::config::gateway::FairShareConfig,
 }
 
 impl Gateway {
@@ -216,7 +218,12 @@ impl GatewayServer {
                     .and_then(|p| p.headers.get("traceparent"))
                     .and_then(|v| v.to_str().ok())
             });
-        crate::context::RequestContext::new(client, limits, policy)
+        let mut request = crate::context::RequestContext::new(client, limits, policy);
+        request.share = self
+            .gateway
+            .fair_share
+            .caps_of(principal, &self.gateway.policies);
+        request
             .with_caller(caller)
             .with_session(self.session_scope(context, principal))
             .with_traceparent(traceparent)
@@ -238,7 +245,17 @@ impl GatewayServer {
         let protocol = (!over_http || session_header(context).is_some())
             .then(|| self.session_scope(context, principal));
         let scope = self.gateway.policy.flow().scope;
-        handles::name(&self.gateway, principal, tool, args, protocol, scope).await
+        let mut named =
+            handles::name(&self.gateway, principal, tool, args, protocol, scope).await?;
+        // By default a legacy HTTP session keeps its labels with the principal too, where its
+        // 2026-07-28 requests keep theirs: one principal's eras share them.
+        if over_http
+            && named.handle.is_none()
+            && scope == crate::context::flow::FlowScope::Principal
+        {
+            named.labels = Some(handles::principal_labels(principal));
+        }
+        Ok(named)
     }
 
     /// The session a request belongs to: its `Mcp-Session-Id` over HTTP, this connection over
@@ -376,6 +393,16 @@ impl ServerHandler for GatewayServer {
                     .await?;
             return Ok(named_in(response, handle.as_deref()));
         }
+        // An execution is checked and admitted before anything is kept for it (a session
+        // handle, a task, a place in the queue): bad arguments and a caller past its fair
+        // share are refused here.
+        let admitted = match request.name.as_ref() {
+            "execute_code" => match self.admit_execution(&context, &principal, &args).await? {
+                Ok(admitted) => Some(admitted),
+                Err(refused) => return Ok(refused.into()),
+            },
+            _ => None,
+        };
         // The session this call belongs to: the protocol session, or a session handle.
         let named = if handles::takes_session(request.name.as_ref()) {
             self.named_session(&context, &principal, request.name.as_ref(), &mut args)
@@ -416,7 +443,15 @@ impl ServerHandler for GatewayServer {
                         .as_ref()
                         .is_some_and(|c| c.elicitation.is_some() || c.sampling.is_some()))
                 .then(input_required::QuestionSlot::new);
-                let approver = questions.clone().filter(|_| declares_elicitation(&context));
+                // With `"approve_own_calls": false` its own client never answers an approval
+                // (no question through `input_required`, the retry or `tasks/update`).
+                let own = !crate::config::gateway::refuses_own_approvals(
+                    &principal,
+                    &self.gateway.policies,
+                );
+                let approver = questions
+                    .clone()
+                    .filter(|_| own && declares_elicitation(&context));
                 let approvals = Arc::new(
                     self.approvals(&context, parts.is_some(), &principal, approver)
                         .sharing_turn(self.approval_turn.clone()),
@@ -450,6 +485,7 @@ impl ServerHandler for GatewayServer {
                     principal: principal.clone(),
                     handle: named.handle.clone(),
                     as_task,
+                    admitted,
                 };
                 let gateway = &self.gateway;
                 if as_task {
@@ -475,6 +511,8 @@ impl ServerHandler for GatewayServer {
                             gateway, request, args, cancel, answer, approvals, yielding,
                         )
                         .await?;
+                        let max = self.gateway.session.max_handles;
+                        let response = handles::closed_in(response, named.closed, max);
                         return Ok(named_in(response, named.handle.as_deref()));
                     }
                     Some(id) => {
@@ -526,6 +564,45 @@ impl ServerHandler for GatewayServer {
 }
 
 impl GatewayServer {
+    /// Checks an `execute_code` call's arguments (`Err`: the protocol error) and counts it in
+    /// its caller's fair share (`Ok(Err)`: the refusal to answer, audited).
+    async fn admit_execution(
+        &self,
+        context: &RequestContext<RoleServer>,
+        principal: &Principal,
+        args: &JsonObject,
+    ) -> Result<Result<Arc<crate::exec::fair_share::Admitted>, CallToolResult>, ErrorData> {
+        let parsed = execute_code::parse(args)?;
+        let over_http = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .is_some();
+        let caller = caller_of(context, over_http, principal);
+        let caps = self
+            .gateway
+            .fair_share
+            .caps_of(principal, &self.gateway.policies);
+        match self.gateway.sandbox.admit(&caller, caps) {
+            Ok(admitted) => Ok(Ok(admitted)),
+            Err(e) => {
+                let outcome = crate::exec::outcome::Outcome::failed(e);
+                let code = parsed.code();
+                let outcome = self
+                    .gateway
+                    .sandbox
+                    .audit_refusal(Some(caller), code, outcome)
+                    .await;
+                let error = outcome.error.unwrap_or_else(|| {
+                    crate::error::ExecError::new(
+                        crate::error::ErrorCode::LimitExceeded,
+                        "fair share: refused",
+                    )
+                });
+                Ok(Err(execute_code::refused(error)))
+            }
+        }
+    }
+
     /// Who answers this request's questions: the client (an elicitation request, or for a
     /// 2026-07-28 client `input_required` through `questions`), and over HTTP the web view too
     /// when it can answer ([`web_approval`]); the first answer wins.
@@ -541,9 +618,11 @@ impl GatewayServer {
             self.gateway.approval_timeout,
         );
         let modern = speaks_2026(context);
+        let own = !crate::config::gateway::refuses_own_approvals(principal, &self.gateway.policies);
         let client: Option<Arc<dyn crate::gate::approval::Approver>> = match questions {
-            Some(slot) => Some(Arc::new(input_required::Asker::new(slot))),
-            None if !modern && declares_elicitation(context) => {
+            Some(slot) if own => Some(Arc::new(input_required::Asker::new(slot))),
+            Some(_) => None,
+            None if own && !modern && declares_elicitation(context) => {
                 Some(elicit::client_approver(&context.peer))
             }
             None => None,

@@ -204,7 +204,7 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
             != crate::context::flow::FlowScope::Execution
     {
         return Err(UsageError(
-            "sandbox.flows with flow_scope \"session\" keep each session's data-flow labels in the state store, which could not be opened (see the warning above); fix it, pass --state, or set \"flow_scope\": \"execution\"".into(),
+            "sandbox.flows with flow_scope \"principal\" (the default), \"session\" or \"handle\" keep data-flow labels in the state store, which could not be opened (see the warning above); fix it, pass --state, or set \"flow_scope\": \"execution\"".into(),
         ));
     }
     // Listen before starting servers so an early signal still shuts them down cleanly.
@@ -340,6 +340,7 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
         handles: Default::default(),
         request_states,
         tasks: Default::default(),
+        fair_share: config.sandbox.fair_share.clone(),
     });
     let grace = Duration::from_millis(args.shutdown_grace_ms);
     let stop = CancellationToken::new();

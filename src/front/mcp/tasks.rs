@@ -10,7 +10,8 @@
 //! is sealed like a `requestState` (`input_required::state`), bound to the principal, so another
 //! principal's, a forged or a changed id is one and the same `-32602 TASK_UNKNOWN`. A finished
 //! outcome is read from the execution once and then kept here, on the gateway that read it, for
-//! the session's TTL (at most [`KEPT`] tasks), so `tasks/get` may be repeated; a task of another
+//! the session's TTL (at most [`KEPT`] tasks; past it the principal holding the most loses its
+//! oldest, so one principal's flood evicts only its own), so `tasks/get` may be repeated; a task of another
 //! gateway is reached through the store as `wait_execution` reaches it.
 
 use super::input_required::state::Payload;
@@ -29,7 +30,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
-/// Finished tasks kept at once (the oldest go first past it).
+/// Finished tasks kept at once. Past it, the principal holding the most gives up its oldest:
+/// one principal's flood of tasks evicts only its own.
 pub const KEPT: usize = 1024;
 /// The polling interval the task suggests.
 const POLL_MS: u64 = 250;
@@ -43,34 +45,65 @@ enum Ended {
     Cancelled,
 }
 
+/// One kept task: whose, how it ended, when.
+#[derive(Debug)]
+struct Kept {
+    owner: String,
+    ended: Ended,
+    at: Instant,
+}
+
 /// Finished tasks, by task id (one per gateway).
 #[derive(Debug, Default)]
 pub struct Tasks {
-    ended: Mutex<HashMap<String, (Ended, Instant)>>,
+    ended: Mutex<HashMap<String, Kept>>,
+}
+
+/// Who a task is kept for: its tenant and principal.
+fn owner_of(principal: &Principal) -> String {
+    SessionScope::new(principal.tenant.clone(), principal.id.clone(), "").key()
 }
 
 impl Tasks {
-    fn keep(&self, id: &str, ended: Ended, ttl: Duration) {
+    fn keep(&self, owner: &str, id: &str, ended: Ended, ttl: Duration) {
         let mut m = self.ended.lock().unwrap_or_else(|p| p.into_inner());
         let now = Instant::now();
-        m.retain(|_, (_, at)| now.duration_since(*at) < ttl);
-        if m.len() >= KEPT {
-            if let Some(oldest) = m
+        m.retain(|_, k| now.duration_since(k.at) < ttl);
+        if m.len() >= KEPT && !m.contains_key(id) {
+            // The principal that holds the most (this one, when it floods) gives up its oldest.
+            let mut held: HashMap<&str, usize> = HashMap::new();
+            for k in m.values() {
+                *held.entry(k.owner.as_str()).or_default() += 1;
+            }
+            let most = held
+                .into_iter()
+                .max_by_key(|(o, n)| (*n, *o == owner))
+                .map(|(o, _)| o.to_string());
+            let oldest = m
                 .iter()
-                .min_by_key(|(_, (_, at))| *at)
-                .map(|(k, _)| k.clone())
-            {
+                .filter(|(_, k)| Some(&k.owner) == most.as_ref())
+                .min_by_key(|(_, k)| k.at)
+                .map(|(id, _)| id.clone());
+            if let Some(oldest) = oldest {
                 m.remove(&oldest);
             }
         }
-        m.insert(id.to_string(), (ended, now));
+        let owner = owner.to_string();
+        m.insert(
+            id.to_string(),
+            Kept {
+                owner,
+                ended,
+                at: now,
+            },
+        );
     }
 
     fn get(&self, id: &str, ttl: Duration) -> Option<Ended> {
         let m = self.ended.lock().unwrap_or_else(|p| p.into_inner());
         m.get(id)
-            .filter(|(_, at)| at.elapsed() < ttl)
-            .map(|(e, _)| e.clone())
+            .filter(|k| k.at.elapsed() < ttl)
+            .map(|k| k.ended.clone())
     }
 }
 
@@ -182,7 +215,9 @@ pub async fn get(
         let value = serde_json::to_value(&result).unwrap_or_default();
         Ended::Completed(value.as_object().cloned().unwrap_or_default())
     };
-    gateway.tasks.keep(id, ended.clone(), ttl);
+    gateway
+        .tasks
+        .keep(&owner_of(principal), id, ended.clone(), ttl);
     Ok(detailed(payload_of(ended)))
 }
 
@@ -211,7 +246,9 @@ pub async fn cancel(
         }
     };
     ended.map_err(|_| unknown())?;
-    gateway.tasks.keep(id, Ended::Cancelled, ttl);
+    gateway
+        .tasks
+        .keep(&owner_of(principal), id, Ended::Cancelled, ttl);
     Ok(())
 }
 
@@ -278,4 +315,31 @@ pub fn unknown() -> ErrorData {
 
 fn iso_now() -> String {
     humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flood_of_finished_tasks_evicts_only_its_own() {
+        let tasks = Tasks::default();
+        let ttl = Duration::from_secs(3600);
+        let mut alice = Principal::local();
+        alice.id = "alice".into();
+        let mut mallory = Principal::local();
+        mallory.id = "mallory".into();
+        tasks.keep(&owner_of(&alice), "a1", Ended::Cancelled, ttl);
+        for i in 0..3 * KEPT {
+            let id = format!("m{i}");
+            tasks.keep(&owner_of(&mallory), &id, Ended::Cancelled, ttl);
+        }
+        assert!(
+            tasks.get("a1", ttl).is_some(),
+            "alice's task outlived the flood"
+        );
+        assert!(tasks.get("m0", ttl).is_none(), "mallory's oldest went");
+        assert!(tasks.get(&format!("m{}", 3 * KEPT - 1), ttl).is_some());
+        assert_eq!(tasks.ended.lock().unwrap().len(), KEPT);
+    }
 }

@@ -44,6 +44,8 @@ pub struct Yielding {
     /// The request is made a task (`front/mcp/tasks.rs`): it answers `running` even when the
     /// execution asks first; the question is read with `tasks/get`.
     pub as_task: bool,
+    /// Its place in the caller's fair share, counted before anything was kept for it.
+    pub admitted: Option<Arc<crate::exec::fair_share::Admitted>>,
 }
 
 /// Runs `exec` in its own task and answers after `after` at the latest (`yielded`: `after` is

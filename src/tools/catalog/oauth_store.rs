@@ -99,6 +99,11 @@ impl SealKey {
         XChaCha20Poly1305::new(Key::from_slice(&self.0))
     }
 
+    /// A key of these 32 bytes (one derived from another secret).
+    pub fn from_bytes(bytes: [u8; 32]) -> SealKey {
+        SealKey(bytes)
+    }
+
     /// A random key for this process only (what is sealed with it opens in no other).
     pub fn ephemeral() -> SealKey {
         let key = XChaCha20Poly1305::generate_key(&mut OsRng);

@@ -251,9 +251,10 @@ pub(super) async fn guard(
                         .into_response();
                 }
             }
-            // Rate limits apply to executions, counted from arrival until the answer is sent.
+            // Rate limits apply to executions, counted from arrival until the answer is sent:
+            // every call that asks for one, whether its arguments are valid or not.
             let mut rate_permit = None;
-            if message.code_bytes.is_some() {
+            if message.starts_execution {
                 let rate = front.gateway.rate_of(&principal);
                 let shared = front.gateway.store.as_ref();
                 match crate::front::mcp::rate::admit(

@@ -179,6 +179,15 @@ pub async fn answer_question(
                 slot.answered_by_retry(q);
             }
         } else {
+            if crate::config::gateway::refuses_own_approvals(principal, &gateway.policies) {
+                return Err(ErrorData::invalid_params(
+                    format!(
+                        "{} may not approve its own execution's calls: one of its policies says \"approve_own_calls\": false. Another approver answers the question on the web view",
+                        principal.name
+                    ),
+                    Some(serde_json::json!({"code": "PERMISSION_DENIED"})),
+                ));
+            }
             let result = answer_to(q, responses)?;
             // Answered on the web view meanwhile, or timed out: the first answer stands and
             // this retry only waits on.

@@ -2,8 +2,10 @@
 //! question, whose session — signed (HMAC-SHA256, rmcp's `RequestStateCodec`) with a key every
 //! gateway on the state store shares (`store::secrets`; without a store, one per process),
 //! expiring after the approval timeout and the session's time-to-live, and bound to the tenant and principal (associated data:
-//! another principal's state fails verification). Signed, not encrypted: the client can read
-//! what it carries, which is only what it already holds (its session handle, ids).
+//! another principal's state fails verification). Signed, not encrypted, but for the session
+//! handle it names: that is encrypted (XChaCha20-Poly1305 under a key derived from the same
+//! secret, bound to the principal), so a task id or `requestState` that a proxy logs (the
+//! `Mcp-Name` header carries a task id) does not give the handle away.
 //!
 //! Every failure to open one — malformed, forged, tampered, expired, another principal's — is
 //! one and the same answer ([`invalid`]), as the codec's contract asks.
@@ -51,7 +53,12 @@ impl Payload {
 /// Seals and opens `requestState`s.
 pub struct StateCodec {
     codec: RequestStateCodec,
+    /// Encrypts the session handle a payload names.
+    handles: crate::tools::catalog::oauth_store::SealKey,
 }
+
+/// What an encrypted handle starts with.
+const HANDLE_PREFIX: &str = "h1.";
 
 impl std::fmt::Debug for StateCodec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -75,8 +82,34 @@ impl StateCodec {
                 bytes
             }
         };
+        use sha2::Digest;
+        let mut derive = sha2::Sha256::new();
+        derive.update(b"mcp-sandbox: the session handles of requestStates and task ids\0");
+        derive.update(&key);
+        let handles =
+            crate::tools::catalog::oauth_store::SealKey::from_bytes(derive.finalize().into());
         let codec = RequestStateCodec::try_new(key).map_err(|e| KeyError(e.to_string()))?;
-        Ok(StateCodec { codec })
+        Ok(StateCodec { codec, handles })
+    }
+
+    /// `handle` encrypted for `principal` (`h1.` + hex of nonce and ciphertext).
+    fn hide(&self, handle: &str, principal: &Principal) -> Result<String, String> {
+        let (nonce, sealed) = self
+            .handles
+            .seal(&bound_to(principal), handle.as_bytes())
+            .map_err(|e| e.to_string())?;
+        Ok(format!("{HANDLE_PREFIX}{}{}", hex(&nonce), hex(&sealed)))
+    }
+
+    /// What [`StateCodec::hide`] encrypted for `principal`.
+    fn reveal(&self, hidden: &str, principal: &Principal) -> Option<String> {
+        let bytes = unhex(hidden.strip_prefix(HANDLE_PREFIX)?)?;
+        if bytes.len() < 24 {
+            return None;
+        }
+        let (nonce, sealed) = bytes.split_at(24);
+        let plain = self.handles.open(&bound_to(principal), nonce, sealed)?;
+        String::from_utf8(plain).ok()
     }
 
     /// `payload` sealed for `principal`, valid for `ttl`.
@@ -88,8 +121,12 @@ impl StateCodec {
     ) -> Result<String, String> {
         let bound = bound_to(principal);
         let options = SealOptions::new().associated_data(&bound).ttl(ttl);
+        let mut payload = payload.clone();
+        if let Some(h) = &payload.handle {
+            payload.handle = Some(self.hide(h, principal)?);
+        }
         self.codec
-            .seal_json_with(payload, &options)
+            .seal_json_with(&payload, &options)
             .map_err(|e| e.to_string())
     }
 
@@ -99,13 +136,32 @@ impl StateCodec {
         if sealed.len() > MAX_STATE_BYTES {
             return Err(invalid());
         }
-        self.codec
+        let mut payload: Payload = self
+            .codec
             .open_json_with(sealed, &bound_to(principal))
             .map_err(|e| {
                 tracing::info!("a requestState was refused: {e}");
                 invalid()
-            })
+            })?;
+        if let Some(h) = &payload.handle {
+            payload.handle = Some(self.reveal(h, principal).ok_or_else(invalid)?);
+        }
+        Ok(payload)
     }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
 }
 
 /// The associated data: tenant and principal id, each length-prefixed.
@@ -186,6 +242,54 @@ mod tests {
         ] {
             assert_eq!(code(c.open(&bad, &alice).unwrap_err()), INVALID);
         }
+    }
+
+    #[test]
+    fn the_handle_it_names_is_not_in_clear() {
+        let c = StateCodec::new(Some(&"ab".repeat(32))).unwrap();
+        let alice = principal("alice", "t");
+        let handle = format!("session_{}", "7".repeat(64));
+        let p = Payload {
+            handle: Some(handle.clone()),
+            ..payload()
+        };
+        let sealed = c.seal(&p, &alice, Duration::from_secs(60)).unwrap();
+        // The sealed text, and the payload part of it decoded as base64 of any alphabet.
+        assert!(
+            !sealed.contains(&handle) && !sealed.contains(&"7".repeat(16)),
+            "{sealed}"
+        );
+        for part in sealed.split('.') {
+            for decoded in [b64(part, false), b64(part, true)] {
+                let text = String::from_utf8_lossy(&decoded);
+                assert!(!text.contains(&"7".repeat(16)), "{text}");
+            }
+        }
+        assert_eq!(c.open(&sealed, &alice).unwrap(), p);
+    }
+
+    /// Lenient base64 (standard or URL-safe alphabet, padding ignored).
+    fn b64(text: &str, url: bool) -> Vec<u8> {
+        let alphabet: &[u8] = if url {
+            b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+        } else {
+            b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+        };
+        let mut bits = 0u32;
+        let mut n = 0;
+        let mut out = Vec::new();
+        for c in text.bytes() {
+            let Some(v) = alphabet.iter().position(|a| *a == c) else {
+                continue;
+            };
+            bits = (bits << 6) | v as u32;
+            n += 6;
+            if n >= 8 {
+                n -= 8;
+                out.push((bits >> n) as u8);
+            }
+        }
+        out
     }
 
     #[test]
