@@ -8,6 +8,7 @@ mod pg_support;
 mod serve_support;
 
 mod abandoned_results;
+mod address_space_limit;
 mod approval_cli;
 mod arg_size_limit;
 mod args_in_flight;
