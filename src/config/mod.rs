@@ -147,6 +147,10 @@ pub struct ServerConfig {
     /// Credentials for the spec's security schemes (apiKey, bearer, OAuth 2 client credentials).
     #[serde(default)]
     pub auth: Option<openapi_entry::ApiAuth>,
+    /// How much loading an OpenAPI server's spec may take (parsed size, resolved schemas,
+    /// nesting); default [`openapi_entry::SpecBudget::default`].
+    #[serde(default, rename = "specBudget")]
+    pub spec_budget: Option<openapi_entry::SpecBudget>,
 }
 
 /// Default bound on the tools one server may list (`maxTools`).

@@ -50,6 +50,41 @@ pub struct OAuth2ClientCredentials {
     pub scopes: Vec<String>,
 }
 
+/// Default budget of a spec's parsed document (YAML aliases count at each use), bytes as
+/// `tools::openapi::budget` counts them.
+pub const DEFAULT_SPEC_PARSED_BYTES: u64 = 512 * 1024 * 1024;
+/// Default budget of the resolved schemas of a spec's tools (local `$ref`s copied in).
+pub const DEFAULT_SPEC_RESOLVED_BYTES: u64 = 512 * 1024 * 1024;
+/// Default deepest nesting of a spec's document.
+pub const DEFAULT_SPEC_DEPTH: usize = 256;
+/// The most `specBudget.depth` may be raised to (a document is dropped recursively).
+pub const MAX_SPEC_DEPTH: usize = 2048;
+
+/// `specBudget` of an OpenAPI entry: how much loading its spec may take; past it the server
+/// is unavailable with `CONFIG_OPENAPI_SPEC` naming the budget and the spec's part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SpecBudget {
+    /// The parsed document's size (what YAML aliases expand to counts at each use).
+    #[serde(rename = "parsedBytes")]
+    pub parsed_bytes: u64,
+    /// The size of the tools' schemas with their `$ref`s resolved.
+    #[serde(rename = "resolvedBytes")]
+    pub resolved_bytes: u64,
+    /// The deepest nesting of the document.
+    pub depth: usize,
+}
+
+impl Default for SpecBudget {
+    fn default() -> SpecBudget {
+        SpecBudget {
+            parsed_bytes: DEFAULT_SPEC_PARSED_BYTES,
+            resolved_bytes: DEFAULT_SPEC_RESOLVED_BYTES,
+            depth: DEFAULT_SPEC_DEPTH,
+        }
+    }
+}
+
 /// Whether `url` may be used for an OpenAPI server's spec, API or token endpoint: https, or
 /// plain http to the loopback host only (a local test service, a sidecar).
 pub fn allowed_url(url: &reqwest::Url) -> bool {
@@ -72,6 +107,7 @@ pub fn check(name: &str, server: &ServerConfig) -> Result<(), String> {
             ("maxResponseBytes", server.max_response_bytes.is_some()),
             ("maxConcurrency", server.max_concurrency.is_some()),
             ("auth", server.auth.is_some()),
+            ("specBudget", server.spec_budget.is_some()),
         ];
         if let Some((key, _)) = set.iter().find(|(_, s)| *s) {
             return Err(e(format!(
@@ -147,10 +183,28 @@ pub fn check(name: &str, server: &ServerConfig) -> Result<(), String> {
         ("timeoutMs", server.timeout_ms == Some(0)),
         ("maxResponseBytes", server.max_response_bytes == Some(0)),
         ("maxConcurrency", server.max_concurrency == Some(0)),
+        (
+            "specBudget.parsedBytes",
+            server.spec_budget.is_some_and(|b| b.parsed_bytes == 0),
+        ),
+        (
+            "specBudget.resolvedBytes",
+            server.spec_budget.is_some_and(|b| b.resolved_bytes == 0),
+        ),
+        (
+            "specBudget.depth",
+            server.spec_budget.is_some_and(|b| b.depth == 0),
+        ),
     ] {
         if zero {
             return Err(e(format!("{key} must be at least 1")));
         }
+    }
+    if let Some(b) = server.spec_budget.filter(|b| b.depth > MAX_SPEC_DEPTH) {
+        return Err(e(format!(
+            "specBudget.depth must be at most {MAX_SPEC_DEPTH} (the host's stack bounds it), got {}",
+            b.depth
+        )));
     }
     if let Some(auth) = &server.auth {
         let values = [

@@ -132,7 +132,7 @@ fn render_tool(out: &mut String, d: &ToolDecl<'_>) {
     );
     let mut doc: Vec<String> = Vec::new();
     if let Some(desc) = t.description.as_deref().filter(|s| !s.trim().is_empty()) {
-        doc.extend(desc.trim().lines().map(|l| l.replace("\"\"\"", "'''")));
+        doc.extend(desc.trim().lines().map(String::from));
     }
     let described: Vec<String> = props
         .iter()
@@ -157,6 +157,8 @@ fn render_tool(out: &mut String, d: &ToolDecl<'_>) {
             one_line(reason)
         ));
     }
+    // A description is any text: escaped so the docstring stays one string literal.
+    let doc: Vec<String> = doc.iter().map(|l| docstring_text(l)).collect();
     match doc.as_slice() {
         [] => out.push_str("        ...\n"),
         [one] => {
@@ -195,6 +197,28 @@ fn with_none(ty: &str) -> String {
     } else {
         format!("{ty} | None")
     }
+}
+
+/// `line` as the text of a (non-raw) docstring line: backslashes doubled (`\N`, `\x`, `\u`
+/// would be escapes, some invalid), a `"` escaped when another follows it or it ends the line
+/// (no `"""` can end the string early, none can sit against its closing quotes), other control
+/// characters written as escapes.
+fn docstring_text(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            // Only a quote that starts a run or ends the line: the text reads as it was.
+            '"' if matches!(chars.peek(), Some('"') | None) => out.push_str("\\\""),
+            '\t' => out.push('\t'),
+            c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => {
+                out.push_str(&format!("\\u{:04x}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 fn one_line(s: &str) -> String {
@@ -269,13 +293,16 @@ impl Ctx<'_> {
     }
 }
 
+/// The union of `parts`, without repeats, in their order: linear (an enum may have
+/// 100,000s of values).
 fn union(parts: impl Iterator<Item = String>) -> String {
     let mut seen: Vec<String> = Vec::new();
+    let mut set = std::collections::HashSet::new();
     for p in parts {
         if p == "Any" {
             return "Any".into();
         }
-        if !seen.contains(&p) {
+        if set.insert(p.clone()) {
             seen.push(p);
         }
     }
@@ -349,6 +376,58 @@ mod tests {
             "{out}"
         );
         assert!(out.ends_with(STATE_STUBS));
+    }
+
+    #[test]
+    fn any_description_stays_inside_its_docstring() {
+        // A spec's text, as an OpenAPI description gives it (issue 57 item 5): Python parses
+        // every stub (the real interpreter).
+        let mut t = tool(
+            "api",
+            "t",
+            json!({"type": "object", "properties": {
+                "p": {"type": "string", "description": "a \\N b \"\"\" c\""}
+            }}),
+            None,
+        );
+        for desc in [
+            r"Use \N{DASH} or \x or \u12 here",
+            "ends with a quote\"",
+            "\"\"\" closes\n\\",
+            "nul \u{0} and \r return",
+        ] {
+            t.description = Some(desc.into());
+            let out = stubs(
+                &[ToolDecl {
+                    tool: &t,
+                    denied: None,
+                }],
+                &BTreeMap::new(),
+            );
+            let mut py = std::process::Command::new("python3")
+                .args(["-c", "import ast, sys; ast.parse(sys.stdin.buffer.read())"])
+                .stdin(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            use std::io::Write;
+            py.stdin.take().unwrap().write_all(out.as_bytes()).unwrap();
+            let done = py.wait_with_output().unwrap();
+            assert!(
+                done.status.success(),
+                "{desc:?}: {}\n{out}",
+                String::from_utf8_lossy(&done.stderr)
+            );
+        }
+        t.description = Some(r"a \N b".into());
+        let out = stubs(
+            &[ToolDecl {
+                tool: &t,
+                denied: None,
+            }],
+            &BTreeMap::new(),
+        );
+        assert!(out.contains("\"\"\"a \\\\N b\n"), "{out}");
     }
 
     #[test]

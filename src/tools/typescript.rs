@@ -304,13 +304,13 @@ fn literal(v: &Value) -> Option<String> {
     }
 }
 
+/// `parts` without repeats, in their order: linear (an enum may have 100,000s of values).
 fn dedup(parts: Vec<String>) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for p in parts {
-        if !out.contains(&p) {
-            out.push(p);
-        }
-    }
+    let mut seen = std::collections::HashSet::with_capacity(parts.len());
+    let out: Vec<String> = parts
+        .into_iter()
+        .filter(|p| seen.insert(p.clone()))
+        .collect();
     if out.iter().any(|p| p == "unknown") {
         return vec!["unknown".into()];
     }

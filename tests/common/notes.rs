@@ -121,3 +121,35 @@ pub fn run_json(config: &Path, script: &Path, notes: &Notes) -> super::cli_run::
         ],
     )
 }
+
+/// A config in `dir` whose server `echo` is the service's hostile echo API
+/// (tests/fixtures/openapi/echo.yaml, its spec's tokenUrl set to `spec_token_url`) with the
+/// entry `auth`; `more` adds servers (same spec, their own entries: `openapi` is set).
+pub fn echo_config(
+    dir: &Path,
+    notes: &Notes,
+    spec_token_url: &str,
+    auth: Value,
+    more: Value,
+) -> PathBuf {
+    let spec = std::fs::read_to_string(repo_root().join("tests/fixtures/openapi/echo.yaml"))
+        .unwrap()
+        .replace("__TOKEN_URL__", spec_token_url);
+    std::fs::write(dir.join("echo.yaml"), spec).unwrap();
+    let mut servers = serde_json::json!({"echo": {
+        "openapi": "echo.yaml",
+        "baseUrl": format!("{}/echo", notes.origin()),
+        "auth": auth,
+    }});
+    for (k, mut v) in more.as_object().cloned().unwrap_or_default() {
+        v["openapi"] = "echo.yaml".into();
+        servers[k] = v;
+    }
+    let config = dir.join("mcp.json");
+    std::fs::write(
+        &config,
+        serde_json::json!({"mcpServers": servers}).to_string(),
+    )
+    .unwrap();
+    config
+}

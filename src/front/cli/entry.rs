@@ -34,6 +34,7 @@ pub fn main() -> ! {
             EnvFilter::try_from_env("MCP_SANDBOX_LOG").unwrap_or_else(|_| EnvFilter::new("warn")),
         ))
         .init();
+    fewer_malloc_arenas_under_an_address_space_limit();
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     builder.enable_all();
     // `serve --worker-threads`, TOKIO_WORKER_THREADS (checked here: Tokio panics on garbage),
@@ -81,6 +82,26 @@ pub fn main() -> ! {
                 crate::term::escape_lines(&e.to_string())
             ));
             std::process::exit(crate::term::exit_status(EXIT_USAGE));
+        }
+    }
+}
+
+/// Under an address-space limit (`prlimit --as`, `ulimit -v`), glibc's malloc gives each thread
+/// that allocates an arena of its own, reserving 64 MiB of address space apiece (up to 8 per
+/// core): with one runtime worker per core the reservations pass the limit and a worker thread
+/// cannot be spawned (the runtime panics, measured with 64 workers under 1 GB). With a finite
+/// limit, the threads share 2 arenas instead.
+fn fewer_malloc_arenas_under_an_address_space_limit() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        let limited = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_AS)
+            .is_ok_and(|(soft, _)| soft != nix::sys::resource::RLIM_INFINITY);
+        if limited {
+            // SAFETY: mallopt only changes a malloc tunable; called before any other thread
+            // exists (the runtime is not built yet).
+            unsafe {
+                libc::mallopt(libc::M_ARENA_MAX, 2);
+            }
         }
     }
 }

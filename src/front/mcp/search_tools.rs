@@ -120,7 +120,13 @@ pub async fn call(
     }
     let mut everything = catalog.tools();
     everything.extend(capabilities);
-    let mut found = search_in(everything, query.as_deref(), server.as_deref());
+    // Scoring every tool and rendering the declarations are CPU work (a description's schemas
+    // can be large): on a blocking thread, not on the workers that serve the other clients.
+    let (q, sv) = (query.clone(), server.clone());
+    let mut found =
+        tokio::task::spawn_blocking(move || search_in(everything, q.as_deref(), sv.as_deref()))
+            .await
+            .map_err(|e| ErrorData::internal_error(format!("search_tools failed: {e}"), None))?;
     let mut related: Vec<Value> = Vec::new();
     if let (Some(store), Some(q)) = (&gateway.store, &query) {
         if !q.trim().is_empty() && !found.is_empty() {
@@ -149,7 +155,11 @@ pub async fn call(
             query.as_deref().unwrap_or("")
         )
     } else {
-        render_as(catalog, &gateway.policy, &shown, server.is_none(), stubs)
+        let (catalog, policy, all) = (catalog.clone(), gateway.policy.clone(), server.is_none());
+        let tools = shown.clone();
+        tokio::task::spawn_blocking(move || render_as(&catalog, &policy, &tools, all, stubs))
+            .await
+            .map_err(|e| ErrorData::internal_error(format!("search_tools failed: {e}"), None))?
     };
     if total > shown.len() {
         body.push_str(&format!(

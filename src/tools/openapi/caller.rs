@@ -7,6 +7,7 @@
 
 use super::credentials::Credentials;
 use super::operations::Operation;
+use super::redact::Redactor;
 use super::request::Built;
 use crate::error::{ErrorCode, ExecError};
 use serde_json::{json, Value};
@@ -85,10 +86,10 @@ impl Caller {
             reqwest::header::ACCEPT,
             reqwest::header::HeaderValue::from_static("application/json, */*;q=0.5"),
         );
-        if body.is_some() {
+        if let Some((_, content_type)) = &body {
             headers.insert(
                 reqwest::header::CONTENT_TYPE,
-                reqwest::header::HeaderValue::from_static("application/json"),
+                reqwest::header::HeaderValue::from_static(content_type),
             );
         }
         self.credentials
@@ -101,7 +102,7 @@ impl Caller {
                 )
             })?;
         let mut request = self.client.request(op.method.clone(), url).headers(headers);
-        if let Some(b) = body {
+        if let Some((b, _)) = body {
             request = request.body(b);
         }
         tracing::debug!(server = %self.server, tool = %tool, method = %op.method, "OpenAPI request");
@@ -113,10 +114,11 @@ impl Caller {
             };
             fail(
                 ErrorCode::ServerUnavailable,
+                // Without the URL: its query may hold an API key.
                 format!(
                     "server '{}' cannot be reached ({sent}): {}",
                     self.server,
-                    crate::tools::catalog::error_chain(&e)
+                    crate::tools::catalog::error_chain(&e.without_url())
                 ),
             )
         })?;
@@ -154,7 +156,7 @@ impl Caller {
                     format!(
                         "the answer of {}.{tool} broke off: {}",
                         self.server,
-                        crate::tools::catalog::error_chain(&e)
+                        crate::tools::catalog::error_chain(&e.without_url())
                     ),
                 )
             })?;
@@ -164,9 +166,9 @@ impl Caller {
             }
             bytes.extend_from_slice(&chunk);
         }
-        let text = || String::from_utf8_lossy(&bytes).into_owned();
         if !status.is_success() {
-            let excerpt = crate::term::clip(&self.credentials.redact(&text()), EXCERPT_CHARS);
+            let text = String::from_utf8_lossy(&bytes);
+            let excerpt = crate::term::clip(&self.credentials.redact(&text), EXCERPT_CHARS);
             let what = if status.is_redirection() {
                 " (redirects are not followed: the API's baseUrl may be wrong)"
             } else {
@@ -177,13 +179,41 @@ impl Caller {
                 format!("HTTP {status}{what} from {}.{tool}: {excerpt}", self.server),
             ));
         }
-        let body = if bytes.is_empty() {
-            Value::Null
-        } else if is_json {
-            serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(text()))
+        // The body as the script gets it, every credential it echoes redacted (a large one on a
+        // blocking thread: parsing and scanning megabytes is CPU work).
+        let redactor = self.credentials.redactor();
+        let body = if bytes.len() > BLOCKING_BODY_BYTES {
+            tokio::task::spawn_blocking(move || answer_body(bytes, is_json, &redactor))
+                .await
+                .map_err(|e| {
+                    fail(
+                        ErrorCode::ToolError,
+                        format!("reading the answer of {}.{tool} failed: {e}", self.server),
+                    )
+                })?
         } else {
-            Value::String(text())
+            answer_body(bytes, is_json, &redactor)
         };
         Ok(json!({"status": status.as_u16(), "body": body}))
     }
+}
+
+/// Bodies larger than this are parsed and redacted on a blocking thread.
+const BLOCKING_BODY_BYTES: usize = 64 * 1024;
+
+/// An answer's body: parsed when it is JSON, else its text (`null` when empty); every
+/// credential in it redacted, in each string and key (so an escaped spelling in the JSON text
+/// is matched once decoded).
+fn answer_body(bytes: Vec<u8>, is_json: bool, redactor: &Redactor) -> Value {
+    let text = |b: &[u8]| redactor.text(&String::from_utf8_lossy(b));
+    if bytes.is_empty() {
+        return Value::Null;
+    }
+    if is_json {
+        if let Ok(mut v) = serde_json::from_slice::<Value>(&bytes) {
+            redactor.value(&mut v);
+            return v;
+        }
+    }
+    Value::String(text(&bytes))
 }

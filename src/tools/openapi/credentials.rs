@@ -4,12 +4,14 @@
 //! credentials token fetched and refreshed by the host). Every value is marked sensitive and
 //! never enters an error message, a trace or a log.
 
+use super::redact::Redactor;
 use super::OpenApiError;
 use crate::config::openapi_entry::{allowed_url, ApiAuth};
 use crate::config::server_entry::{expand, host_var};
 use crate::config::ServerConfig;
 use reqwest::header::{HeaderName, HeaderValue};
 use serde_json::Value;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A token is refreshed this long before it expires (or halfway, for short-lived ones).
@@ -40,7 +42,18 @@ pub struct Credentials {
     bearer: Option<HeaderValue>,
     oauth2: Option<OAuth2>,
     schemes: std::collections::BTreeMap<String, Scheme>,
+    /// The entry's header values, key, bearer token and client secret (what is redacted
+    /// besides the OAuth 2 tokens).
+    fixed: Vec<String>,
+    /// The last OAuth 2 access tokens obtained (redacted too, even once replaced).
+    tokens: std::sync::Mutex<Vec<String>>,
+    redactor: std::sync::RwLock<Arc<Redactor>>,
+    /// `baseUrl`: a token URL taken from the spec must be on its host.
+    base: reqwest::Url,
 }
+
+/// How many past OAuth 2 tokens stay redacted.
+const TOKENS_KEPT: usize = 4;
 
 struct OAuth2 {
     client_id: String,
@@ -66,7 +79,12 @@ fn sensitive(value: &str, place: &str) -> Result<HeaderValue, OpenApiError> {
 
 impl Credentials {
     /// The entry's credentials, expanded now; the spec's `securitySchemes` say where they go.
-    pub fn new(config: &ServerConfig, doc: &Value) -> Result<Credentials, OpenApiError> {
+    pub fn new(
+        config: &ServerConfig,
+        resolver: &super::spec::Resolver,
+        base: &reqwest::Url,
+    ) -> Result<Credentials, OpenApiError> {
+        let doc = resolver.doc;
         let mut headers = Vec::new();
         for (key, template) in &config.headers {
             let value = expanded(template, &format!("headers.{key}"))?;
@@ -104,7 +122,7 @@ impl Credentials {
             .pointer("/components/securitySchemes")
             .and_then(Value::as_object);
         for (name, s) in declared.into_iter().flatten() {
-            let s = super::spec::resolve(doc, s)?;
+            let s = resolver.resolve(s, &format!("securityScheme {name}"))?;
             let kind = s.get("type").and_then(Value::as_str).unwrap_or("");
             let scheme = match kind {
                 "apiKey" => {
@@ -137,48 +155,74 @@ impl Credentials {
             };
             schemes.insert(name.clone(), scheme);
         }
+        // The header values taken from the environment (`${VAR}`): a value written in the
+        // config file itself is not a secret, and redacting it would cut ordinary words.
+        let mut fixed: Vec<String> = headers
+            .iter()
+            .zip(config.headers.values())
+            .filter(|(_, template)| template.contains("${"))
+            .filter_map(|((_, v), _)| v.to_str().ok().map(String::from))
+            .collect();
+        fixed.extend(api_key.clone());
+        if let Some(b) = bearer.as_ref().and_then(|b| b.to_str().ok()) {
+            // The bare token too, without its "Bearer " prefix.
+            fixed.push(b.to_string());
+            fixed.extend(b.strip_prefix("Bearer ").map(String::from));
+        }
+        if let Some(o) = &oauth2 {
+            fixed.push(o.client_secret.clone());
+            // As HTTP Basic sends it (RFC 6749 §2.3.1: form-encoded first).
+            fixed.push(url_encode(&o.client_secret));
+        }
+        let redactor = Redactor::new(fixed.iter().map(String::as_str));
         Ok(Credentials {
             headers,
             api_key,
             bearer,
             oauth2,
             schemes,
+            fixed,
+            tokens: std::sync::Mutex::new(Vec::new()),
+            redactor: std::sync::RwLock::new(Arc::new(redactor)),
+            base: base.clone(),
         })
     }
 
-    /// `text` with every credential value this server holds replaced by `[redacted]` (an API's
-    /// error page may echo what it was sent).
+    /// What replaces every credential this server holds (its entry's values and the OAuth 2
+    /// tokens it obtained) by `[redacted]`, in every spelling (see `redact`).
+    pub fn redactor(&self) -> Arc<Redactor> {
+        match self.redactor.read() {
+            Ok(r) => r.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// `text` redacted (an API's error page may echo what it was sent).
     pub fn redact(&self, text: &str) -> String {
-        let mut secrets: Vec<String> = self
-            .headers
-            .iter()
-            .filter_map(|(_, v)| v.to_str().ok().map(String::from))
-            .collect();
-        secrets.extend(self.api_key.clone());
-        secrets.extend(
-            self.bearer
-                .as_ref()
-                .and_then(|b| b.to_str().ok().map(String::from)),
-        );
-        if let Some(o) = &self.oauth2 {
-            secrets.push(o.client_secret.clone());
-            if let Ok(held) = o.token.try_lock() {
-                secrets.extend(
-                    held.as_ref()
-                        .and_then(|t| t.value.to_str().ok().map(String::from)),
-                );
-            }
+        self.redactor().text(text)
+    }
+
+    /// Adds a newly obtained OAuth 2 token to what is redacted.
+    fn remember_token(&self, token: &HeaderValue) {
+        let Ok(t) = token.to_str() else { return };
+        let bare = t.strip_prefix("Bearer ").unwrap_or(t).to_string();
+        let mut held = match self.tokens.lock() {
+            Ok(h) => h,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if held.contains(&bare) {
+            return;
         }
-        let mut out = text.to_string();
-        for s in secrets {
-            // The bare token too, without its "Bearer " prefix.
-            for part in [s.as_str(), s.strip_prefix("Bearer ").unwrap_or("")] {
-                if part.len() >= 4 {
-                    out = out.replace(part, "[redacted]");
-                }
-            }
+        held.push(bare);
+        if held.len() > TOKENS_KEPT {
+            held.remove(0);
         }
-        out
+        let all = self.fixed.iter().chain(held.iter()).map(String::as_str);
+        let fresh = Arc::new(Redactor::new(all));
+        match self.redactor.write() {
+            Ok(mut r) => *r = fresh,
+            Err(poisoned) => *poisoned.into_inner() = fresh,
+        }
     }
 
     /// Whether a configured credential can satisfy `scheme`.
@@ -243,7 +287,10 @@ impl Credentials {
                 }
                 Some(Scheme::OAuth2 { token_url }) => {
                     if let Some(o) = &self.oauth2 {
-                        let token = o.token(client, token_url.as_deref()).await?;
+                        let token = o
+                            .token(client, token_url.as_deref(), &self.base, &self.redactor())
+                            .await?;
+                        self.remember_token(&token);
                         headers.insert(reqwest::header::AUTHORIZATION, token);
                     }
                 }
@@ -256,10 +303,15 @@ impl Credentials {
 
 impl OAuth2 {
     /// The current token, fetched again when it is (almost) expired. One fetch at a time.
+    /// The token URL is the entry's `tokenUrl`, else the spec's, which must then be on
+    /// `base`'s host (the client secret goes only where the operator said); `redactor` cleans
+    /// what the endpoint answers.
     async fn token(
         &self,
         client: &reqwest::Client,
         spec_url: Option<&str>,
+        base: &reqwest::Url,
+        redactor: &Redactor,
     ) -> Result<HeaderValue, String> {
         let mut held = self.token.lock().await;
         if let Some(t) = held.as_ref() {
@@ -267,11 +319,13 @@ impl OAuth2 {
                 return Ok(t.value.clone());
             }
         }
-        let Some(url) = self.token_url.as_deref().or(spec_url) else {
-            return Err("the spec's oauth2 scheme has no clientCredentials tokenUrl: set auth.oauth2.tokenUrl".into());
+        let parsed = match (self.token_url.as_deref(), spec_url) {
+            (Some(url), _) => {
+                reqwest::Url::parse(url).map_err(|e| format!("the token URL is not valid: {e}"))?
+            }
+            (None, Some(url)) => spec_token_url(url, base)?,
+            (None, None) => return Err("the spec's oauth2 scheme has no clientCredentials tokenUrl: set auth.oauth2.tokenUrl".into()),
         };
-        let parsed =
-            reqwest::Url::parse(url).map_err(|e| format!("the token URL is not valid: {e}"))?;
         if !allowed_url(&parsed) {
             return Err(
                 "the token URL must be https:// (plain http only to 127.0.0.1 or localhost)".into(),
@@ -286,10 +340,10 @@ impl OAuth2 {
             form.finish()
         };
         let fail = |m: String| {
-            format!(
+            redactor.text(&format!(
                 "the OAuth 2 token request to {} failed: {m}",
                 parsed.as_str()
-            )
+            ))
         };
         let send = client
             .post(parsed.clone())
@@ -307,13 +361,13 @@ impl OAuth2 {
             .send();
         let mut resp = send
             .await
-            .map_err(|e| fail(crate::tools::catalog::error_chain(&e)))?;
+            .map_err(|e| fail(crate::tools::catalog::error_chain(&e.without_url())))?;
         let status = resp.status();
         let mut body = Vec::new();
         while let Some(chunk) = resp
             .chunk()
             .await
-            .map_err(|e| fail(crate::tools::catalog::error_chain(&e)))?
+            .map_err(|e| fail(crate::tools::catalog::error_chain(&e.without_url())))?
         {
             if body.len() + chunk.len() > MAX_TOKEN_ANSWER {
                 return Err(fail(format!(
@@ -329,7 +383,7 @@ impl OAuth2 {
                 .and_then(|v| {
                     v.get("error")
                         .and_then(Value::as_str)
-                        .map(|s| crate::term::clip(s, 60))
+                        .map(|s| crate::term::clip(&redactor.text(s), 60))
                 })
                 .unwrap_or_default();
             return Err(fail(format!(
@@ -356,6 +410,25 @@ impl OAuth2 {
         });
         Ok(value)
     }
+}
+
+/// A token URL taken from the spec (relative ones resolved against `base`, as OpenAPI says):
+/// only on `base`'s scheme, host and port, or the entry must name it.
+fn spec_token_url(url: &str, base: &reqwest::Url) -> Result<reqwest::Url, String> {
+    let parsed = base
+        .join(url)
+        .map_err(|e| format!("the spec's tokenUrl is not valid: {e}"))?;
+    let same = parsed.scheme() == base.scheme()
+        && parsed.host_str() == base.host_str()
+        && parsed.port_or_known_default() == base.port_or_known_default();
+    if !same {
+        return Err(format!(
+            "the spec's clientCredentials tokenUrl {} is not on baseUrl's host ({}): the client secret is not sent there; set auth.oauth2.tokenUrl in the entry if that endpoint is the right one",
+            crate::term::clip(parsed.as_str(), 200),
+            base.host_str().unwrap_or_default()
+        ));
+    }
+    Ok(parsed)
 }
 
 /// RFC 6749 §2.3.1: the client id and secret are form-encoded before HTTP Basic.

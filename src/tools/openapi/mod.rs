@@ -8,10 +8,13 @@
 //! OAuth 2 client credentials), `caller` (the HTTP exchange and its bounds).
 //! May import `config`, `error`, `term` and the catalog's provider types.
 
+mod budget;
 mod caller;
 mod credentials;
 mod operations;
+mod redact;
 mod request;
+mod schema3;
 mod spec;
 
 use crate::config::openapi_entry::{bounds, CONFIG_OPENAPI};
@@ -22,6 +25,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Why an OpenAPI server could not start (its message is the server's "unavailable" reason).
@@ -67,42 +71,20 @@ impl OpenApiServer {
             .map_err(OpenApiError::Config)?;
         let started = std::time::Instant::now();
         let text = spec::read(location, base_dir, &client).await?;
-        let doc = spec::parse(&text)?;
-        drop(text);
-        let filter = operations::Filter {
-            operations: &config.operations,
-            tags: &config.tags,
-        };
-        let ops = operations::operations(name, &doc, &filter)?;
-        let (max_tools, _, _) = config.tool_list_bounds();
-        if ops.len() > max_tools {
-            return Err(OpenApiError::Spec(format!(
-                "the spec has {} operations, more than the server's maxTools ({max_tools}): keep fewer with \"operations\" or \"tags\", or raise maxTools",
-                ops.len()
-            )));
-        }
         let base_text = config.base_url.as_deref().unwrap_or_default();
         let base = reqwest::Url::parse(base_text)
             .map_err(|e| OpenApiError::Config(format!("baseUrl is not a valid URL: {e}")))?;
-        let credentials = credentials::Credentials::new(config, &doc)?;
+        // Parsing, resolving and describing are CPU work on a blocking thread, within the
+        // spec's budget; abandoned (it stops at its next check) when this start is dropped at
+        // the server's startupTimeoutMs.
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let _abandon = AbandonOnDrop(cancelled.clone());
+        let (server, entry, at) = (name.to_string(), config.clone(), base.clone());
+        let (ops, tools, credentials) =
+            tokio::task::spawn_blocking(move || load(&server, &entry, &at, &text, cancelled))
+                .await
+                .map_err(|e| OpenApiError::Spec(format!("loading the spec failed: {e}")))??;
         let (timeout, max_bytes, concurrency) = bounds(config);
-        let tools = ops
-            .iter()
-            .map(|op| ToolInfo {
-                server: name.to_string(),
-                name: op.name.clone(),
-                description: op.description.clone(),
-                input_schema: op.input_schema.clone(),
-                output_schema: Some(serde_json::json!({
-                    "type": "object",
-                    "properties": {
-                        "status": {"type": "integer", "description": "the HTTP status (2xx)"},
-                        "body": {"description": "the answer: parsed JSON, else its text, null when empty"}
-                    },
-                    "required": ["status", "body"]
-                })),
-            })
-            .collect();
         tracing::debug!(
             server = %name,
             operations = ops.len(),
@@ -127,6 +109,86 @@ impl OpenApiServer {
             }),
         })
     }
+}
+
+/// Sets its flag when dropped: the blocking load it shares stops at its next check.
+struct AbandonOnDrop(Arc<AtomicBool>);
+
+impl Drop for AbandonOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// What loading a spec makes: its operations, their tools, its credentials.
+type Loaded = (
+    Vec<operations::Operation>,
+    Vec<ToolInfo>,
+    credentials::Credentials,
+);
+
+/// Parses `text` and makes its operations tools (see [`OpenApiServer::start`]), within the
+/// entry's `specBudget`, its `maxTools` and `maxToolListBytes`.
+fn load(
+    name: &str,
+    config: &ServerConfig,
+    base: &reqwest::Url,
+    text: &str,
+    cancelled: Arc<AtomicBool>,
+) -> Result<Loaded, OpenApiError> {
+    let meter = budget::Meter::new(config.spec_budget.unwrap_or_default(), cancelled);
+    let doc = spec::parse(text, &meter)?;
+    let resolver = spec::Resolver {
+        doc: &doc,
+        meter: &meter,
+    };
+    let filter = operations::Filter {
+        operations: &config.operations,
+        tags: &config.tags,
+    };
+    let ops = operations::operations(name, &resolver, &filter)?;
+    let (max_tools, max_list_bytes, _) = config.tool_list_bounds();
+    if ops.len() > max_tools {
+        return Err(OpenApiError::Spec(format!(
+            "the spec has {} operations, more than the server's maxTools ({max_tools}): keep fewer with \"operations\" or \"tags\", or raise maxTools",
+            ops.len()
+        )));
+    }
+    let credentials = credentials::Credentials::new(config, &resolver, base)?;
+    let mut list_bytes: u64 = 0;
+    let mut tools = Vec::with_capacity(ops.len());
+    for op in &ops {
+        let tool = ToolInfo {
+            server: name.to_string(),
+            name: op.name.clone(),
+            description: op.description.clone(),
+            input_schema: op.input_schema.clone(),
+            output_schema: Some(serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "status": {"type": "integer", "description": "the HTTP status (2xx)"},
+                    "body": {"description": "the answer: parsed JSON, else its text, null when empty"}
+                },
+                "required": ["status", "body"]
+            })),
+        };
+        // The same bound as an MCP server's list (each tool as JSON, summed).
+        list_bytes = list_bytes.saturating_add(
+            [Some(&tool.input_schema), tool.output_schema.as_ref()]
+                .into_iter()
+                .flatten()
+                .map(|v| serde_json::to_vec(v).map_or(0, |b| b.len() as u64))
+                .sum::<u64>()
+                + (tool.name.len() + tool.description.as_deref().map_or(0, str::len)) as u64,
+        );
+        if list_bytes > max_list_bytes {
+            return Err(OpenApiError::Spec(format!(
+                "the spec's tools take more than {max_list_bytes} bytes in all (the server's bound \"maxToolListBytes\"): keep fewer with \"operations\" or \"tags\", or raise maxToolListBytes"
+            )));
+        }
+        tools.push(tool);
+    }
+    Ok((ops, tools, credentials))
 }
 
 impl ToolProvider for OpenApiServer {
@@ -174,7 +236,14 @@ impl ToolProvider for OpenApiServer {
             };
             let built = request::build(&base, &op, &args)?;
             let timeout = caller.timeout.min(left);
-            caller.call(&op, built, timeout).await
+            // Whatever leaves the caller (its answer, any error) is redacted of every
+            // credential, in every spelling: the script, traces and audit see what it returns.
+            let result = caller.call(&op, built, timeout).await;
+            let redactor = caller.credentials.redactor();
+            result.map_err(|mut e| {
+                e.message = redactor.text(&e.message);
+                e
+            })
         })
     }
 }

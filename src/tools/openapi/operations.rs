@@ -3,7 +3,8 @@
 //! their names, the JSON request body as `body`), its description (`summary`, `description`),
 //! and what the request builder needs to send it.
 
-use super::spec::{is_3_0, resolve};
+use super::schema3::from_3_0;
+use super::spec::{is_3_0, Resolver};
 use super::OpenApiError;
 use serde_json::{json, Map, Value};
 use wildmatch::WildMatch;
@@ -26,6 +27,8 @@ pub enum Location {
 pub struct Param {
     pub name: String,
     pub location: Location,
+    /// `style: deepObject`: an object value is sent as `name[key]=value`.
+    pub deep: bool,
 }
 
 /// One operation, ready to be called.
@@ -36,8 +39,11 @@ pub struct Operation {
     /// The path template as the spec writes it (`/repos/{owner}/{repo}`).
     pub path: String,
     pub params: Vec<Param>,
-    /// Whether it takes a JSON body (the `body` property).
+    /// Whether it takes a body (the `body` property): JSON, or a form when `form` is set.
     pub has_body: bool,
+    /// An `application/x-www-form-urlencoded` body: the fields its `encoding` sends as
+    /// `deepObject` (nested objects always are: `field[key]=value`).
+    pub form: Option<Vec<String>>,
     pub description: Option<String>,
     pub input_schema: Value,
     /// The security requirements in force (the operation's, else the spec's): alternatives,
@@ -64,72 +70,129 @@ impl Filter<'_> {
 }
 
 /// The spec's operations that pass `filter`, sorted by name. Names that collide after
-/// normalization get `_2`, `_3`…; an operation the host cannot describe is left out with a
-/// warning (its reason).
+/// normalization get `_2`, `_3`… (see [`unique_names`]: given over the whole spec before the
+/// filter, so a name means one operation whatever the entry keeps); an operation the host cannot
+/// describe is left out with a warning (its reason).
 pub fn operations(
     server: &str,
-    doc: &Value,
+    resolver: &Resolver,
     filter: &Filter,
 ) -> Result<Vec<Operation>, OpenApiError> {
+    let doc = resolver.doc;
     let old = is_3_0(doc);
     let global_security = security_of(doc.get("security"));
     let mut out: Vec<Operation> = Vec::new();
     let Some(paths) = doc.get("paths").and_then(Value::as_object) else {
         return Ok(out);
     };
+    let mut found: Vec<(&String, &Value, usize, &Value)> = Vec::new();
     for (path, item) in paths {
-        let shared = match item.get("parameters") {
-            Some(p) => resolve(doc, p)?,
-            None => Value::Null,
-        };
-        for method in METHODS {
-            let Some(op) = item.get(method) else { continue };
-            let name = match op.get("operationId").and_then(Value::as_str) {
-                Some(id) => tool_name(id),
-                None => tool_name(&format!("{method}{path}")),
-            };
-            let tags: Vec<String> = op
-                .get("tags")
-                .and_then(Value::as_array)
-                .map(|t| {
-                    t.iter()
-                        .filter_map(|v| v.as_str().map(String::from))
-                        .collect()
-                })
-                .unwrap_or_default();
-            if !filter.keeps(&name, &tags) {
-                continue;
+        for (m, method) in METHODS.iter().enumerate() {
+            if let Some(op) = item.get(*method) {
+                found.push((path, item, m, op));
             }
-            // A broken reference fails the whole spec; an operation the host cannot describe
-            // is left out.
-            match operation(doc, old, path, method, &name, op, &shared)? {
-                Ok(mut operation) => {
-                    if op.get("security").is_some() {
-                        operation.security = security_of(op.get("security"));
-                    } else {
-                        operation.security = global_security.clone();
-                    }
-                    out.push(operation);
+        }
+    }
+    let names = unique_names(
+        &found
+            .iter()
+            .map(|(path, _, m, op)| {
+                let base = match op.get("operationId").and_then(Value::as_str) {
+                    Some(id) => tool_name(id),
+                    None => tool_name(&format!("{}{path}", METHODS[*m])),
+                };
+                (base, path.as_str(), *m)
+            })
+            .collect::<Vec<_>>(),
+    );
+    let mut shared_of: Option<(&str, Value)> = None;
+    let no_params = Value::Null;
+    for ((path, item, m, op), name) in found.into_iter().zip(names) {
+        let method = METHODS[m];
+        let tags: Vec<String> = op
+            .get("tags")
+            .and_then(Value::as_array)
+            .map(|t| {
+                t.iter()
+                    .filter_map(|v| v.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !filter.keeps(&name, &tags) {
+            continue;
+        }
+        // The path item's parameters, resolved once for its operations that are kept.
+        if shared_of.as_ref().is_none_or(|(p, _)| *p != path.as_str()) {
+            let shared = match item.get("parameters") {
+                Some(p) => {
+                    resolver.resolve(p, &format!("/paths/{} parameters", clip_path(path)))?
                 }
-                Err(why) => tracing::warn!(
-                    server = %crate::term::escape(server),
-                    "operation {} {} is left out: {why}",
-                    method.to_uppercase(),
-                    crate::term::escape(&crate::term::clip(path, 200))
-                ),
+                None => Value::Null,
+            };
+            shared_of = Some((path.as_str(), shared));
+        }
+        let shared = shared_of.as_ref().map_or(&no_params, |(_, v)| v);
+        // A broken reference fails the whole spec; an operation the host cannot describe
+        // is left out.
+        match operation(resolver, old, path, method, &name, op, shared)? {
+            Ok(mut operation) => {
+                if op.get("security").is_some() {
+                    operation.security = security_of(op.get("security"));
+                } else {
+                    operation.security = global_security.clone();
+                }
+                out.push(operation);
             }
+            Err(why) => tracing::warn!(
+                server = %crate::term::escape(server),
+                "operation {} {} is left out: {why}",
+                method.to_uppercase(),
+                crate::term::escape(&crate::term::clip(path, 200))
+            ),
         }
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
-    let mut seen = std::collections::BTreeMap::<String, usize>::new();
-    for op in &mut out {
-        let n = seen.entry(op.name.clone()).or_insert(0);
-        *n += 1;
-        if *n > 1 {
-            op.name = format!("{}_{}", op.name, n);
+    Ok(out)
+}
+
+/// One unique name per operation, from `(base name, path, method index)` in the spec's order:
+/// among operations of the same base name, ordered by path and method, the first keeps it and
+/// the others get the first free `_2`, `_3`… (free: no operation's own base name, no name
+/// given before). Stable: the same spec gives the same names, whatever the entry's filter.
+fn unique_names(ops: &[(String, &str, usize)]) -> Vec<String> {
+    use std::collections::HashSet;
+    let mut taken: HashSet<String> = ops.iter().map(|(b, _, _)| b.clone()).collect();
+    let mut order: Vec<usize> = (0..ops.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (x, y) = (&ops[a], &ops[b]);
+        (&x.0, x.1, x.2).cmp(&(&y.0, y.1, y.2))
+    });
+    let mut names = vec![String::new(); ops.len()];
+    let mut next_suffix: std::collections::HashMap<&str, usize> = Default::default();
+    let mut prev: Option<&str> = None;
+    for i in order {
+        let base = ops[i].0.as_str();
+        if prev != Some(base) {
+            names[i] = base.to_string();
+            prev = Some(base);
+            continue;
+        }
+        let n = next_suffix.entry(base).or_insert(2);
+        loop {
+            let candidate = format!("{base}_{n}");
+            *n += 1;
+            if taken.insert(candidate.clone()) {
+                names[i] = candidate;
+                break;
+            }
         }
     }
-    Ok(out)
+    names
+}
+
+/// A path of the spec as a message shows it.
+fn clip_path(path: &str) -> String {
+    crate::term::clip(path, 150)
 }
 
 fn security_of(v: Option<&Value>) -> Vec<Vec<String>> {
@@ -164,7 +227,7 @@ pub fn tool_name(raw: &str) -> String {
 
 #[allow(clippy::too_many_arguments)]
 fn operation(
-    doc: &Value,
+    resolver: &Resolver,
     old: bool,
     path: &str,
     method: &str,
@@ -173,7 +236,12 @@ fn operation(
     shared: &Value,
 ) -> Result<Result<Operation, String>, OpenApiError> {
     // Only what the tool needs is resolved (never the responses: they can be huge).
-    let resolved = |key: &str| op.get(key).map(|v| resolve(doc, v)).transpose();
+    let part = format!("{} {}", method.to_uppercase(), clip_path(path));
+    let resolved = |key: &str| {
+        op.get(key)
+            .map(|v| resolver.resolve(v, &format!("{part} {key}")))
+            .transpose()
+    };
     let own_params = resolved("parameters")?;
     let request_body = resolved("requestBody")?;
     Ok(describe(
@@ -260,6 +328,7 @@ fn describe(
         params.push(Param {
             name: pname.to_string(),
             location,
+            deep: p.get("style").and_then(Value::as_str) == Some("deepObject"),
         });
     }
     for p in params.iter().filter(|p| p.location == Location::Path) {
@@ -268,6 +337,7 @@ fn describe(
         }
     }
     let mut has_body = false;
+    let mut form = None;
     if let Some(body) = &request_body {
         let content = body.get("content").and_then(Value::as_object);
         let json_schema = content.and_then(|c| {
@@ -275,7 +345,25 @@ fn describe(
                 .find(|(mime, _)| is_json(mime))
                 .map(|(_, m)| m.get("schema").cloned().unwrap_or(json!({})))
         });
-        match json_schema {
+        // A form body when there is no JSON one (Stripe's): its fields, nested as deepObject.
+        let form_schema = content
+            .and_then(|c| c.get("application/x-www-form-urlencoded"))
+            .filter(|_| json_schema.is_none())
+            .map(|m| {
+                let deep: Vec<String> = m
+                    .get("encoding")
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flatten()
+                    .filter(|(_, e)| e.get("style").and_then(Value::as_str) == Some("deepObject"))
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                form = Some(deep);
+                m.get("schema")
+                    .cloned()
+                    .unwrap_or(json!({"type": "object"}))
+            });
+        match json_schema.or(form_schema) {
             Some(mut schema) => {
                 if old {
                     schema = from_3_0(schema);
@@ -286,9 +374,10 @@ fn describe(
                 }
                 properties.insert("body".into(), schema);
             }
-            None if body.get("required").and_then(Value::as_bool) == Some(true) => {
-                return Err("its request body is not JSON (only JSON bodies are supported)".into())
-            }
+            None if body.get("required").and_then(Value::as_bool) == Some(true) => return Err(
+                "its request body is neither JSON nor a form (application/x-www-form-urlencoded)"
+                    .into(),
+            ),
             None => {}
         }
     }
@@ -325,6 +414,7 @@ fn describe(
         path: path.to_string(),
         params,
         has_body,
+        form,
         description: Some(description),
         input_schema: json!({
             "type": "object",
@@ -370,64 +460,6 @@ fn is_json(mime: &str) -> bool {
     m == "application/json" || m.ends_with("+json") || m == "*/*"
 }
 
-/// An OpenAPI 3.0 schema as JSON Schema 2020-12 (what the validator reads): `nullable: true`
-/// adds `null` to `type` (and `enum`); a boolean `exclusiveMinimum`/`exclusiveMaximum` becomes
-/// the number form; 3.0-only keywords (`discriminator`, `xml`, `example`, `externalDocs`) go.
-pub fn from_3_0(schema: Value) -> Value {
-    match schema {
-        Value::Object(mut m) => {
-            let nullable = m.remove("nullable").and_then(|v| v.as_bool()) == Some(true);
-            for k in ["discriminator", "xml", "example", "externalDocs"] {
-                m.remove(k);
-            }
-            for (flag, bound) in [
-                ("exclusiveMinimum", "minimum"),
-                ("exclusiveMaximum", "maximum"),
-            ] {
-                if let Some(Value::Bool(b)) = m.get(flag).cloned() {
-                    m.remove(flag);
-                    if b {
-                        if let Some(n) = m.remove(bound) {
-                            m.insert(flag.into(), n);
-                        }
-                    }
-                }
-            }
-            let mut out: Map<String, Value> = m
-                .into_iter()
-                .map(|(k, v)| {
-                    let v = match k.as_str() {
-                        // Values, not schemas.
-                        "enum" | "const" | "default" | "examples" | "required" => v,
-                        _ => from_3_0(v),
-                    };
-                    (k, v)
-                })
-                .collect();
-            if nullable {
-                match out.get_mut("type") {
-                    Some(Value::String(t)) => {
-                        let t = t.clone();
-                        out.insert("type".into(), json!([t, "null"]));
-                    }
-                    Some(Value::Array(ts)) if !ts.contains(&json!("null")) => {
-                        ts.push(json!("null"))
-                    }
-                    _ => {}
-                }
-                if let Some(Value::Array(e)) = out.get_mut("enum") {
-                    if !e.contains(&Value::Null) {
-                        e.push(Value::Null);
-                    }
-                }
-            }
-            Value::Object(out)
-        }
-        Value::Array(items) => Value::Array(items.into_iter().map(from_3_0).collect()),
-        other => other,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -443,9 +475,13 @@ mod tests {
                 {"name": "X-Request-Id", "in": "header", "schema": {"type": "string"}}
             ]
         }}}});
+        let meter = super::super::budget::Meter::new(Default::default(), Default::default());
         let ops = operations(
             "s",
-            &doc,
+            &Resolver {
+                doc: &doc,
+                meter: &meter,
+            },
             &Filter {
                 operations: &[],
                 tags: &[],
@@ -458,6 +494,47 @@ mod tests {
     }
 
     #[test]
+    fn duplicate_operation_ids_get_unique_stable_names() {
+        // Two `x` and an `x_2` of its own (issue 57 item 5): the second `x` is `x_3`, the
+        // filter ["x"] keeps only the first, and each name is one operation.
+        let doc = json!({"openapi": "3.1.0", "paths": {
+            "/b": {"post": {"operationId": "x"}},
+            "/a": {"get": {"operationId": "x"}},
+            "/c": {"get": {"operationId": "x_2"}}
+        }});
+        let meter = super::super::budget::Meter::new(Default::default(), Default::default());
+        let resolver = Resolver {
+            doc: &doc,
+            meter: &meter,
+        };
+        let listed = |ops: &[String]| -> Vec<(String, String, String)> {
+            operations(
+                "s",
+                &resolver,
+                &Filter {
+                    operations: ops,
+                    tags: &[],
+                },
+            )
+            .unwrap()
+            .into_iter()
+            .map(|o| (o.name, o.method.to_string(), o.path))
+            .collect()
+        };
+        let t = |n: &str, m: &str, p: &str| (n.to_string(), m.to_string(), p.to_string());
+        assert_eq!(
+            listed(&[]),
+            [
+                t("x", "GET", "/a"),
+                t("x_2", "GET", "/c"),
+                t("x_3", "POST", "/b")
+            ]
+        );
+        assert_eq!(listed(&["x".to_string()]), [t("x", "GET", "/a")]);
+        assert_eq!(listed(&["x_3".to_string()]), [t("x_3", "POST", "/b")]);
+    }
+
+    #[test]
     fn names_are_valid_tool_names() {
         assert_eq!(tool_name("listIssues"), "listIssues");
         assert_eq!(
@@ -466,20 +543,5 @@ mod tests {
         );
         assert_eq!(tool_name("9lives"), "op_9lives");
         assert_eq!(tool_name("issues/list-for-repo"), "issues_list_for_repo");
-    }
-
-    #[test]
-    fn converts_openapi_3_0_schemas() {
-        let s = from_3_0(json!({"type": "object", "properties": {
-            "a": {"type": "string", "nullable": true, "example": "x"},
-            "b": {"type": "integer", "minimum": 1, "exclusiveMinimum": true},
-            "c": {"enum": ["x"], "nullable": true}
-        }}));
-        assert_eq!(s["properties"]["a"], json!({"type": ["string", "null"]}));
-        assert_eq!(
-            s["properties"]["b"],
-            json!({"type": "integer", "exclusiveMinimum": 1})
-        );
-        assert_eq!(s["properties"]["c"], json!({"enum": ["x", null]}));
     }
 }

@@ -13,7 +13,8 @@ use serde_json::Value;
 pub struct Built {
     pub url: reqwest::Url,
     pub headers: Vec<(reqwest::header::HeaderName, reqwest::header::HeaderValue)>,
-    pub body: Option<Vec<u8>>,
+    /// The body and its content type.
+    pub body: Option<(Vec<u8>, &'static str)>,
 }
 
 fn invalid(tool: &str, message: String) -> ExecError {
@@ -75,6 +76,7 @@ pub fn build(base: &reqwest::Url, op: &Operation, args: &Value) -> Result<Built,
                 path = path.replace(&format!("{{{}}}", p.name), &seg);
             }
             Location::Query => match value {
+                Value::Object(_) if p.deep => deep_pairs(p.name.clone(), value, &mut query),
                 Value::Array(items) => {
                     query.extend(items.iter().map(|i| (p.name.clone(), text_of(i))))
                 }
@@ -129,11 +131,65 @@ pub fn build(base: &reqwest::Url, op: &Operation, args: &Value) -> Result<Built,
         )
         .with_tool(tool));
     }
-    let body = match args.get("body") {
-        Some(b) if op.has_body => Some(serde_json::to_vec(b).unwrap_or_default()),
+    let body = match (args.get("body"), &op.form) {
+        (Some(b), None) if op.has_body => Some((
+            serde_json::to_vec(b).unwrap_or_default(),
+            "application/json",
+        )),
+        (Some(b), Some(deep)) if op.has_body => Some((
+            form_body(tool, b, deep)?.into_bytes(),
+            "application/x-www-form-urlencoded",
+        )),
         _ => None,
     };
     Ok(Built { url, headers, body })
+}
+
+/// `value` as `deepObject` pairs under `prefix`: `prefix[key]=v`, nested (`a[b][c]`), array
+/// items by index (`a[0][b]`), `null` as the empty value.
+fn deep_pairs(prefix: String, value: &Value, out: &mut Vec<(String, String)>) {
+    match value {
+        Value::Object(m) => {
+            for (k, v) in m {
+                deep_pairs(format!("{prefix}[{k}]"), v, out);
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                deep_pairs(format!("{prefix}[{i}]"), v, out);
+            }
+        }
+        Value::Null => out.push((prefix, String::new())),
+        v => out.push((prefix, text_of(v))),
+    }
+}
+
+/// An `application/x-www-form-urlencoded` body: each field of the object `body`; an array of
+/// plain values as the field repeated (unless `deep` names it), objects and the fields in
+/// `deep` as `deepObject` (`field[key]=value`).
+fn form_body(tool: &str, body: &Value, deep: &[String]) -> Result<String, ExecError> {
+    let Value::Object(fields) = body else {
+        return Err(invalid(
+            tool,
+            "the body of this operation is a form: give an object of its fields".into(),
+        ));
+    };
+    let mut pairs = Vec::new();
+    for (k, v) in fields {
+        let flat = v.as_array().filter(|items| {
+            !deep.contains(k) && items.iter().all(|i| !i.is_object() && !i.is_array())
+        });
+        match (flat, v) {
+            (Some(items), _) => pairs.extend(items.iter().map(|i| (k.clone(), text_of(i)))),
+            (None, Value::Object(_) | Value::Array(_) | Value::Null) => {
+                deep_pairs(k.clone(), v, &mut pairs)
+            }
+            (None, v) => pairs.push((k.clone(), text_of(v))),
+        }
+    }
+    let mut form = url::form_urlencoded::Serializer::new(String::new());
+    form.extend_pairs(pairs.iter());
+    Ok(form.finish())
 }
 
 #[cfg(test)]
@@ -150,12 +206,50 @@ mod tests {
             params: vec![Param {
                 name: "id".into(),
                 location: Location::Path,
+                deep: false,
             }],
             has_body: false,
+            form: None,
             description: None,
             input_schema: json!({}),
             security: vec![],
         }
+    }
+
+    #[test]
+    fn form_bodies_and_deep_objects_follow_the_wire_format() {
+        // Stripe's PostCustomers shape (issue 57 item 5): a form body with nested objects,
+        // a deepObject `expand`, a plain array; a deepObject query parameter.
+        let base = reqwest::Url::parse("http://127.0.0.1:8080/v1").unwrap();
+        let mut o = op("/customers");
+        o.params = vec![Param {
+            name: "created".into(),
+            location: Location::Query,
+            deep: true,
+        }];
+        o.has_body = true;
+        o.form = Some(vec!["expand".into()]);
+        let b = build(
+            &base,
+            &o,
+            &json!({"created": {"gte": 5}, "body": {
+                "email": "a+b@x.example",
+                "metadata": {"k": "v w"},
+                "address": {"line1": "1 Main"},
+                "expand": ["x"],
+                "preferred_locales": ["en", "fr"],
+                "items": [{"price": "p_1"}],
+                "coupon": null
+            }}),
+        )
+        .unwrap();
+        assert_eq!(b.url.query(), Some("created%5Bgte%5D=5"));
+        let (bytes, ct) = b.body.unwrap();
+        assert_eq!(ct, "application/x-www-form-urlencoded");
+        assert_eq!(
+            String::from_utf8(bytes).unwrap(),
+            "address%5Bline1%5D=1+Main&coupon=&email=a%2Bb%40x.example&expand%5B0%5D=x&items%5B0%5D%5Bprice%5D=p_1&metadata%5Bk%5D=v+w&preferred_locales=en&preferred_locales=fr"
+        );
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! its local `$ref`s (`#/components/...`) resolved in place. A remote `$ref` (another file, a
 //! URL) is refused: nothing is fetched on a spec's say-so.
 
+use super::budget::{self, Meter};
 use super::OpenApiError;
 use serde_json::Value;
 use std::path::Path;
@@ -70,14 +71,13 @@ async fn fetch(url: &str, client: &reqwest::Client) -> Result<String, OpenApiErr
         .map_err(|_| fail(format!("no answer within {} s", FETCH_TIMEOUT.as_secs())))?
 }
 
-/// The spec's document: JSON when it starts with `{`, else YAML; an OpenAPI 3.x one.
-pub fn parse(text: &str) -> Result<Value, OpenApiError> {
+/// The spec's document: JSON when it starts with `{`, else YAML; an OpenAPI 3.x one. Built
+/// within `meter`'s budget (size, YAML alias expansion, nesting).
+pub fn parse(text: &str, meter: &Meter) -> Result<Value, OpenApiError> {
     let doc: Value = if text.trim_start().starts_with('{') {
-        serde_json::from_str(text)
-            .map_err(|e| OpenApiError::Spec(format!("the spec is not valid JSON: {e}")))?
+        budget::parse_json(text, meter)?
     } else {
-        serde_norway::from_str(text)
-            .map_err(|e| OpenApiError::Spec(format!("the spec is not valid YAML: {e}")))?
+        budget::parse_yaml(text, meter)?
     };
     let version = doc.get("openapi").and_then(Value::as_str).unwrap_or("");
     if !version.starts_with("3.") {
@@ -106,56 +106,96 @@ pub fn is_3_0(doc: &Value) -> bool {
         .is_some_and(|v| v.starts_with("3.0"))
 }
 
-/// `value` with every local `$ref` replaced by what it points to (sibling keys of a `$ref`
-/// are kept, as 3.1 allows). A remote `$ref` is an error; a circular one ends as `{}`.
-pub fn resolve(doc: &Value, value: &Value) -> Result<Value, OpenApiError> {
-    let mut stack = Vec::new();
-    resolve_in(doc, value, &mut stack)
+/// Resolves local `$ref`s of one spec, every copy counted against its budget.
+pub struct Resolver<'a> {
+    pub doc: &'a Value,
+    pub meter: &'a Meter,
 }
 
-fn resolve_in(doc: &Value, value: &Value, stack: &mut Vec<String>) -> Result<Value, OpenApiError> {
-    match value {
-        Value::Object(map) => {
-            if let Some(Value::String(r)) = map.get("$ref") {
-                let Some(pointer) = r.strip_prefix('#') else {
-                    return Err(OpenApiError::Spec(format!(
-                        "the spec has a remote $ref {}: only local references (\"#/components/...\") are resolved; bundle the spec into one file first",
-                        crate::term::clip(r, 200)
-                    )));
-                };
-                if stack.iter().any(|s| s == r) || stack.len() >= MAX_REF_DEPTH {
-                    // A recursive schema: the inner level accepts any value.
-                    return Ok(Value::Object(Default::default()));
-                }
-                let target = doc.pointer(&unescape_pointer(pointer)).ok_or_else(|| {
-                    OpenApiError::Spec(format!(
-                        "the spec's $ref {} points to nothing",
-                        crate::term::clip(r, 200)
-                    ))
-                })?;
-                stack.push(r.clone());
-                let resolved = resolve_in(doc, target, stack);
-                stack.pop();
-                let mut resolved = resolved?;
-                if let Value::Object(out) = &mut resolved {
-                    for (k, v) in map.iter().filter(|(k, _)| k.as_str() != "$ref") {
-                        out.insert(k.clone(), resolve_in(doc, v, stack)?);
+impl Resolver<'_> {
+    /// `value` with every local `$ref` replaced by what it points to (sibling keys of a
+    /// `$ref` are kept, as 3.1 allows), for the spec's part `part` (named when the budget
+    /// runs out). A remote `$ref` is an error; a circular one ends as `{}`.
+    pub fn resolve(&self, value: &Value, part: &str) -> Result<Value, OpenApiError> {
+        let mut stack = Vec::new();
+        self.resolve_in(value, &mut stack, part)
+    }
+
+    fn resolve_in(
+        &self,
+        value: &Value,
+        stack: &mut Vec<String>,
+        part: &str,
+    ) -> Result<Value, OpenApiError> {
+        stacker::maybe_grow(budget::STACK_RED_ZONE, budget::STACK_SEGMENT, || {
+            self.resolve_here(value, stack, part)
+        })
+    }
+
+    fn resolve_here(
+        &self,
+        value: &Value,
+        stack: &mut Vec<String>,
+        part: &str,
+    ) -> Result<Value, OpenApiError> {
+        let doc = self.doc;
+        match value {
+            Value::Object(map) => {
+                if let Some(Value::String(r)) = map.get("$ref") {
+                    let Some(pointer) = r.strip_prefix('#') else {
+                        return Err(OpenApiError::Spec(format!(
+                            "the spec has a remote $ref {}: only local references (\"#/components/...\") are resolved; bundle the spec into one file first",
+                            crate::term::clip(r, 200)
+                        )));
+                    };
+                    if stack.iter().any(|s| s == r) || stack.len() >= MAX_REF_DEPTH {
+                        // A recursive schema: the inner level accepts any value.
+                        self.meter.resolved(budget::NODE_BYTES, part)?;
+                        return Ok(Value::Object(Default::default()));
                     }
+                    let target = doc.pointer(&unescape_pointer(pointer)).ok_or_else(|| {
+                        OpenApiError::Spec(format!(
+                            "the spec's $ref {} points to nothing",
+                            crate::term::clip(r, 200)
+                        ))
+                    })?;
+                    stack.push(r.clone());
+                    let resolved = self.resolve_in(target, stack, part);
+                    stack.pop();
+                    let mut resolved = resolved?;
+                    if let Value::Object(out) = &mut resolved {
+                        for (k, v) in map.iter().filter(|(k, _)| k.as_str() != "$ref") {
+                            self.meter
+                                .resolved(budget::entry_bytes(out.len(), k.len()), part)?;
+                            out.insert(k.clone(), self.resolve_in(v, stack, part)?);
+                        }
+                    }
+                    return Ok(resolved);
                 }
-                return Ok(resolved);
+                self.meter.resolved(budget::NODE_BYTES, part)?;
+                let mut out = serde_json::Map::with_capacity(map.len());
+                for (k, v) in map {
+                    self.meter
+                        .resolved(budget::entry_bytes(out.len(), k.len()), part)?;
+                    out.insert(k.clone(), self.resolve_in(v, stack, part)?);
+                }
+                Ok(Value::Object(out))
             }
-            let mut out = serde_json::Map::with_capacity(map.len());
-            for (k, v) in map {
-                out.insert(k.clone(), resolve_in(doc, v, stack)?);
+            Value::Array(items) => {
+                self.meter.resolved(budget::NODE_BYTES, part)?;
+                items
+                    .iter()
+                    .map(|v| self.resolve_in(v, stack, part))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map(Value::Array)
             }
-            Ok(Value::Object(out))
+            other => {
+                let len = other.as_str().map_or(0, str::len);
+                self.meter
+                    .resolved(budget::NODE_BYTES + budget::string_bytes(len), part)?;
+                Ok(other.clone())
+            }
         }
-        Value::Array(items) => items
-            .iter()
-            .map(|v| resolve_in(doc, v, stack))
-            .collect::<Result<Vec<_>, _>>()
-            .map(Value::Array),
-        other => Ok(other.clone()),
     }
 }
 
@@ -188,6 +228,10 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn meter() -> Meter {
+        Meter::new(Default::default(), Default::default())
+    }
+
     #[test]
     fn resolves_local_refs_and_refuses_remote_ones() {
         let doc = json!({"components": {"schemas": {
@@ -195,27 +239,40 @@ mod tests {
             "B": {"type": "string"},
             "Node": {"type": "object", "properties": {"next": {"$ref": "#/components/schemas/Node"}}}
         }}});
-        let a = resolve(&doc, &json!({"$ref": "#/components/schemas/A"})).unwrap();
+        let m = meter();
+        let r = Resolver {
+            doc: &doc,
+            meter: &m,
+        };
+        let a = r
+            .resolve(&json!({"$ref": "#/components/schemas/A"}), "t")
+            .unwrap();
         assert_eq!(
             a,
             json!({"type": "object", "properties": {"b": {"type": "string"}}})
         );
-        let node = resolve(&doc, &json!({"$ref": "#/components/schemas/Node"})).unwrap();
+        let node = r
+            .resolve(&json!({"$ref": "#/components/schemas/Node"}), "t")
+            .unwrap();
         assert_eq!(node["properties"]["next"], json!({}));
-        let err = resolve(&doc, &json!({"$ref": "other.yaml#/X"})).unwrap_err();
+        let err = r
+            .resolve(&json!({"$ref": "other.yaml#/X"}), "t")
+            .unwrap_err();
         assert!(
             err.to_string().contains("remote $ref other.yaml#/X"),
             "{err}"
         );
-        let err = resolve(&doc, &json!({"$ref": "#/components/schemas/Nope"})).unwrap_err();
+        let err = r
+            .resolve(&json!({"$ref": "#/components/schemas/Nope"}), "t")
+            .unwrap_err();
         assert!(err.to_string().contains("points to nothing"), "{err}");
     }
 
     #[test]
     fn parses_yaml_and_json_and_refuses_swagger_2() {
-        assert!(parse("openapi: 3.1.0\npaths: {}\n").is_ok());
-        assert!(parse(r#"{"openapi": "3.0.3", "paths": {}}"#).is_ok());
-        let err = parse("swagger: '2.0'\npaths: {}\n").unwrap_err();
+        assert!(parse("openapi: 3.1.0\npaths: {}\n", &meter()).is_ok());
+        assert!(parse(r#"{"openapi": "3.0.3", "paths": {}}"#, &meter()).is_ok());
+        let err = parse("swagger: '2.0'\npaths: {}\n", &meter()).unwrap_err();
         assert!(err.to_string().contains("Swagger 2.0 is not supported"));
     }
 }
