@@ -58,19 +58,20 @@ fn a_huge_split_is_memory_limit() {
 
 #[test]
 fn many_large_answers_held_for_a_gather_are_memory_limit() {
+    // Two calls at a time and a small memory limit: the runner holds more than `memory_mb` after
+    // a few answers, long before the host's bound on answers it has not read yet (32 MiB, eight
+    // of these) could end the run first.
     let dir = tempfile::tempdir().unwrap();
-    // Four calls at a time: the answers reach the runner as it reads them (the host's bound on
-    // unread answers, 32 MiB, is never reached), so what fills up is what the runner holds.
     let config = write_config(
         dir.path(),
         json!({"fixture": fixture()}),
-        json!({"limits": {"max_concurrent_calls": 4}}),
+        json!({"limits": {"max_concurrent_calls": 2}}),
     );
     let (o, _) = run_py(
         dir.path(),
         &config,
-        "import asyncio\nrs = await asyncio.gather(*[mcp.fixture.big(bytes=4_000_000) for _ in range(120)])\nlen(rs)\n",
-        &["--memory-mb", "64"],
+        "import asyncio\nrs = await asyncio.gather(*[mcp.fixture.big(bytes=4_000_000) for _ in range(40)])\nlen(rs)\n",
+        &["--memory-mb", "16"],
     );
     assert_eq!(code(&o), "MEMORY_LIMIT", "{o}");
 }

@@ -58,8 +58,23 @@ fn nested(levels: usize) -> Value {
     v
 }
 
+/// Runs `f` on a thread with room for comparing and dropping values 1,000 levels deep in a
+/// debug build (a test thread has 2 MiB).
+fn on_big_stack(f: impl FnOnce() + Send + 'static) {
+    std::thread::Builder::new()
+        .stack_size(64 << 20)
+        .spawn(f)
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
 #[test]
 fn a_deep_value_stored_by_javascript_loads_equal_in_python() {
+    on_big_stack(deep_value_stored_by_javascript_loads_equal_in_python);
+}
+
+fn deep_value_stored_by_javascript_loads_equal_in_python() {
     let dir = tempfile::tempdir().unwrap();
     let config = config(dir.path());
     for levels in [127, 600] {
@@ -124,6 +139,10 @@ fn a_deep_tool_answer_arrives_unchanged_or_is_limit_exceeded_in_both_languages()
 
 #[test]
 fn python_results_nest_to_the_documented_depth_and_deeper_is_limit_exceeded() {
+    on_big_stack(python_results_nest_to_the_documented_depth);
+}
+
+fn python_results_nest_to_the_documented_depth() {
     let dir = tempfile::tempdir().unwrap();
     let config = config(dir.path());
     let o = run_deep(
