@@ -52,6 +52,7 @@ mod input_required_gateways;
 mod input_required_typescript;
 mod install_layout;
 mod isolation_verified;
+mod key_order;
 mod learning_cli;
 mod learning_graph;
 mod load;
