@@ -29,10 +29,12 @@ pub enum ErrorCode {
     ServerUnavailable,
     /// The client withdrew the request (MCP `notifications/cancelled`, or its session ended).
     Cancelled,
+    /// `store(key, value)` was given a value JSON cannot hold (a set, a BigInt, a function…).
+    StateValueInvalid,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 20] = [
+    pub const ALL: [ErrorCode; 21] = [
         ErrorCode::SyntaxError,
         ErrorCode::RuntimeError,
         ErrorCode::ExecutionTimeout,
@@ -53,6 +55,7 @@ impl ErrorCode {
         ErrorCode::Deadlock,
         ErrorCode::ServerUnavailable,
         ErrorCode::Cancelled,
+        ErrorCode::StateValueInvalid,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -77,6 +80,7 @@ impl ErrorCode {
             ErrorCode::Deadlock => "DEADLOCK",
             ErrorCode::ServerUnavailable => "SERVER_UNAVAILABLE",
             ErrorCode::Cancelled => "CANCELLED",
+            ErrorCode::StateValueInvalid => "STATE_VALUE_INVALID",
         }
     }
 

@@ -357,6 +357,15 @@ pub const DEEP_PARSE_STACK: usize = 8 * 1024 * 1024;
 /// than [`INLINE_PARSE_DEPTH`] is parsed on a short-lived thread with a [`DEEP_PARSE_STACK`]
 /// stack, so no input can overflow the small stack of a tokio worker that every client shares.
 pub fn decode_from_runner(payload: &[u8]) -> Result<RunnerMessage, FrameError> {
+    decode_on_deep_stack(payload)
+}
+
+/// [`decode_payload`] of any type, on a thread with a [`DEEP_PARSE_STACK`] stack when the text
+/// nests deeper than [`INLINE_PARSE_DEPTH`] (a value the host kept and reads back, such as a
+/// stored session-state value).
+pub fn decode_on_deep_stack<T: for<'de> Deserialize<'de> + Send>(
+    payload: &[u8],
+) -> Result<T, FrameError> {
     if json_depth(payload) <= INLINE_PARSE_DEPTH {
         return Ok(serde_json::from_slice(payload)?);
     }
@@ -364,7 +373,7 @@ pub fn decode_from_runner(payload: &[u8]) -> Result<RunnerMessage, FrameError> {
         std::thread::Builder::new()
             .name("deep-frame".into())
             .stack_size(DEEP_PARSE_STACK)
-            .spawn_scoped(scope, || decode_payload::<RunnerMessage>(payload))
+            .spawn_scoped(scope, || decode_payload::<T>(payload))
             .map_err(FrameError::Io)?
             .join()
             .unwrap_or_else(|_| {

@@ -51,8 +51,17 @@ pub fn origin(code: ErrorCode) -> Origin {
         | ErrorCode::ToolNotFound
         | ErrorCode::InvalidArguments
         | ErrorCode::LimitExceeded
+        | ErrorCode::StateValueInvalid
         | ErrorCode::Deadlock => Origin::Runner,
     }
+}
+
+/// `$state:store`, `$state:load`, …: a session-state operation, answered by the host.
+fn is_state_operation(tool: &str) -> bool {
+    tool.split_once(':').is_some_and(|(s, op)| {
+        s == crate::exec::state::STATE_SERVER
+            && sandbox_runner::protocol::STATE_OPERATIONS.contains(&op)
+    })
 }
 
 /// `Ok` when the runner may report `code` naming `tool`; else why it is forged.
@@ -102,6 +111,15 @@ pub fn check(code: ErrorCode, tool: Option<&str>, seen: &Seen<'_>) -> Result<(),
                 )),
                 ErrorCode::ToolNotFound => Ok(()),
                 _ if seen.routed.contains(t) => Ok(()),
+                // The runner refuses a state call itself (a value JSON cannot hold, a key that
+                // is not a string, its call count): `$state` is no catalog server.
+                ErrorCode::StateValueInvalid
+                | ErrorCode::InvalidArguments
+                | ErrorCode::LimitExceeded
+                    if is_state_operation(t) =>
+                {
+                    Ok(())
+                }
                 // The runner refuses these calls itself (argument shape, its call count).
                 ErrorCode::InvalidArguments | ErrorCode::LimitExceeded if known => Ok(()),
                 _ => Err(format!(

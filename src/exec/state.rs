@@ -263,7 +263,9 @@ impl SessionState {
                                 Ok(text) => text,
                                 Err(e) => return Ok(Err(e.into())),
                             };
-                            serde_json::from_str::<Value>(&text)
+                            // As deep as the value that was stored (up to the protocol's
+                            // depth), not serde_json's default of 128 levels.
+                            sandbox_runner::protocol::decode_on_deep_stack::<Value>(text.as_bytes())
                                 .map(|value| Answer {
                                     value: json!({"found": true, "value": value}),
                                     bytes,

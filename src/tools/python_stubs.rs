@@ -371,7 +371,7 @@ mod tests {
         );
         assert!(
             out.contains(
-                "class filesystem:\n    async def read_text_file(*, path: str, mode: Literal[\"a\", \"b\"] | None = None, tags: list[str | None] | None = None, tail: int | None = None) -> dict[str, Any]:\n        \"\"\"Read a file.\n\n        path: Where.\n        \"\"\"\n"
+                "class filesystem:\n    async def read_text_file(*, path: str, tail: int | None = None, mode: Literal[\"a\", \"b\"] | None = None, tags: list[str | None] | None = None) -> dict[str, Any]:\n        \"\"\"Read a file.\n\n        path: Where.\n        \"\"\"\n"
             ),
             "{out}"
         );

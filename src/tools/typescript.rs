@@ -438,14 +438,14 @@ declare const mcp: {
      * @denied calls fail with PERMISSION_DENIED: nope
      */
     "get-thing"(args: {
-      items?: (string | number)[];
-      map?: { [key: string]: string };
       /** Which. */
       mode: "a" | "b";
       n?: number | null;
+      items?: (string | number)[];
       opts?: {
         deep: boolean;
       };
+      map?: { [key: string]: string };
       ref?: 3;
     }): Promise<{
       ok: boolean;

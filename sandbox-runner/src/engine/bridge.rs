@@ -164,13 +164,28 @@ impl<'js> Bridge<'js> {
             None => "{}".to_string(),
             Some(v) if v.is_undefined() || v.is_null() => "{}".to_string(),
             Some(v) if v.is_object() && !v.is_array() && !v.is_function() => {
-                match ctx.json_stringify(v) {
+                let replacer = super::convert::finite_replacer(ctx)
+                    .map_err(|e| invalid(format!("arguments of {tool_name}: {e}")))?;
+                match ctx.json_stringify_replacer(v, replacer) {
                     Ok(Some(s)) => crate::protocol::replace_lone_surrogates(
                         s.to_string().map_err(|e| invalid(e.to_string()))?,
                     ),
                     Ok(None) => "{}".to_string(),
                     Err(_) => {
                         let thrown = ctx.catch();
+                        if server == crate::protocol::STATE_SERVER {
+                            // A value `store` cannot keep: the state's own code, in both
+                            // languages.
+                            let mut e = WireError::new(
+                                "STATE_VALUE_INVALID",
+                                format!(
+                                    "{tool}() was refused: the value cannot be stored as JSON: {}; store plain data (objects, arrays, strings, numbers, booleans, null)",
+                                    describe(ctx, thrown)
+                                ),
+                            );
+                            e.tool = Some(tool_name.clone());
+                            return Err(e);
+                        }
                         return Err(invalid(format!(
                             "arguments of {tool_name} cannot be sent as JSON: {}",
                             describe(ctx, thrown)

@@ -17,14 +17,60 @@ pub const SCRIPT_VISIBLE_CODES: &[&str] = &[
     "CAPABILITY_CYCLE",
     "CAPABILITY_DEPTH",
     "SERVER_UNAVAILABLE",
+    "STATE_VALUE_INVALID",
 ];
 
 /// Names the collections JSON would turn into `{}` without a word (`Map`, `Set` and their weak
 /// kinds), with how to convert each; `""` for anything else.
 const COLLECTION_KIND: &str = "(v) => v instanceof Map ? 'a Map|convert it first: Object.fromEntries(map) for string keys, or [...map] for its [key, value] pairs' : v instanceof Set ? 'a Set|convert it first: [...set]' : v instanceof WeakMap ? 'a WeakMap|return plain data instead' : v instanceof WeakSet ? 'a WeakSet|return plain data instead' : ''";
 
-/// Serializes the script's result. `undefined` becomes `null`; functions, symbols, BigInt and
-/// cycles are `RESULT_NOT_SERIALIZABLE`, and so are a `Map` and a `Set` (which `JSON.stringify`
+/// How to convert NaN and the infinities, which JSON has no form for (the same rule as Python's).
+pub const NON_FINITE_HOW: &str = "; convert it first: null where there is no number (Number.isFinite(x) ? x : null), or String(x) to keep it as text";
+
+/// `NaN`, `Infinity` or `-Infinity` for a number JSON cannot hold.
+pub fn non_finite(v: &Value<'_>) -> Option<&'static str> {
+    let f = v.as_float()?;
+    if f.is_nan() {
+        Some("NaN")
+    } else if f == f64::INFINITY {
+        Some("Infinity")
+    } else if f == f64::NEG_INFINITY {
+        Some("-Infinity")
+    } else {
+        None
+    }
+}
+
+/// A `JSON.stringify` replacer that throws a `TypeError` at NaN and the infinities (which
+/// `JSON.stringify` alone would silently make `null`): tool arguments and stored values follow
+/// the result's rule.
+pub fn finite_replacer<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<Function<'js>> {
+    Function::new(
+        ctx.clone(),
+        |ctx: Ctx<'js>, key: Value<'js>, v: Value<'js>| -> rquickjs::Result<Value<'js>> {
+            match non_finite(&v) {
+                None => Ok(v),
+                Some(shown) => {
+                    let key = value_text(&ctx, key).unwrap_or_default();
+                    let at = if key.is_empty() {
+                        "the value itself".to_string()
+                    } else {
+                        format!("key \"{key}\"")
+                    };
+                    Err(Exception::throw_type(
+                        &ctx,
+                        &format!(
+                            "it contains the number {shown} ({at}), which JSON cannot represent{NON_FINITE_HOW}"
+                        ),
+                    ))
+                }
+            }
+        },
+    )
+}
+
+/// Serializes the script's result. `undefined` becomes `null`; functions, symbols, BigInt, NaN,
+/// the infinities and cycles are `RESULT_NOT_SERIALIZABLE`, and so are a `Map` and a `Set` (which `JSON.stringify`
 /// would silently turn into `{}`): the message says how to convert them.
 pub fn result_json<'js>(ctx: &Ctx<'js>, value: Value<'js>) -> Result<String, WireError> {
     if value.is_undefined() {
@@ -59,6 +105,8 @@ pub fn result_json<'js>(ctx: &Ctx<'js>, value: Value<'js>) -> Result<String, Wir
                 Some(("a symbol".to_string(), String::new()))
             } else if v.is_big_int() {
                 Some(("a BigInt".to_string(), String::new()))
+            } else if let Some(shown) = non_finite(&v) {
+                Some((format!("the number {shown}"), NON_FINITE_HOW.to_string()))
             } else {
                 collection
             };

@@ -7,7 +7,7 @@
 //! code defines also reaches the host: `store`, `load`, `keys` and `remove` are answered, any
 //! other is a `NameError` (that is where `eval` and `exec` end up: there are none).
 
-use crate::protocol::{UnavailableServer, STATE_OPERATIONS, STATE_SERVER};
+use crate::protocol::{UnavailableServer, WireError, STATE_OPERATIONS, STATE_SERVER};
 use monty_types::{
     ExcType, MontyClassInstance, MontyClassType, MontyException, MontyObject, MontyUuid,
     NameLookupResult,
@@ -19,8 +19,12 @@ use std::collections::{BTreeMap, BTreeSet};
 pub enum Route {
     /// A tool of a server (or a session-state operation, `$state`).
     Call { server: String, tool: String },
-    /// Refused in the script with this exception (an unknown tool, a server that is down).
+    /// Refused in the script with this exception (`mcp.x()`, which is no tool).
     Raise(MontyException),
+    /// Refused with a coded error (an unknown tool, a server that is down): raised as the
+    /// exception of a failed call, so that uncaught it ends the script with its code, as in
+    /// JavaScript.
+    Fail(WireError),
     /// No such function: a `NameError`.
     NotFound(String),
 }
@@ -122,10 +126,12 @@ impl Host {
 
     fn tool_route(&self, server: &str, tool: &str) -> Route {
         if let Some(reason) = self.unavailable.get(server) {
-            return Route::Raise(exception(
-                ExcType::RuntimeError,
-                format!("SERVER_UNAVAILABLE: MCP server '{server}' is unavailable: {reason}"),
-            ));
+            let mut err = WireError::new(
+                "SERVER_UNAVAILABLE",
+                format!("MCP server '{server}' is unavailable: {reason}"),
+            );
+            err.tool = Some(format!("{server}:{tool}"));
+            return Route::Fail(err);
         }
         if self.tools.get(server).is_some_and(|t| t.contains(tool)) {
             return Route::Call {
@@ -133,13 +139,16 @@ impl Host {
                 tool: tool.to_string(),
             };
         }
-        Route::Raise(exception(
-            ExcType::AttributeError,
+        let mut err = WireError::new(
+            "TOOL_NOT_FOUND",
             format!(
-                "TOOL_NOT_FOUND: unknown tool '{server}:{tool}'; {}",
+                "unknown tool '{server}:{tool}'; {}",
                 self.hint(server, tool)
             ),
-        ))
+        );
+        err.tool = Some(format!("{server}:{tool}"));
+        err.alternatives = Some(crate::engine::suggest::closest(&self.tools, server, tool));
+        Route::Fail(err)
     }
 
     fn hint(&self, server: &str, tool: &str) -> String {
@@ -166,16 +175,23 @@ impl Host {
         }
     }
 
-    /// An attribute read the interpreter could not answer itself.
-    pub fn lookup(&self, name: &str, object: Option<MontyUuid>) -> NameLookupResult {
-        match object {
-            Some(id) if id == self.mcp => NameLookupResult::Error(exception(
-                ExcType::AttributeError,
-                format!(
-                    "TOOL_NOT_FOUND: no MCP server '{name}'; the servers are {}",
-                    self.server_list()
-                ),
-            )),
+    /// An attribute read the interpreter could not answer itself; `Err` is a coded failure
+    /// (an unknown server or tool), raised as a failed call's exception.
+    pub fn lookup(
+        &self,
+        name: &str,
+        object: Option<MontyUuid>,
+    ) -> Result<NameLookupResult, WireError> {
+        Ok(match object {
+            Some(id) if id == self.mcp => {
+                return Err(WireError::new(
+                    "TOOL_NOT_FOUND",
+                    format!(
+                        "no MCP server '{name}'; the servers are {}",
+                        self.server_list()
+                    ),
+                ))
+            }
             Some(id) => match self.server_of(id) {
                 Some(server) => match self.tool_route(server, name) {
                     Route::Call { .. } => NameLookupResult::Value(MontyObject::Function {
@@ -183,6 +199,7 @@ impl Host {
                         docstring: None,
                     }),
                     Route::Raise(e) => NameLookupResult::Error(e),
+                    Route::Fail(err) => return Err(err),
                     Route::NotFound(_) => NameLookupResult::Undefined,
                 },
                 None => NameLookupResult::Undefined,
@@ -194,7 +211,7 @@ impl Host {
                 })
             }
             None => NameLookupResult::Undefined,
-        }
+        })
     }
 }
 
@@ -224,6 +241,7 @@ pub fn exception_type(code: &str) -> ExcType {
         "TOOL_TIMEOUT" => ExcType::TimeoutError,
         "INVALID_ARGUMENTS" => ExcType::ValueError,
         "TOOL_NOT_FOUND" => ExcType::AttributeError,
+        "STATE_VALUE_INVALID" => ExcType::TypeError,
         _ => ExcType::RuntimeError,
     }
 }
@@ -259,14 +277,15 @@ mod tests {
         assert!(
             matches!(h.route("echo", Some(id)), Route::Call { server, tool } if server == "fixture" && tool == "echo")
         );
-        let Route::Raise(e) = h.route("ecko", Some(id)) else {
+        let Route::Fail(e) = h.route("ecko", Some(id)) else {
             panic!("expected a refusal")
         };
-        assert_eq!(e.exc_type(), ExcType::AttributeError);
+        assert_eq!(exception_type(&e.code), ExcType::AttributeError);
         assert_eq!(
-            e.message(),
-            Some("TOOL_NOT_FOUND: unknown tool 'fixture:ecko'; did you mean fixture:echo?")
+            format!("{}: {}", e.code, e.message),
+            "TOOL_NOT_FOUND: unknown tool 'fixture:ecko'; did you mean fixture:echo?"
         );
+        assert_eq!(e.tool.as_deref(), Some("fixture:ecko"));
     }
 
     #[test]
@@ -279,12 +298,12 @@ mod tests {
             matches!(h.route("store", None), Route::Call { server, tool } if server == STATE_SERVER && tool == "store")
         );
         assert!(matches!(h.route("eval", None), Route::NotFound(n) if n == "eval"));
-        let Route::Raise(e) = h.route("echo", Some(server_id(&h, "down"))) else {
+        let Route::Fail(e) = h.route("echo", Some(server_id(&h, "down"))) else {
             panic!("expected a refusal")
         };
         assert_eq!(
-            e.message(),
-            Some("SERVER_UNAVAILABLE: MCP server 'down' is unavailable: it exited")
+            format!("{}: {}", e.code, e.message),
+            "SERVER_UNAVAILABLE: MCP server 'down' is unavailable: it exited"
         );
     }
 
@@ -292,15 +311,15 @@ mod tests {
     fn getattr_of_a_tool_name_gives_a_callable_named_server_dot_tool() {
         let h = host();
         match h.lookup("read-file", Some(server_id(&h, "fs"))) {
-            NameLookupResult::Value(MontyObject::Function { name, .. }) => {
+            Ok(NameLookupResult::Value(MontyObject::Function { name, .. })) => {
                 assert_eq!(name, "fs.read-file")
             }
             other => panic!("unexpected {other:?}"),
         }
         match h.lookup("nope", Some(h.mcp)) {
-            NameLookupResult::Error(e) => assert_eq!(
-                e.message(),
-                Some("TOOL_NOT_FOUND: no MCP server 'nope'; the servers are down, fixture, fs")
+            Err(e) => assert_eq!(
+                format!("{}: {}", e.code, e.message),
+                "TOOL_NOT_FOUND: no MCP server 'nope'; the servers are down, fixture, fs"
             ),
             other => panic!("unexpected {other:?}"),
         }

@@ -8,6 +8,7 @@
 
 pub mod alloc;
 mod host;
+pub mod nesting;
 mod os_calls;
 mod outcome;
 mod printer;
@@ -47,13 +48,18 @@ struct Script<'c> {
     channel: &'c mut Channel,
     host: Host,
     /// `rpc_call` id → (monty's call id, what its answer becomes).
-    waiting: HashMap<u64, (u32, Shape)>,
+    waiting: HashMap<u64, (u32, Shape, String)>,
     /// Answers that came before the script waited on them, by monty's call id.
     ready: HashMap<u32, ExtFunctionResult>,
     next_id: u64,
     calls: u64,
     max_calls: u64,
     raised: Raised,
+    /// The limits monty enforces (see [`outcome::Limits`]).
+    limits: outcome::Limits,
+    /// The execution's memory limit, which the runner checks itself on what it holds for the
+    /// script (answers not yet awaited).
+    memory_bytes: u64,
     printer: printer::Lines,
     budget: CpuBudget,
     cpu_ms: u64,
@@ -96,6 +102,8 @@ pub fn execute(mut channel: Channel, req: ExecuteRequest) -> Result<(), EngineEr
         calls: 0,
         max_calls: limits.max_calls,
         raised: Raised::default(),
+        limits: outcome::Limits::new(limits.cpu_ms, limits.memory_bytes),
+        memory_bytes: limits.memory_bytes,
         printer: printer::Lines::default(),
         budget: CpuBudget::start(Duration::from_millis(limits.cpu_ms)),
         cpu_ms: limits.cpu_ms,
@@ -128,6 +136,19 @@ impl Script<'_> {
         if let Some(at) = req.code.find('\0') {
             return Err(outcome::nul_in_source(&req.code, at));
         }
+        if let Err(at) = nesting::deepest_over(req.code.as_bytes(), nesting::MAX_NESTING) {
+            return Err(WireError::new(
+                "LIMIT_EXCEEDED",
+                format!(
+                    "line {}: the script nests expressions more than {} levels deep (each open \
+                     bracket, and each operator of one chain such as 1+1+… or a.b.c…, is a \
+                     level; monty accepts 200): build the value in steps, with a loop or \
+                     intermediate variables",
+                    nesting::line_of(&req.code, at),
+                    nesting::MAX_NESTING
+                ),
+            ));
+        }
         let mut names = vec!["mcp".to_string()];
         let mut inputs = vec![self.host.mcp_object()];
         for (name, value) in &req.context {
@@ -147,8 +168,11 @@ impl Script<'_> {
         let limits = ResourceLimits {
             // Time spent running Python, not waiting on tools (monty stops its clock while
             // suspended); the runner's own CPU-time budget is checked at every suspension.
-            max_duration: Some(Duration::from_millis(req.limits.cpu_ms)),
-            max_memory: usize::try_from(req.limits.memory_bytes).ok(),
+            max_duration: Some(self.limits.duration),
+            max_memory: self.limits.memory,
+            // monty's guard on recursion also bounds how deep a value it converts may be: one
+            // more than the deepest value that may cross (the module's own frame counts).
+            max_recursion_depth: values::MAX_DEPTH + 1,
             ..ResourceLimits::default()
         };
         let started = {
@@ -186,7 +210,10 @@ impl Script<'_> {
                     pending.resume(results, PrintWriter::Callback(&mut out))
                 }
                 RunProgress::NameLookup(lookup) => {
-                    let answer = self.host.lookup(&lookup.name, lookup.object_id());
+                    let answer = match self.host.lookup(&lookup.name, lookup.object_id()) {
+                        Ok(answer) => answer,
+                        Err(err) => monty_types::NameLookupResult::Error(self.raised.note(err)),
+                    };
                     let mut out = Printer::new(&mut *self.channel, &mut self.printer);
                     lookup.resume(answer, PrintWriter::Callback(&mut out))
                 }
@@ -208,7 +235,7 @@ impl Script<'_> {
         if self.budget.tripped() {
             return outcome::cpu_limit(self.cpu_ms);
         }
-        outcome::runtime_error(&e, &self.raised, self.cpu_ms)
+        outcome::runtime_error(&e, &self.raised, &self.limits, self.cpu_ms)
     }
 
     /// A call the interpreter suspended on: sent to the host (the script gets a pending future),
@@ -224,11 +251,12 @@ impl Script<'_> {
         let (server, tool) = match self.host.route(name, object) {
             Route::Call { server, tool } => (server, tool),
             Route::Raise(e) => return e.into(),
+            Route::Fail(err) => return self.raised.note(err).into(),
             Route::NotFound(name) => return ExtFunctionResult::NotFound(name),
         };
         let (args_json, shape) = match call_arguments(&server, &tool, args, kwargs) {
             Ok(a) => a,
-            Err(message) => return self.raise("INVALID_ARGUMENTS", &message, &server, &tool),
+            Err((code, message)) => return self.raise(code, &message, &server, &tool),
         };
         if self.calls >= self.max_calls {
             let message = format!(
@@ -242,7 +270,8 @@ impl Script<'_> {
         self.next_id += 1;
         match self.channel.send_rpc_call(id, &server, &tool, &args_json) {
             Ok(()) => {
-                self.waiting.insert(id, (call_id, shape));
+                self.waiting
+                    .insert(id, (call_id, shape, format!("{server}:{tool}")));
                 ExtFunctionResult::Future(call_id)
             }
             Err(FrameError::TooDeep { depth, max }) => {
@@ -306,12 +335,17 @@ impl Script<'_> {
             }
             let settled = match raw::decode_rpc_result(&frame) {
                 Ok(r) => match self.waiting.remove(&r.id) {
-                    Some((call_id, shape)) => Ok((call_id, self.settle(r, shape))),
+                    Some((call_id, shape, tool)) => Ok((call_id, self.settle(r, shape, tool))),
                     None => Err(format!("rpc_result for unknown id {}", r.id)),
                 },
                 Err(e) => Err(format!("bad frame from host: {e}")),
             };
             self.channel.restore(frame);
+            // Answers held for the script count against its memory limit, checked by the
+            // runner itself: monty sees them only once they are handed over.
+            if alloc::live() as u64 > self.memory_bytes {
+                return Err(outcome::memory_limit());
+            }
             match settled {
                 Ok((call_id, answer)) if pending.contains(&call_id) => {
                     return Ok(vec![(call_id, answer)])
@@ -328,17 +362,27 @@ impl Script<'_> {
         }
     }
 
-    fn settle(&mut self, r: raw::RpcResultRef<'_>, shape: Shape) -> ExtFunctionResult {
+    fn settle(
+        &mut self,
+        r: raw::RpcResultRef<'_>,
+        shape: Shape,
+        tool: String,
+    ) -> ExtFunctionResult {
         if !r.success {
             let err = r
                 .error
                 .unwrap_or_else(|| WireError::new("TOOL_ERROR", "the tool call failed"));
             return self.raised.note(err).into();
         }
-        let value: serde_json::Value = r
-            .result
-            .and_then(|raw| serde_json::from_str(raw.get()).ok())
-            .unwrap_or(serde_json::Value::Null);
+        let value = match r.result.map(|raw| values::parse_answer(raw.get())) {
+            None => serde_json::Value::Null,
+            Some(Ok(value)) => value,
+            Some(Err(why)) => {
+                let mut err = WireError::new("LIMIT_EXCEEDED", format!("{tool}: {why}"));
+                err.tool = Some(tool);
+                return self.raised.note(err).into();
+            }
+        };
         match shape {
             Shape::Value => values::from_json(&value).into(),
             Shape::Nothing => MontyObject::None.into(),
@@ -365,24 +409,32 @@ fn lost() -> WireError {
 }
 
 /// A call's arguments as the JSON object sent to the host: keyword arguments, or one dict.
+/// `Err((code, message))`: `INVALID_ARGUMENTS`, or `STATE_VALUE_INVALID` for a value `store`
+/// cannot keep.
 fn call_arguments(
     server: &str,
     tool: &str,
     args: &[MontyObject],
     kwargs: &[(MontyObject, MontyObject)],
-) -> Result<(String, Shape), String> {
+) -> Result<(String, Shape), (&'static str, String)> {
     let what = format!("the arguments of {server}:{tool}");
     if server == STATE_SERVER {
-        return state_arguments(tool, args, kwargs, &what);
+        return state_arguments(tool, args, kwargs);
     }
+    let invalid = |r: values::Refusal| (r.code("INVALID_ARGUMENTS"), r.message());
     let object = match (args, kwargs) {
-        ([], kw) => values::to_json(&MontyObject::Dict(kw.to_vec().into()), &what)?,
-        ([dict @ MontyObject::Dict(_)], []) => values::to_json(dict, &what)?,
+        ([], kw) => {
+            values::to_json(&MontyObject::Dict(kw.to_vec().into()), &what).map_err(invalid)?
+        }
+        ([dict @ MontyObject::Dict(_)], []) => values::to_json(dict, &what).map_err(invalid)?,
         ([MontyObject::None], []) => serde_json::json!({}),
         _ => {
-            return Err(format!(
+            return Err((
+                "INVALID_ARGUMENTS",
+                format!(
                 "{what} must be keyword arguments, like mcp.{server}.{tool}(name=value), or one \
                  dict, like mcp.{server}.{tool}({{\"name\": value}})"
+            ),
             ))
         }
     };
@@ -394,8 +446,7 @@ fn state_arguments(
     op: &str,
     args: &[MontyObject],
     kwargs: &[(MontyObject, MontyObject)],
-    what: &str,
-) -> Result<(String, Shape), String> {
+) -> Result<(String, Shape), (&'static str, String)> {
     let arg = |i: usize, name: &str| -> Option<&MontyObject> {
         args.get(i).or_else(|| {
             kwargs
@@ -406,16 +457,24 @@ fn state_arguments(
     };
     let key = || match arg(0, "key") {
         Some(MontyObject::String(k)) => Ok(k.clone()),
-        _ => Err(format!(
-            "{op}() takes the key as a str first: {op}(\"name\"…)"
+        _ => Err((
+            "INVALID_ARGUMENTS",
+            format!("{op}() takes the key as a str first: {op}(\"name\"…)"),
         )),
     };
     let body = match op {
         "store" => {
             let value = arg(1, "value").ok_or_else(|| {
-                "store() takes a key and a value: store(\"name\", value)".to_string()
+                (
+                    "INVALID_ARGUMENTS",
+                    "store() takes a key and a value: store(\"name\", value)".to_string(),
+                )
             })?;
-            serde_json::json!({"key": key()?, "value": values::to_json(value, what)?})
+            let key = key()?;
+            let what = format!("the value stored under {key:?}");
+            let value = values::to_json(value, &what)
+                .map_err(|r| (r.code("STATE_VALUE_INVALID"), r.message()))?;
+            serde_json::json!({"key": key, "value": value})
         }
         "load" | "remove" => serde_json::json!({"key": key()?}),
         _ => serde_json::json!({}),

@@ -1,15 +1,43 @@
 //! Values crossing between Python and JSON: tool results and context values into the script,
 //! tool arguments and the script's result out of it. Python's `json` module is the model: a dict
 //! with int, float, bool or None keys gets string keys as `json.dumps` gives them; what JSON has no
-//! form for (sets, bytes, dates, objects) is refused with a message saying how to convert it.
+//! form for (sets, bytes, dates, objects, NaN and the infinities) is refused with a message saying
+//! how to convert it. Objects keep their keys in order both ways.
 
 use monty_types::{DictPairs, MontyObject};
 use serde_json::{Map, Number, Value};
 
-/// Deepest value converted either way (the host bounds tool results and arguments lower).
-pub const MAX_DEPTH: usize = 128;
+/// Deepest value converted either way: the protocol's bound on every value that crosses the
+/// socket (results, tool arguments and answers, state), so one depth holds at every boundary.
+pub const MAX_DEPTH: usize = crate::protocol::MAX_VALUE_DEPTH;
 
-/// A JSON value as a Python object.
+/// Why a value cannot leave the script as JSON.
+#[derive(Debug, PartialEq)]
+pub enum Refusal {
+    /// Nested deeper than [`MAX_DEPTH`]: `LIMIT_EXCEEDED`.
+    TooDeep(String),
+    /// No JSON form (a set, NaN, …): the boundary's own code.
+    NoJson(String),
+}
+
+impl Refusal {
+    /// The code: `LIMIT_EXCEEDED` for depth, else `otherwise`.
+    pub fn code(&self, otherwise: &'static str) -> &'static str {
+        match self {
+            Refusal::TooDeep(_) => "LIMIT_EXCEEDED",
+            Refusal::NoJson(_) => otherwise,
+        }
+    }
+
+    pub fn message(self) -> String {
+        match self {
+            Refusal::TooDeep(m) | Refusal::NoJson(m) => m,
+        }
+    }
+}
+
+/// A JSON value as a Python object (the value is at most [`MAX_DEPTH`] deep: every value the
+/// runner reads was bounded first; deeper parts would become None).
 pub fn from_json(value: &Value) -> MontyObject {
     from_json_at(value, 0)
 }
@@ -40,19 +68,51 @@ fn from_json_at(value: &Value, depth: usize) -> MontyObject {
     }
 }
 
-/// A Python object as JSON, or why it has no JSON form (`what` names the value in the message:
-/// "the result", "the arguments of fixture:echo").
-pub fn to_json(value: &MontyObject, what: &str) -> Result<Value, String> {
-    to_json_at(value, what, 0)
-}
-
-fn to_json_at(value: &MontyObject, what: &str, depth: usize) -> Result<Value, String> {
+/// JSON text the host sent (a tool's answer, a loaded value) as a value: its depth is checked
+/// without recursion first, then it is parsed without serde_json's own limit of 128 levels (which
+/// made a deeper answer `None`). `Err` names the depth.
+pub fn parse_answer(text: &str) -> Result<Value, String> {
+    let depth = crate::protocol::json_depth(text.as_bytes());
     if depth > MAX_DEPTH {
         return Err(format!(
-            "{what} is nested more than {MAX_DEPTH} levels deep; return flatter data"
+            "the answer is nested {depth} levels deep; values may nest at most {MAX_DEPTH} levels"
         ));
     }
-    let seq = |items: &[MontyObject]| -> Result<Value, String> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    de.disable_recursion_limit();
+    serde::Deserialize::deserialize(&mut de).map_err(|e| format!("the answer is not JSON: {e}"))
+}
+
+/// A Python object as JSON, or why it has no JSON form (`what` names the value in the message:
+/// "the result", "the arguments of fixture:echo").
+pub fn to_json(value: &MontyObject, what: &str) -> Result<Value, Refusal> {
+    to_json_at(value, what, 1)
+}
+
+/// `depth`: the nesting level `value` would have in JSON (1 for the top-level list or dict).
+fn to_json_at(value: &MontyObject, what: &str, depth: usize) -> Result<Value, Refusal> {
+    let nests = matches!(
+        value,
+        MontyObject::List(_)
+            | MontyObject::Tuple(_)
+            | MontyObject::NamedTuple { .. }
+            | MontyObject::Dict(_)
+    );
+    if nests && depth > MAX_DEPTH {
+        return Err(Refusal::TooDeep(format!(
+            "{what} is nested more than {MAX_DEPTH} levels deep (at level {depth}); values may nest at most {MAX_DEPTH} levels: return flatter data"
+        )));
+    }
+    let no_json = |m: String| Refusal::NoJson(m);
+    let too_deep = || {
+        Refusal::TooDeep(format!(
+            "{what} is nested more than {MAX_DEPTH} levels deep (at level {depth}); values may nest at most {MAX_DEPTH} levels: return flatter data"
+        ))
+    };
+    if deeply_nested(value) {
+        return Err(too_deep());
+    }
+    let seq = |items: &[MontyObject]| -> Result<Value, Refusal> {
         items
             .iter()
             .map(|v| to_json_at(v, what, depth + 1))
@@ -67,26 +127,39 @@ fn to_json_at(value: &MontyObject, what: &str, depth: usize) -> Result<Value, St
             (Ok(i), _) => Value::from(i),
             (_, Ok(u)) => Value::from(u),
             _ => {
-                return Err(format!(
+                return Err(no_json(format!(
                     "{what} holds an int too large for JSON ({} digits); convert it with str()",
                     b.to_string().len()
-                ))
+                )))
             }
         },
-        // JSON has no NaN or infinity: like JavaScript's JSON.stringify, they become null.
-        MontyObject::Float(f) => Number::from_f64(*f).map_or(Value::Null, Value::Number),
+        // JSON has no NaN or infinity (json.dumps writes them as text no JSON parser reads).
+        MontyObject::Float(f) => match Number::from_f64(*f) {
+            Some(n) => Value::Number(n),
+            None => return Err(no_json(non_finite(*f, what))),
+        },
         MontyObject::String(s) => Value::String(s.clone()),
         MontyObject::List(items) | MontyObject::Tuple(items) => seq(items)?,
         MontyObject::NamedTuple { values, .. } => seq(values)?,
         MontyObject::Dict(pairs) => {
             let mut map = Map::new();
             for (k, v) in pairs {
-                map.insert(key_text(k, what)?, to_json_at(v, what, depth + 1)?);
+                if deeply_nested(k) {
+                    return Err(too_deep());
+                }
+                let v = to_json_at(v, what, depth + 1)?;
+                map.insert(key_text(k, what).map_err(no_json)?, v);
             }
             Value::Object(map)
         }
-        other => return Err(unconvertible(other, what)),
+        other => return Err(no_json(unconvertible(other, what))),
     })
+}
+
+/// What monty hands out for a part of a value deeper than its recursion guard lets it convert
+/// (the runner sets the guard just past [`MAX_DEPTH`], so this is a value too deep to cross).
+fn deeply_nested(value: &MontyObject) -> bool {
+    matches!(value, MontyObject::Repr(s) if s == "<deeply nested>")
 }
 
 /// A dict key as `json.dumps` writes it.
@@ -106,6 +179,20 @@ fn key_text(key: &MontyObject, what: &str) -> Result<String, String> {
             ))
         }
     })
+}
+
+/// NaN or an infinity, refused with how to convert it (one rule in both languages).
+pub fn non_finite(f: f64, what: &str) -> String {
+    let shown = if f.is_nan() {
+        "nan"
+    } else if f > 0.0 {
+        "inf"
+    } else {
+        "-inf"
+    };
+    format!(
+        "{what} holds the float {shown}, which JSON cannot hold; convert it first: None where there is no number (None if math.isnan(x) else x), or str(x) to keep it as text"
+    )
 }
 
 fn unconvertible(value: &MontyObject, what: &str) -> String {
@@ -179,8 +266,17 @@ mod tests {
             (MontyObject::None, MontyObject::Float(f64::NAN)),
         ]));
         assert_eq!(
+            to_json(&d, "the result").unwrap_err(),
+            Refusal::NoJson(non_finite(f64::NAN, "the result"))
+        );
+        let d = MontyObject::Dict(DictPairs::from(vec![
+            (MontyObject::Int(1), MontyObject::Int(2)),
+            (MontyObject::Bool(true), MontyObject::None),
+            (MontyObject::None, MontyObject::Float(1.5)),
+        ]));
+        assert_eq!(
             to_json(&d, "the result").unwrap(),
-            json!({"1": 2, "true": null, "null": null})
+            json!({"1": 2, "true": null, "null": 1.5})
         );
     }
 
@@ -189,7 +285,7 @@ mod tests {
         let set = MontyObject::Set(vec![MontyObject::Int(1)]);
         assert_eq!(
             to_json(&set, "the result").unwrap_err(),
-            "the result holds a value of type set that JSON cannot hold; convert it first: sorted(s) or list(s)"
+            Refusal::NoJson("the result holds a value of type set that JSON cannot hold; convert it first: sorted(s) or list(s)".into())
         );
         let tuple_key = MontyObject::Dict(DictPairs::from(vec![(
             MontyObject::Tuple(vec![]),
@@ -197,17 +293,56 @@ mod tests {
         )]));
         assert!(to_json(&tuple_key, "the result")
             .unwrap_err()
+            .message()
             .contains("dict key of type tuple"));
     }
 
+    /// Runs `f` on a thread with room for 1,000 levels of recursion in a debug build.
+    fn on_big_stack(f: impl FnOnce() + Send + 'static) {
+        std::thread::Builder::new()
+            .stack_size(64 << 20)
+            .spawn(f)
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+
     #[test]
+    fn nesting_is_bounded_at_the_protocol_s_depth() {
+        on_big_stack(nesting_is_bounded);
+    }
+
     fn nesting_is_bounded() {
         let mut v = MontyObject::None;
-        for _ in 0..(MAX_DEPTH + 2) {
+        for _ in 0..MAX_DEPTH {
             v = MontyObject::List(vec![v]);
         }
-        assert!(to_json(&v, "the result")
+        let json = to_json(&v, "the result").unwrap();
+        assert_eq!(
+            crate::protocol::json_depth(json.to_string().as_bytes()),
+            MAX_DEPTH
+        );
+        assert_eq!(to_json(&from_json(&json), "the result").unwrap(), json);
+        let deeper = MontyObject::List(vec![v]);
+        let err = to_json(&deeper, "the result").unwrap_err();
+        assert_eq!(err.code("RESULT_NOT_SERIALIZABLE"), "LIMIT_EXCEEDED");
+        assert!(err
+            .message()
+            .contains("nested more than 1000 levels deep (at level 1001)"));
+    }
+
+    #[test]
+    fn answers_deeper_than_serde_s_default_are_read() {
+        on_big_stack(deep_answers);
+    }
+
+    fn deep_answers() {
+        let text = format!("{}1{}", "[".repeat(500), "]".repeat(500));
+        let v = parse_answer(&text).unwrap();
+        assert_eq!(crate::protocol::json_depth(v.to_string().as_bytes()), 500);
+        let text = format!("{}1{}", "[".repeat(1001), "]".repeat(1001));
+        assert!(parse_answer(&text)
             .unwrap_err()
-            .contains("nested more than 128 levels"));
+            .contains("nested 1001 levels deep"));
     }
 }

@@ -345,9 +345,10 @@ impl Run {
             let _ = frame(&result, &mut buf);
         }
         if let Err(e) = &result {
-            if let Some(tool) = &e.tool {
-                self.answered.insert((e.code, tool.clone()));
-            }
+            // A refusal that names no tool (a state operation's: a seal that does not open, a
+            // quota) was still this call's answer: the script may re-raise it with its code.
+            let tool = e.tool.as_ref().unwrap_or(&call.tool);
+            self.answered.insert((e.code, tool.clone()));
         }
         tx.send(buf);
         // What the server answered reached the script (a host-side refusal carries nothing).

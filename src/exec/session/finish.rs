@@ -20,8 +20,10 @@ impl Run {
                 "a failed execution_complete without an error".into(),
             ));
         };
+        // A host-only code passes on only as the host's own answer to a call (a state
+        // operation's `SANDBOX_UNAVAILABLE`, re-raised uncaught); provenance checks which.
         let code = ErrorCode::parse(&w.code)
-            .filter(|c| c.runner_may_report())
+            .filter(|c| c.runner_may_report() || self.answered.iter().any(|(a, _)| a == c))
             .ok_or_else(|| protocol(format!("the runner reported error code '{}'", w.code)))?;
         if let Err(why) = provenance::check(
             code,

@@ -10,6 +10,12 @@
 //! caller reads the slot to report `LIMIT_EXCEEDED` with the size and the limit. The next call
 //! restarts the server, as after a crash.
 //!
+//! The same holds for a line nested deeper than rmcp's JSON parser reads (serde_json's default
+//! limit: [`MAX_LINE_DEPTH`] levels, so a tool's `structuredContent` of at most 125): rmcp drops
+//! it and the call used to end `TOOL_TIMEOUT`. The guard tracks each line's bracket depth as it
+//! passes (strings skipped, no parse), records the depth of a deeper line in the slot, and fails
+//! the next read the same way: the call ends at once with `LIMIT_EXCEEDED` naming the depth.
+//!
 //! The limit is rmcp's line limit, not an execution's `max_tool_result_bytes`: the connection is
 //! shared by every execution (in `serve`, by every client), so one execution's smaller limit
 //! must not cut a server off for the others. Answers under the line limit are read and then
@@ -25,6 +31,8 @@ use tokio::io::{AsyncRead, ReadBuf};
 
 /// The longest line rmcp reads from a stdio server.
 pub const MAX_LINE_BYTES: u64 = rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH as u64;
+/// The deepest line rmcp parses: serde_json refuses a 128th level.
+pub const MAX_LINE_DEPTH: u32 = 127;
 /// How long an oversized line is measured before it is reported as "more than" what was seen.
 pub const MEASURE_FOR: Duration = Duration::from_secs(1);
 /// The most bytes of an oversized line that are counted.
@@ -53,16 +61,66 @@ impl OversizeSeen {
 
 /// Shared between the guard (writer) and the connection (reader).
 #[derive(Debug, Default)]
-pub struct Oversize(Mutex<Option<OversizeSeen>>);
+pub struct Oversize {
+    seen: Mutex<Option<OversizeSeen>>,
+    /// The depth of the first line nested deeper than [`MAX_LINE_DEPTH`].
+    deep: Mutex<Option<u32>>,
+}
 
 impl Oversize {
     pub fn get(&self) -> Option<OversizeSeen> {
-        self.0.lock().ok().and_then(|s| *s)
+        self.seen.lock().ok().and_then(|s| *s)
     }
 
     fn set(&self, seen: OversizeSeen) {
-        if let Ok(mut s) = self.0.lock() {
+        if let Ok(mut s) = self.seen.lock() {
             s.get_or_insert(seen);
+        }
+    }
+
+    /// The depth of the too-deep line that ended the connection, if one did.
+    pub fn deep(&self) -> Option<u32> {
+        self.deep.lock().ok().and_then(|d| *d)
+    }
+
+    fn set_deep(&self, depth: u32) {
+        if let Ok(mut d) = self.deep.lock() {
+            d.get_or_insert(depth);
+        }
+    }
+}
+
+/// The bracket depth of the line being read, carried from one read to the next.
+#[derive(Debug, Default)]
+struct Depth {
+    now: u32,
+    deepest: u32,
+    in_string: bool,
+    escaped: bool,
+}
+
+impl Depth {
+    fn feed(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            if self.in_string {
+                if self.escaped {
+                    self.escaped = false;
+                } else if b == b'\\' {
+                    self.escaped = true;
+                } else if b == b'"' {
+                    self.in_string = false;
+                }
+                continue;
+            }
+            match b {
+                b'"' => self.in_string = true,
+                b'[' | b'{' => {
+                    self.now = self.now.saturating_add(1);
+                    self.deepest = self.deepest.max(self.now);
+                }
+                b']' | b'}' => self.now = self.now.saturating_sub(1),
+                _ => {}
+            }
         }
     }
 }
@@ -76,6 +134,7 @@ pub struct LineGuard<R> {
     measuring: Option<Pin<Box<tokio::time::Sleep>>>,
     slot: Arc<Oversize>,
     failed: bool,
+    depth: Depth,
 }
 
 impl<R> LineGuard<R> {
@@ -87,7 +146,22 @@ impl<R> LineGuard<R> {
             measuring: None,
             slot,
             failed: false,
+            depth: Depth::default(),
         }
+    }
+
+    fn failure(&self) -> io::Error {
+        let text = match self.slot.deep() {
+            Some(depth) => format!(
+                "the server sent a message nested {depth} levels deep, over the {MAX_LINE_DEPTH}-level limit"
+            ),
+            None => format!(
+                "the server sent a line of {}, over the {}-byte limit",
+                self.slot.get().map(|s| s.size()).unwrap_or_default(),
+                self.limit
+            ),
+        };
+        io::Error::new(io::ErrorKind::InvalidData, text)
     }
 
     fn fail(&mut self, complete: bool) -> io::Error {
@@ -117,14 +191,7 @@ impl<R: AsyncRead + Unpin> AsyncRead for LineGuard<R> {
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         if this.failed {
-            let size = this.slot.get().map(|s| s.size()).unwrap_or_default();
-            return Poll::Ready(Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!(
-                    "the server sent a line of {size}, over the {}-byte limit",
-                    this.limit
-                ),
-            )));
+            return Poll::Ready(Err(this.failure()));
         }
         if let Some(timer) = this.measuring.as_mut() {
             if timer.as_mut().poll(cx).is_ready() {
@@ -158,8 +225,18 @@ impl<R: AsyncRead + Unpin> AsyncRead for LineGuard<R> {
                 let _ = this.fail(ends);
                 return Poll::Ready(Ok(()));
             }
+            if this.measuring.is_none() {
+                this.depth.feed(chunk);
+            }
             if ends {
+                if this.depth.deepest > MAX_LINE_DEPTH {
+                    // Delivered (rmcp drops it); the next read fails, naming the depth.
+                    this.slot.set_deep(this.depth.deepest);
+                    this.failed = true;
+                    return Poll::Ready(Ok(()));
+                }
                 this.line = 0;
+                this.depth = Depth::default();
             }
         }
         Poll::Ready(Ok(()))
@@ -189,6 +266,27 @@ mod tests {
                 limit: 50
             })
         );
+    }
+
+    #[tokio::test]
+    async fn a_line_deeper_than_rmcp_reads_fails_with_its_depth() {
+        let ok = format!("{}1{}\n", "[".repeat(127), "]".repeat(127));
+        let deep = format!(
+            "{{\"s\":\"[[[\",\"v\":{}1{}}}\n",
+            "[".repeat(201),
+            "]".repeat(201)
+        );
+        let data = format!("{ok}{deep}{ok}");
+        let slot = Arc::new(Oversize::default());
+        let mut g = LineGuard::new(data.as_bytes(), 1 << 20, slot.clone());
+        let mut out = Vec::new();
+        let err = g.read_to_end(&mut out).await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the server sent a message nested 202 levels deep, over the 127-level limit"
+        );
+        assert_eq!(slot.deep(), Some(202));
+        assert_eq!(slot.get(), None);
     }
 
     #[tokio::test]

@@ -555,6 +555,17 @@ impl ToolProvider for McpServer {
                 Err(e) => {
                     let died = is_transport_error(&e) || conn.peer.is_transport_closed();
                     if died {
+                        if let Some(depth) = conn.oversize.as_ref().and_then(|o| o.deep()) {
+                            return Err(ExecError::new(
+                                ErrorCode::LimitExceeded,
+                                format!(
+                                    "MCP server '{server}' sent a message nested {depth} levels deep, over the {}-level limit of its MCP client (a tool's structuredContent may nest at most {} levels); the call failed (every call in flight to '{server}' did), and the server will be restarted for the next call. Ask the tool for flatter data",
+                                    super::line_guard::MAX_LINE_DEPTH,
+                                    super::line_guard::MAX_LINE_DEPTH - 2
+                                ),
+                            )
+                            .with_tool(&qualified));
+                        }
                         if let Some(seen) = conn.oversize.as_ref().and_then(|o| o.get()) {
                             return Err(ExecError::new(
                                 ErrorCode::LimitExceeded,
