@@ -11,6 +11,7 @@ mod abandoned_results;
 mod approval_cli;
 mod arg_size_limit;
 mod args_in_flight;
+mod audit_chain;
 mod audit_content;
 mod audit_log;
 mod blame_messages;

@@ -84,7 +84,7 @@ fn now_ms() -> f64 {
     crate::trace::now_ms()
 }
 
-fn time_text(ms: f64) -> String {
+pub(super) fn time_text(ms: f64) -> String {
     let t = UNIX_EPOCH + Duration::from_millis(ms.max(0.0) as u64);
     humantime::format_rfc3339_seconds(t).to_string()
 }
@@ -213,7 +213,10 @@ pub fn token(args: TokenArgs) -> Result<i32, UsageError> {
 }
 
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct AuditArgs {
+    #[command(subcommand)]
+    pub command: Option<super::audit_chain::AuditCommand>,
     /// Only records from this long ago (30m, 24h, 7d) or since this time (RFC 3339).
     #[arg(long, value_name = "WHEN")]
     pub since: Option<String>,
@@ -239,7 +242,7 @@ pub struct AuditArgs {
     pub store: TeamStoreArgs,
 }
 
-fn since_ms(text: &str) -> Result<f64, UsageError> {
+pub(super) fn since_ms(text: &str) -> Result<f64, UsageError> {
     if let Ok(d) = humantime::parse_duration(text) {
         return Ok(now_ms() - d.as_secs_f64() * 1000.0);
     }
@@ -255,6 +258,9 @@ fn since_ms(text: &str) -> Result<f64, UsageError> {
 }
 
 pub fn audit(args: AuditArgs) -> Result<i32, UsageError> {
+    if let Some(command) = args.command {
+        return super::audit_chain::run(command);
+    }
     if let Some(code) = &args.error {
         if crate::error::ErrorCode::parse(code).is_none() {
             return Err(UsageError(format!(
@@ -265,6 +271,7 @@ pub fn audit(args: AuditArgs) -> Result<i32, UsageError> {
     }
     let filter = AuditFilter {
         since_ms: args.since.as_deref().map(since_ms).transpose()?,
+        until_ms: None,
         principal: args.principal.clone(),
         tenant: args.tenant.clone(),
         tool: args.tool.clone(),
