@@ -6,7 +6,7 @@
 #[path = "../../tests/pg_support/mod.rs"]
 pub(crate) mod pg_support;
 
-use super::Store;
+use super::{Backend, Store};
 
 /// The number `sql` (a `SELECT COUNT(*)…`, the same text on both backends) answers.
 pub(crate) fn count(s: &Store, sql: &str) -> i64 {
@@ -287,4 +287,87 @@ fn concurrent_audit_appends_keep_one_record_each(s: &Store) {
         count(s, "SELECT COUNT(*) FROM audit_calls"),
         (WRITERS * ROUNDS / 2) as i64
     );
+}
+
+/// Not a test: the measurement behind "one chain per gateway" (docs/gateway.md). Two gateways
+/// (two pools) with four writers each record 2,000 executions (write-ahead + completion), once
+/// with a chain per gateway and once with both appending to one chain; prints the rates and
+/// per-execution percentiles. Run with `cargo nextest run --cargo-profile inner --lib
+/// --run-ignored only -E 'test(/measure_chain_per_gateway/)' --no-capture`.
+#[test]
+#[ignore]
+fn measure_chain_per_gateway_against_one_chain() {
+    use super::audit::AuditRecord;
+    let server = pg_support::PgServer::start();
+    let rec = |i: usize| AuditRecord {
+        id: 0,
+        execution_id: Some(format!("{i}")),
+        ts: i as f64,
+        principal: "p".into(),
+        tenant: "default".into(),
+        client: None,
+        front: "test".into(),
+        code: Some("return await mcp.fixture.echo({message: 'x'})".into()),
+        code_sha256: "00".into(),
+        code_bytes: Some(40),
+        outcome: super::audit::RUNNING.into(),
+        duration_ms: 0.0,
+        calls: Vec::new(),
+        labels: Vec::new(),
+        detail: None,
+        write_key: Some(crate::store::write_key::new_key()),
+    };
+    for shared in [false, true, false, true] {
+        let url = server.database();
+        let stores: Vec<Store> = (0..2)
+            .map(|g| {
+                let s = Store::open(std::path::Path::new(&url)).unwrap();
+                let Backend::Postgres(pg) = &s.backend else {
+                    unreachable!()
+                };
+                let name = if shared {
+                    "one".to_string()
+                } else {
+                    format!("g{g}")
+                };
+                Store {
+                    backend: Backend::Postgres(pg.clone().with_chain(&name)),
+                    ..s.clone()
+                }
+            })
+            .collect();
+        let t = std::time::Instant::now();
+        let per: Vec<Vec<f64>> = std::thread::scope(|scope| {
+            let hs: Vec<_> = stores
+                .iter()
+                .flat_map(|s| (0..4).map(move |_| s))
+                .map(|s| {
+                    scope.spawn(move || {
+                        let mut us = Vec::new();
+                        for i in 0..250 {
+                            let t = std::time::Instant::now();
+                            let mut r = rec(i);
+                            let id = s.begin_audit(&r).unwrap();
+                            r.outcome = "OK".into();
+                            s.complete_audit(id, &r).unwrap();
+                            us.push(t.elapsed().as_secs_f64() * 1e6);
+                        }
+                        us
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let took = t.elapsed();
+        let mut all: Vec<f64> = per.into_iter().flatten().collect();
+        all.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        let intact = stores[0].verify_audit(None).unwrap().unwrap();
+        eprintln!(
+            "shared={shared}: 2 gateways x 4 threads x 250 executions (write-ahead + completion) in {took:?} = {:.0}/s; per execution p50 {:.0} us p99 {:.0} us; chains {}",
+            2000.0 / took.as_secs_f64(),
+            all[all.len() / 2],
+            all[all.len() * 99 / 100],
+            intact.chains
+        );
+    }
 }

@@ -186,6 +186,13 @@ impl Pg {
         self.read(async |c| schema::version(c).await)
     }
 
+    /// This handle appending to chain `name` (measurement only).
+    #[cfg(test)]
+    pub(crate) fn with_chain(mut self, name: &str) -> Pg {
+        self.chain = Arc::from(name);
+        self
+    }
+
     /// Runs `sql` (for tests that edit the store by hand).
     #[cfg(test)]
     pub(crate) fn exec(&self, sql: &str) {
