@@ -134,7 +134,7 @@ impl std::fmt::Display for Finding {
 pub struct Intact {
     /// Records in the chains.
     pub records: u64,
-    /// The first and last record (by position) and their times.
+    /// The earliest and latest record (by admission time) and their times.
     pub first: Option<(i64, f64)>,
     pub last: Option<(i64, f64)>,
     pub chains: usize,
@@ -232,10 +232,13 @@ pub fn walk(
                         ended.insert(l.audit_id);
                     }
                 }
-                if out.first.is_none() {
+                // The span by time (chains of several gateways interleave).
+                if out.first.is_none_or(|(_, ts)| row.ts < ts) {
                     out.first = Some((l.audit_id, row.ts));
                 }
-                out.last = Some((l.audit_id, row.ts));
+                if out.last.is_none_or(|(_, ts)| row.ts >= ts) {
+                    out.last = Some((l.audit_id, row.ts));
+                }
                 last_id = Some(l.audit_id);
                 prev = h;
                 seq += 1;
