@@ -304,6 +304,7 @@ impl Sandbox {
         // Write-ahead: the record (who, when, the code or its hash) is committed before the
         // first tool call leaves the host (see `ArgsSink::before_call`), and completed here.
         let mut header = auditor.header(&req.request.caller, &req.code, ts);
+        header.execution_id = Some(req.request.execution_id.clone());
         if req.code.len() as u64 > req.request.limits.source_bytes {
             // It will be refused: kept by size and hash only, never larger than its limit.
             header.code = None;

@@ -290,6 +290,16 @@ async fn every_answer_received_before_a_sigkill_is_in_the_log() {
         missing.is_empty(),
         "answered but not in the audit log: {missing:?}"
     );
+    // The chain holds through the SIGKILL: the records written ahead of executions the kill
+    // cut short are left running, in the chain (issue 62).
+    let (status, out, err) = cli(&[
+        "audit".as_ref(),
+        "verify".as_ref(),
+        "--state".as_ref(),
+        h.state.as_os_str(),
+    ]);
+    assert_eq!(status, 0, "{out}{err}");
+    assert!(out.starts_with("intact: "), "{out}");
 }
 
 #[test]

@@ -13,6 +13,7 @@ mod admission_before_state;
 mod approval_cli;
 mod arg_size_limit;
 mod args_in_flight;
+mod audit_chain;
 mod audit_content;
 mod audit_log;
 mod blame_messages;

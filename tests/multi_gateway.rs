@@ -93,6 +93,12 @@ async fn two_gateways_share_the_graph_the_tokens_and_the_audit_log() {
     let mut ids: Vec<i64> = records.iter().map(|r| r.id).collect();
     ids.dedup();
     assert_eq!(ids.len() as i64, total);
+    // Each gateway appended to a chain of its own, at once; both hold (issue 62).
+    let intact = store
+        .verify_audit(None)
+        .unwrap()
+        .unwrap_or_else(|f| panic!("the audit chains hold: {f}"));
+    assert_eq!((intact.records as i64, intact.chains), (total, 2));
     for h in [&a, &b] {
         assert!(!h.stderr().contains("STORE_UNSUPPORTED"), "{}", h.stderr());
     }

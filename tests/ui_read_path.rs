@@ -20,6 +20,7 @@ use tower::ServiceExt;
 fn record(tool: &str) -> AuditRecord {
     AuditRecord {
         id: 0,
+        execution_id: None,
         ts: 1.0,
         principal: "local".into(),
         tenant: "default".into(),

@@ -9,11 +9,16 @@
 //! - `audited_pooled_exec_ms` and `audited_mcp_call_exec_ms`: `return 1+1` on a pooled runner,
 //!   and a pooled execution making one call to the stdio fixture's `echo`, with the audit off
 //!   and on (write-ahead record + completed record) in the same run; `added_ms` is the p50
-//!   difference.
+//!   difference. The audit chain (issue 62) is on in both `on` runs: `added_ms` is the audit
+//!   write's added time per execution with the chain.
+//! - `audit_chain_links_us`: the chain's own work for one execution, computing the head and end
+//!   links (canonical JSON + SHA-256) of a one-call record; `audit_append_one_call_us`:
+//!   appending a one-call record whole, its links included.
 
 use super::{percentiles, pooled, release_bin, round, wait_full};
 use mcp_sandbox::config::Config;
 use mcp_sandbox::exec::audit::{AuditOptions, Auditor};
+use mcp_sandbox::store::audit_chain::{extend, Part, Stored, GENESIS};
 use mcp_sandbox::store::Store;
 use mcp_sandbox::tools::catalog::start_mcp_servers;
 use mcp_sandbox::trace::{TraceEvent, TraceKind};
@@ -105,6 +110,42 @@ pub async fn bench(runner: &RunnerCommand) -> Value {
         ahead.push(t.elapsed().as_secs_f64() * 1e6);
     }
 
+    // The chain: one execution's two links, and a whole one-call record appended.
+    let (mut links, mut append) = (Vec::new(), Vec::new());
+    for _ in 0..500 {
+        let header = auditor.header(&caller, "return await mcp.fixture.echo({})", 0.0);
+        let record = auditor.record_of(header, &outcome_of(1), &auditor.sink());
+        let detail = serde_json::to_string(&record.detail).ok();
+        let stored = Stored {
+            id: 1,
+            execution_id: Some("5f0c1f7e-6d0a-4c53-9f3e-0d7f8f1f2a3b"),
+            ts: record.ts,
+            principal: &record.principal,
+            tenant: &record.tenant,
+            client: record.client.as_deref(),
+            front: &record.front,
+            code: record.code.as_deref(),
+            code_sha256: &record.code_sha256,
+            code_bytes: Some(40),
+            outcome: &record.outcome,
+            duration_ms: record.duration_ms,
+            labels: None,
+            detail: detail.as_deref(),
+            calls: &record.calls,
+        };
+        let t = Instant::now();
+        let done = extend(
+            "local",
+            (0, GENESIS.to_string()),
+            &[(Part::Head, stored), (Part::End, stored)],
+        );
+        links.push(t.elapsed().as_secs_f64() * 1e6);
+        std::hint::black_box(done);
+        let t = Instant::now();
+        store.append_audit(&record).expect("append");
+        append.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+
     // Pooled executions with the audit off and on, in the same run.
     let fixture = release_bin("fixture-mcp-server");
     let config = Config::parse(
@@ -145,6 +186,8 @@ pub async fn bench(runner: &RunnerCommand) -> Value {
         "audit_record_100k_calls_ms": percentiles(build),
         "audit_commit_100k_calls_ms": percentiles(commit),
         "audit_write_ahead_us": percentiles(ahead),
+        "audit_chain_links_us": percentiles(links),
+        "audit_append_one_call_us": percentiles(append),
         "audited_pooled_exec_ms": {
             "off": exec_off.clone(),
             "on": exec_on.clone(),

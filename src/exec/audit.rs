@@ -12,6 +12,7 @@ use crate::store::audit::{
     AuditCall, AuditDetail, AuditRecord, DetailLog, MAX_DETAIL_LOGS, MAX_DETAIL_LOG_BYTES,
     MAX_DETAIL_TRACES, RUNNING,
 };
+use crate::store::audit_key::AuditKey;
 use crate::store::{Store, StoreError};
 use crate::trace::{TraceEvent, TraceKind};
 use std::collections::HashMap;
@@ -59,17 +60,29 @@ pub struct Auditor {
     breaker: std::sync::Arc<AuditBreaker>,
     /// Records the store could not take, retried (`required: false`; see [`AuditQueue`]).
     queue: AuditQueue,
+    /// The operator's audit key: signs the checkpoints retention leaves (`--audit-key-file`).
+    key: Option<std::sync::Arc<AuditKey>>,
 }
 
 impl Auditor {
     /// Applies the retention rule once (deleting old records) and returns the auditor. With
     /// `--audit-code hash`, a last execution remembered before (its code) is deleted too.
     pub fn new(store: Store, options: AuditOptions) -> Result<Self, StoreError> {
+        Auditor::with_key(store, options, None)
+    }
+
+    /// [`Auditor::new`] with the operator's audit key, which signs retention's checkpoints.
+    pub fn with_key(
+        store: Store,
+        options: AuditOptions,
+        key: Option<AuditKey>,
+    ) -> Result<Self, StoreError> {
         let a = Auditor {
             breaker: AuditBreaker::new(store.clone()),
             queue: AuditQueue::default(),
             store,
             options,
+            key: key.map(std::sync::Arc::new),
         };
         a.prune()?;
         if options.code == AuditCode::Hash {
@@ -145,10 +158,10 @@ impl Auditor {
         let mut n = 0;
         if let Some(days) = self.options.retain_days {
             let before = crate::trace::now_ms() - f64::from(days) * 86_400_000.0;
-            n += self.store.prune_audit(before)?;
+            n += self.store.prune_audit(before, self.key.as_deref())?;
         }
         if let Some(keep) = self.options.retain_records {
-            n += self.store.prune_audit_to(keep)?;
+            n += self.store.prune_audit_to(keep, self.key.as_deref())?;
         }
         Ok(n)
     }
@@ -165,9 +178,11 @@ impl Auditor {
     /// The record of an execution as it starts: who, when, the code (or only its hash with
     /// `--audit-code hash`) and its size; outcome [`RUNNING`], no calls. Every string a client
     /// chose is bounded ([`bounded`]).
+    /// The execution's id is set by the caller (`execution_id`).
     pub fn header(&self, caller: &Caller, code: &str, ts: f64) -> AuditRecord {
         AuditRecord {
             id: 0,
+            execution_id: None,
             ts,
             principal: bounded(&caller.principal, self.options.code),
             tenant: bounded(&caller.tenant, self.options.code),

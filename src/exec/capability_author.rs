@@ -50,6 +50,7 @@ impl AuthorPolicies {
 pub fn write_record(keep: AuditCode, caller: &Caller, code: &str) -> AuditRecord {
     AuditRecord {
         id: 0,
+        execution_id: None,
         ts: now_ms(),
         // Every string a client chose is bounded, as in an execution's record.
         principal: crate::exec::audit::bounded(&caller.principal, keep),

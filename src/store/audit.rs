@@ -2,6 +2,7 @@
 //! row per tool or capability call in it. Written only by the host, in one transaction per
 //! execution, before the execution's outcome is handed back; scripts have no way to reach it.
 
+use super::audit_chain::{self, Part, Stored};
 use super::audit_content::{storable, write_storable};
 use super::{Store, StoreError};
 use rusqlite::{params, OptionalExtension};
@@ -13,6 +14,10 @@ pub struct AuditRecord {
     /// Assigned by the store.
     #[serde(default)]
     pub id: i64,
+    /// The execution's id (`RequestContext::execution_id`: the one its traces, spans and
+    /// logs carry); none for records not of an execution (a capability saved, labels cleared).
+    #[serde(default)]
+    pub execution_id: Option<String>,
     /// Milliseconds since the Unix epoch, when the execution was admitted.
     pub ts: f64,
     pub principal: String,
@@ -103,6 +108,8 @@ pub struct AuditCall {
 pub struct AuditFilter {
     /// Records at or after this time (ms since the epoch).
     pub since_ms: Option<f64>,
+    /// Records before this time (ms since the epoch).
+    pub until_ms: Option<f64>,
     pub principal: Option<String>,
     pub tenant: Option<String>,
     /// Records with at least one call of this `server:tool`.
@@ -116,11 +123,54 @@ pub struct AuditFilter {
 /// The outcome of a write-ahead record whose execution has not ended.
 pub const RUNNING: &str = "RUNNING";
 
+/// The columns of a record computed from it once per write: what is bound and what the
+/// chain hashes are the same text.
+pub(super) struct Columns {
+    pub labels: Option<String>,
+    pub detail: Option<String>,
+    pub code_bytes: Option<i64>,
+}
+
+impl Columns {
+    pub(super) fn of(r: &AuditRecord) -> Columns {
+        Columns {
+            labels: labels_column(&r.labels),
+            detail: detail_column(r.detail.as_ref()),
+            code_bytes: r.code_bytes.map(|n| i64::try_from(n).unwrap_or(i64::MAX)),
+        }
+    }
+
+    /// Record `r`, stored as row `id`, as the chain covers it.
+    pub(super) fn stored<'a>(&'a self, id: i64, r: &'a AuditRecord) -> Stored<'a> {
+        Stored {
+            id,
+            execution_id: r.execution_id.as_deref(),
+            ts: r.ts,
+            principal: &r.principal,
+            tenant: &r.tenant,
+            client: r.client.as_deref(),
+            front: &r.front,
+            code: r.code.as_deref(),
+            code_sha256: &r.code_sha256,
+            code_bytes: self.code_bytes,
+            outcome: &r.outcome,
+            duration_ms: r.duration_ms,
+            labels: self.labels.as_deref(),
+            detail: self.detail.as_deref(),
+            calls: &r.calls,
+        }
+    }
+}
+
 /// Inserts a record's head; `None` when a record with its write key is there already.
-fn insert_head(tx: &rusqlite::Transaction<'_>, r: &AuditRecord) -> Result<Option<i64>, StoreError> {
+fn insert_head(
+    tx: &rusqlite::Transaction<'_>,
+    r: &AuditRecord,
+    c: &Columns,
+) -> Result<Option<i64>, StoreError> {
     let mut stmt = tx.prepare_cached(
-        "INSERT INTO audit (ts, principal, tenant, client, front, code, code_sha256, code_bytes, outcome, duration_ms, labels, detail, write_key)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) ON CONFLICT (write_key) DO NOTHING",
+        "INSERT INTO audit (ts, principal, tenant, client, front, code, code_sha256, code_bytes, outcome, duration_ms, labels, detail, write_key, execution_id)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) ON CONFLICT (write_key) DO NOTHING",
     )?;
     let added = stmt.execute(params![
         r.ts,
@@ -130,19 +180,25 @@ fn insert_head(tx: &rusqlite::Transaction<'_>, r: &AuditRecord) -> Result<Option
         r.front,
         r.code,
         r.code_sha256,
-        r.code_bytes.map(|n| i64::try_from(n).unwrap_or(i64::MAX)),
+        c.code_bytes,
         r.outcome,
         r.duration_ms,
-        labels_column(&r.labels),
-        detail_column(r.detail.as_ref()),
-        r.write_key
+        c.labels,
+        c.detail,
+        r.write_key,
+        r.execution_id
     ])?;
     Ok((added == 1).then(|| tx.last_insert_rowid()))
 }
 
-/// The head of record `r`: inserted, or the one already written with its write key.
-fn head(tx: &rusqlite::Transaction<'_>, r: &AuditRecord) -> Result<(i64, bool), StoreError> {
-    if let Some(id) = insert_head(tx, r)? {
+/// The head of record `r`: inserted (and its head linked into the chain), or the one already
+/// written with its write key.
+fn head(
+    tx: &rusqlite::Transaction<'_>,
+    r: &AuditRecord,
+    c: &Columns,
+) -> Result<(i64, bool), StoreError> {
+    if let Some(id) = insert_head(tx, r, c)? {
         return Ok((id, true));
     }
     let id = tx
@@ -171,7 +227,14 @@ impl Store {
             if let Some(pg) = self.pg() {
                 return pg.begin_audit(r);
             }
-            self.write(|tx| head(tx, r).map(|(id, _)| id))
+            self.write(|tx| {
+                let c = Columns::of(r);
+                let (id, added) = head(tx, r, &c)?;
+                if added {
+                    audit_chain::append(tx, &[(Part::Head, c.stored(id, r))])?;
+                }
+                Ok(id)
+            })
         })
     }
 
@@ -218,11 +281,13 @@ impl Store {
 }
 
 fn complete(tx: &rusqlite::Transaction<'_>, id: i64, r: &AuditRecord) -> Result<(), StoreError> {
-    if update_head(tx, id, r)? == 0 {
+    let c = Columns::of(r);
+    if update_head(tx, id, r, &c)? == 0 {
         // Pruned meanwhile (retention): the record is written whole again.
         return insert(tx, r).map(|_| ());
     }
-    insert_calls(tx, id, r)
+    insert_calls(tx, id, r)?;
+    audit_chain::append(tx, &[(Part::End, c.stored(id, r))])
 }
 
 /// Sets what the end of the execution tells of record `id`; how many rows that changed.
@@ -230,18 +295,13 @@ fn update_head(
     tx: &rusqlite::Transaction<'_>,
     id: i64,
     r: &AuditRecord,
+    c: &Columns,
 ) -> Result<usize, StoreError> {
     Ok(tx
         .prepare_cached(
             "UPDATE audit SET outcome = ?2, duration_ms = ?3, labels = ?4, detail = ?5 WHERE id = ?1",
         )?
-        .execute(params![
-            id,
-            r.outcome,
-            r.duration_ms,
-            labels_column(&r.labels),
-            detail_column(r.detail.as_ref())
-        ])?)
+        .execute(params![id, r.outcome, r.duration_ms, c.labels, c.detail])?)
 }
 
 /// The calls of record `id`; a call already there is left as it is, so a completion retried
@@ -283,6 +343,10 @@ impl Store {
             if let Some(since) = filter.since_ms {
                 args.push(since.into());
                 sql.push_str(&format!(" AND a.ts >= ?{}", args.len()));
+            }
+            if let Some(until) = filter.until_ms {
+                args.push(until.into());
+                sql.push_str(&format!(" AND a.ts < ?{}", args.len()));
             }
             if let Some(p) = &filter.principal {
                 args.push(p.clone().into());
@@ -332,7 +396,7 @@ impl Store {
                     |r| {
                         let mut rec = head_of(r)?;
                         rec.detail = r
-                            .get::<_, Option<String>>(12)?
+                            .get::<_, Option<String>>(13)?
                             .and_then(|t| serde_json::from_str(&t).ok());
                         Ok(rec)
                     },
@@ -357,44 +421,10 @@ impl Store {
             Ok(rows.collect::<Result<Vec<String>, _>>()?)
         })
     }
-
-    /// Keeps the newest `keep` records, deleting older ones; returns how many were deleted.
-    pub fn prune_audit_to(&self, keep: u64) -> Result<usize, StoreError> {
-        if let Some(pg) = self.pg() {
-            return pg.prune_audit_to(keep);
-        }
-        let keep = i64::try_from(keep).unwrap_or(i64::MAX);
-        self.write(|tx| {
-            let cut: Option<i64> = tx
-                .query_row(
-                    "SELECT id FROM audit ORDER BY id DESC LIMIT 1 OFFSET ?1",
-                    params![keep],
-                    |r| r.get(0),
-                )
-                .optional()?;
-            let Some(cut) = cut else { return Ok(0) };
-            tx.execute("DELETE FROM audit_calls WHERE audit_id <= ?1", params![cut])?;
-            Ok(tx.execute("DELETE FROM audit WHERE id <= ?1", params![cut])?)
-        })
-    }
-
-    /// Deletes records older than `before_ms`; returns how many.
-    pub fn prune_audit(&self, before_ms: f64) -> Result<usize, StoreError> {
-        if let Some(pg) = self.pg() {
-            return pg.prune_audit(before_ms);
-        }
-        self.write(|tx| {
-            tx.execute(
-                "DELETE FROM audit_calls WHERE audit_id IN (SELECT id FROM audit WHERE ts < ?1)",
-                params![before_ms],
-            )?;
-            Ok(tx.execute("DELETE FROM audit WHERE ts < ?1", params![before_ms])?)
-        })
-    }
 }
 
 /// The columns [`head_of`] reads, in its order.
-pub(super) const HEAD_COLUMNS: &str = "id, ts, principal, tenant, client, front, code, code_sha256, outcome, duration_ms, code_bytes, labels";
+pub(super) const HEAD_COLUMNS: &str = "id, ts, principal, tenant, client, front, code, code_sha256, outcome, duration_ms, code_bytes, labels, execution_id";
 
 /// A record without its calls and detail, from a row of [`HEAD_COLUMNS`].
 fn head_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<AuditRecord> {
@@ -414,6 +444,7 @@ fn head_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<AuditRecord> {
             .unwrap_or_default(),
         outcome: r.get(8)?,
         duration_ms: r.get(9)?,
+        execution_id: r.get(12)?,
         calls: Vec::new(),
         detail: None,
         write_key: None,
@@ -446,151 +477,24 @@ fn calls_of(conn: &rusqlite::Connection, id: i64) -> Result<Vec<AuditCall>, Stor
 ///
 /// A record whose write key is there already (its first try was committed but its answer lost,
 /// or it is the write-ahead record of the same execution) completes that record instead.
+///
+/// Its links are appended to the chain: head and end for a new record, end for one completed.
 pub(super) fn insert(tx: &rusqlite::Transaction<'_>, r: &AuditRecord) -> Result<i64, StoreError> {
-    let (id, added) = head(tx, r)?;
+    let c = Columns::of(r);
+    let (id, added) = head(tx, r, &c)?;
     if !added {
-        update_head(tx, id, r)?;
+        update_head(tx, id, r, &c)?;
     }
     insert_calls(tx, id, r)?;
+    let stored = c.stored(id, r);
+    if added {
+        audit_chain::append(tx, &[(Part::Head, stored), (Part::End, stored)])?;
+    } else {
+        audit_chain::append(tx, &[(Part::End, stored)])?;
+    }
     Ok(id)
 }
 
 #[cfg(test)]
-pub(super) mod tests {
-    use super::*;
-
-    fn record(ts: f64) -> AuditRecord {
-        AuditRecord {
-            id: 0,
-            ts,
-            principal: "p".into(),
-            tenant: "default".into(),
-            client: None,
-            front: "run".into(),
-            code: None,
-            code_sha256: "00".into(),
-            code_bytes: None,
-            outcome: "OK".into(),
-            duration_ms: 1.0,
-            labels: vec!["private".into()],
-            detail: None,
-            write_key: None,
-            calls: vec![AuditCall {
-                kind: "tool".into(),
-                tool: "s:t".into(),
-                args_sha256: None,
-                args: None,
-                error: None,
-                duration_ms: None,
-                approval: None,
-            }],
-        }
-    }
-
-    pub(crate) fn retention_by_age_and_by_count(s: &Store) {
-        for ts in 1..=10 {
-            s.append_audit(&record(f64::from(ts))).unwrap();
-        }
-        assert_eq!(s.prune_audit(3.0).unwrap(), 2);
-        assert_eq!(s.prune_audit_to(5).unwrap(), 3);
-        assert_eq!(s.prune_audit_to(5).unwrap(), 0);
-        let all = s
-            .query_audit(&AuditFilter {
-                limit: 100,
-                ..Default::default()
-            })
-            .unwrap();
-        let ts: Vec<f64> = all.iter().map(|r| r.ts).collect();
-        assert_eq!(ts, [6.0, 7.0, 8.0, 9.0, 10.0]);
-        assert!(all.iter().all(|r| r.calls.len() == 1));
-        let orphans = crate::store::suites::count(
-            s,
-            "SELECT COUNT(*) FROM audit_calls WHERE audit_id NOT IN (SELECT id FROM audit)",
-        );
-        assert_eq!(orphans, 0);
-    }
-
-    /// The web view's reads: one record with its calls and detail (written with the outcome
-    /// of a write-ahead record, or appended whole), and the tenants the log names.
-    pub(crate) fn the_web_view_reads_a_record_and_its_detail(s: &Store) {
-        let detail = AuditDetail {
-            traces: crate::store::suites::two_call_traces(0),
-            traces_dropped: 3,
-            logs: vec![DetailLog {
-                level: "info".into(),
-                message: "hello".into(),
-            }],
-            logs_dropped: 1,
-            error: Some(crate::trace::TraceError {
-                code: crate::error::ErrorCode::RuntimeError,
-                message: "boom".into(),
-            }),
-        };
-        let mut ahead = record(1.0);
-        ahead.calls.clear();
-        ahead.outcome = RUNNING.into();
-        let id = s.begin_audit(&ahead).unwrap();
-        let mut done = record(1.0);
-        done.outcome = "RUNTIME_ERROR".into();
-        done.detail = Some(detail.clone());
-        s.complete_audit(id, &done).unwrap();
-        let mut other = record(2.0);
-        other.tenant = "acme".into();
-        other.detail = Some(AuditDetail::default());
-        let other_id = s.append_audit(&other).unwrap();
-        s.append_audit(&record(3.0)).unwrap();
-
-        let got = s.audit_record(id).unwrap().expect("the completed record");
-        assert_eq!(got.id, id);
-        assert_eq!(got.outcome, "RUNTIME_ERROR");
-        assert_eq!(got.calls, done.calls);
-        assert_eq!(got.labels, done.labels);
-        assert_eq!(got.detail, Some(detail));
-        let got = s
-            .audit_record(other_id)
-            .unwrap()
-            .expect("the appended record");
-        assert_eq!(
-            (got.tenant.as_str(), got.detail),
-            ("acme", Some(AuditDetail::default()))
-        );
-        // The log's query leaves the detail out (the view reads it for one record only).
-        let listed = s
-            .query_audit(&AuditFilter {
-                limit: 10,
-                ..Default::default()
-            })
-            .unwrap();
-        assert_eq!(listed.len(), 3);
-        assert!(listed.iter().all(|r| r.detail.is_none()));
-        assert_eq!(s.audit_record(id + 1000).unwrap(), None);
-        assert_eq!(s.audit_tenants().unwrap(), ["acme", "default"]);
-    }
-
-    /// A completion retried (its first commit went through, its answer was lost): the record
-    /// and its calls are there once, and the retry succeeds (`required: false` retries it from
-    /// its queue until it does).
-    pub(crate) fn a_retried_completion_writes_its_calls_once(s: &Store) {
-        let mut ahead = record(1.0);
-        ahead.calls.clear();
-        ahead.outcome = RUNNING.into();
-        let id = s.begin_audit(&ahead).unwrap();
-        let mut done = record(1.0);
-        done.calls.push(AuditCall {
-            tool: "s:u".into(),
-            ..done.calls[0].clone()
-        });
-        s.complete_audit(id, &done).unwrap();
-        s.complete_audit(id, &done).unwrap();
-        let got = s.audit_record(id).unwrap().expect("the completed record");
-        assert_eq!((got.outcome.as_str(), got.calls), ("OK", done.calls));
-        assert_eq!(
-            crate::store::suites::count(s, "SELECT COUNT(*) FROM audit"),
-            1
-        );
-        assert_eq!(
-            crate::store::suites::count(s, "SELECT COUNT(*) FROM audit_calls"),
-            2
-        );
-    }
-}
+#[path = "audit_tests.rs"]
+pub(super) mod tests;

@@ -132,6 +132,7 @@ pub fn reduced(r: &AuditRecord, why: &StoreError) -> AuditRecord {
     );
     AuditRecord {
         id: r.id,
+        execution_id: r.execution_id.clone(),
         ts: r.ts,
         principal: ascii(&r.principal),
         tenant: ascii(&r.tenant),
@@ -205,6 +206,7 @@ mod tests {
     fn record() -> AuditRecord {
         AuditRecord {
             id: 0,
+            execution_id: None,
             ts: 1.0,
             principal: "token:a\0b".into(),
             tenant: "t".into(),

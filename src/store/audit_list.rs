@@ -207,6 +207,7 @@ pub(super) mod tests {
     fn record(tenant: &str, tools: &[(&str, bool)]) -> AuditRecord {
         AuditRecord {
             id: 0,
+            execution_id: None,
             ts: 1.0,
             principal: "p".into(),
             tenant: tenant.into(),

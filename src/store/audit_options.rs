@@ -54,6 +54,10 @@ pub struct AuditConfig {
     /// counting and logging each lost record.
     #[serde(default)]
     pub required: Option<bool>,
+    /// The operator's Ed25519 audit key (`mcp-sandbox audit keygen --key-file PATH`): signs
+    /// retention's checkpoints and exports; relative to the config file's directory.
+    #[serde(default)]
+    pub key_file: Option<std::path::PathBuf>,
 }
 
 /// `--audit-code`, `--audit-args`, `--audit-retain-days` of `run` and `serve`.
@@ -72,6 +76,10 @@ pub struct AuditFlags {
     /// Audit log: keep only the newest this many records (default: keep everything).
     #[arg(long, value_name = "N")]
     pub audit_retain_records: Option<u64>,
+    /// Audit log: the operator's Ed25519 key (`audit keygen`), which signs the checkpoint
+    /// retention leaves where the chain starts (default: sandbox.audit.key_file).
+    #[arg(long, value_name = "PATH")]
+    pub audit_key_file: Option<std::path::PathBuf>,
 }
 
 impl AuditFlags {
@@ -81,6 +89,18 @@ impl AuditFlags {
             || self.audit_args.is_some()
             || self.audit_retain_days.is_some()
             || self.audit_retain_records.is_some()
+            || self.audit_key_file.is_some()
+    }
+
+    /// The audit key of `--audit-key-file`, else of the config's `sandbox.audit.key_file`
+    /// (resolved against `base_dir`, the config file's directory), loaded; `None` when neither
+    /// names one.
+    pub fn key(
+        &self,
+        config: Option<&AuditConfig>,
+        base_dir: &std::path::Path,
+    ) -> Result<Option<super::audit_key::AuditKey>, super::audit_key::AuditKeyError> {
+        key_of(self.audit_key_file.as_deref(), config, base_dir)
     }
 
     /// The flags over the config's `sandbox.audit`.
@@ -94,6 +114,20 @@ impl AuditFlags {
             loss_allowed: c.required == Some(false),
         }
     }
+}
+
+/// The audit key of `flag`, else of `config`'s `key_file` (against `base_dir`), loaded.
+pub fn key_of(
+    flag: Option<&std::path::Path>,
+    config: Option<&AuditConfig>,
+    base_dir: &std::path::Path,
+) -> Result<Option<super::audit_key::AuditKey>, super::audit_key::AuditKeyError> {
+    let path = match (flag, config.and_then(|c| c.key_file.as_ref())) {
+        (Some(p), _) => p.to_path_buf(),
+        (None, Some(p)) => base_dir.join(p),
+        (None, None) => return Ok(None),
+    };
+    super::audit_key::AuditKey::load(&path).map(Some)
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -241,4 +241,34 @@ pub(super) const MIGRATIONS: &[&str] = &[
      CREATE INDEX learning_writes_by_time ON learning_writes (at);
      ALTER TABLE audit ADD COLUMN write_key TEXT;
      CREATE UNIQUE INDEX audit_by_write_key ON audit (write_key);",
+    // 21: the audit chain (`store::audit_chain`): each record's execution id; its links (a
+    // head when written ahead, an end when completed), each chain's last link, the signed
+    // checkpoint retention leaves where a chain now starts; and the last record written
+    // before the chain existed (those are not in it).
+    "ALTER TABLE audit ADD COLUMN execution_id TEXT;
+     CREATE TABLE audit_links (
+        chain TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        audit_id INTEGER NOT NULL,
+        part TEXT NOT NULL,
+        hash TEXT NOT NULL,
+        PRIMARY KEY (chain, seq)
+     ) WITHOUT ROWID;
+     CREATE INDEX audit_links_by_record ON audit_links (audit_id);
+     CREATE TABLE audit_chains (
+        chain TEXT PRIMARY KEY,
+        seq INTEGER NOT NULL,
+        hash TEXT NOT NULL,
+        started_at REAL NOT NULL
+     );
+     CREATE TABLE audit_checkpoints (
+        chain TEXT PRIMARY KEY,
+        seq INTEGER NOT NULL,
+        prev TEXT NOT NULL,
+        at REAL NOT NULL,
+        pruned INTEGER NOT NULL,
+        public_key TEXT,
+        signature TEXT
+     );
+     CREATE TABLE audit_unchained AS SELECT COALESCE(MAX(id), 0) AS last_id FROM audit;",
 ];

@@ -14,9 +14,14 @@
 
 pub mod approvals;
 pub mod audit;
+pub mod audit_chain;
+pub mod audit_checkpoint;
 pub mod audit_content;
+pub mod audit_export;
+pub mod audit_key;
 pub mod audit_list;
 pub mod audit_options;
+pub mod audit_verify;
 mod capabilities;
 mod capability_parts;
 mod graph;

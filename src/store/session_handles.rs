@@ -117,6 +117,7 @@ impl Store {
         }
         let record = super::audit::AuditRecord {
             id: 0,
+            execution_id: None,
             ts: crate::trace::now_ms(),
             principal: by.to_string(),
             tenant: scope.tenant.clone(),

@@ -543,6 +543,8 @@ pub(super) mod tests {
                  ALTER TABLE capabilities DROP COLUMN language;
                  DROP TABLE learning_writes; DROP INDEX audit_by_write_key;
                  ALTER TABLE audit DROP COLUMN write_key;
+                 DROP TABLE audit_links; DROP TABLE audit_chains; DROP TABLE audit_checkpoints;
+                 DROP TABLE audit_unchained; ALTER TABLE audit DROP COLUMN execution_id;
                  PRAGMA user_version = 11;
                  INSERT INTO state_sessions (scope, tenant, used_at) VALUES ('1:t1:p1:s', 't', 1);
                  INSERT INTO state_values (scope, key, value, bytes, stored_at, labels)

@@ -6,7 +6,7 @@
 #[path = "../../tests/pg_support/mod.rs"]
 pub(crate) mod pg_support;
 
-use super::Store;
+use super::{Backend, Store};
 
 /// The number `sql` (a `SELECT COUNT(*)…`, the same text on both backends) answers.
 pub(crate) fn count(s: &Store, sql: &str) -> i64 {
@@ -78,6 +78,16 @@ suites! {
     learning_retry_once => crate::store::write_key::tests::a_retried_learning_write_is_applied_once,
     learning_keys_pruned => crate::store::write_key::tests::expired_learning_keys_are_pruned,
     audit_retry_once => crate::store::write_key::tests::a_retried_audit_record_is_written_once,
+    audit_chain_pruned => crate::store::audit::tests::the_chain_holds_through_retention_and_names_a_forged_checkpoint,
+    audit_chain_tampered => crate::store::audit::tests::the_chain_names_the_record_changed_removed_swapped_or_inserted,
+}
+
+/// Runs `sql` (the same text on both backends), for tests that edit the store by hand.
+pub(crate) fn exec(s: &Store, sql: &str) {
+    match s.pg() {
+        Some(pg) => pg.exec(sql),
+        None => s.with(|c| Ok(c.execute_batch(sql)?)).unwrap(),
+    }
 }
 
 /// Writers (threads)…
@@ -216,6 +226,7 @@ fn concurrent_audit_appends_keep_one_record_each(s: &Store) {
                 for i in 0..ROUNDS {
                     let mut r = AuditRecord {
                         id: 0,
+                        execution_id: None,
                         ts: i as f64,
                         principal: format!("w{w}"),
                         tenant: "default".into(),
@@ -264,8 +275,99 @@ fn concurrent_audit_appends_keep_one_record_each(s: &Store) {
     let mut ids: Vec<i64> = all.iter().map(|r| r.id).collect();
     ids.dedup();
     assert_eq!(ids.len(), WRITERS * ROUNDS, "ids are unique");
+    // The chain holds with every writer appending at once: one chain on SQLite, one per
+    // writer (gateway) on PostgreSQL.
+    let intact = s
+        .verify_audit(None)
+        .unwrap()
+        .unwrap_or_else(|f| panic!("the chains hold: {f}"));
+    assert_eq!(intact.records, (WRITERS * ROUNDS) as u64);
+    assert_eq!(intact.chains, if s.pg().is_some() { WRITERS } else { 1 });
     assert_eq!(
         count(s, "SELECT COUNT(*) FROM audit_calls"),
         (WRITERS * ROUNDS / 2) as i64
     );
+}
+
+/// Not a test: the measurement behind "one chain per gateway" (docs/gateway.md). Two gateways
+/// (two pools) with four writers each record 2,000 executions (write-ahead + completion), once
+/// with a chain per gateway and once with both appending to one chain; prints the rates and
+/// per-execution percentiles. Run with `cargo nextest run --cargo-profile inner --lib
+/// --run-ignored only -E 'test(/measure_chain_per_gateway/)' --no-capture`.
+#[test]
+#[ignore]
+fn measure_chain_per_gateway_against_one_chain() {
+    use super::audit::AuditRecord;
+    let server = pg_support::PgServer::start();
+    let rec = |i: usize| AuditRecord {
+        id: 0,
+        execution_id: Some(format!("{i}")),
+        ts: i as f64,
+        principal: "p".into(),
+        tenant: "default".into(),
+        client: None,
+        front: "test".into(),
+        code: Some("return await mcp.fixture.echo({message: 'x'})".into()),
+        code_sha256: "00".into(),
+        code_bytes: Some(40),
+        outcome: super::audit::RUNNING.into(),
+        duration_ms: 0.0,
+        calls: Vec::new(),
+        labels: Vec::new(),
+        detail: None,
+        write_key: Some(crate::store::write_key::new_key()),
+    };
+    for shared in [false, true, false, true] {
+        let url = server.database();
+        let stores: Vec<Store> = (0..2)
+            .map(|g| {
+                let s = Store::open(std::path::Path::new(&url)).unwrap();
+                let Backend::Postgres(pg) = &s.backend else {
+                    unreachable!()
+                };
+                let name = if shared {
+                    "one".to_string()
+                } else {
+                    format!("g{g}")
+                };
+                Store {
+                    backend: Backend::Postgres(pg.clone().with_chain(&name)),
+                    ..s.clone()
+                }
+            })
+            .collect();
+        let t = std::time::Instant::now();
+        let per: Vec<Vec<f64>> = std::thread::scope(|scope| {
+            let hs: Vec<_> = stores
+                .iter()
+                .flat_map(|s| (0..4).map(move |_| s))
+                .map(|s| {
+                    scope.spawn(move || {
+                        let mut us = Vec::new();
+                        for i in 0..250 {
+                            let t = std::time::Instant::now();
+                            let mut r = rec(i);
+                            let id = s.begin_audit(&r).unwrap();
+                            r.outcome = "OK".into();
+                            s.complete_audit(id, &r).unwrap();
+                            us.push(t.elapsed().as_secs_f64() * 1e6);
+                        }
+                        us
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let took = t.elapsed();
+        let mut all: Vec<f64> = per.into_iter().flatten().collect();
+        all.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        let intact = stores[0].verify_audit(None).unwrap().unwrap();
+        eprintln!(
+            "shared={shared}: 2 gateways x 4 threads x 250 executions (write-ahead + completion) in {took:?} = {:.0}/s; per execution p50 {:.0} us p99 {:.0} us; chains {}",
+            2000.0 / took.as_secs_f64(),
+            all[all.len() / 2],
+            all[all.len() * 99 / 100],
+            intact.chains
+        );
+    }
 }

@@ -94,6 +94,7 @@ pub(crate) fn expired_learning_keys_are_pruned(s: &Store) {
 fn record(key: &str, outcome: &str, calls: usize) -> AuditRecord {
     AuditRecord {
         id: 0,
+        execution_id: None,
         ts: 1.0,
         principal: "p".into(),
         tenant: "default".into(),

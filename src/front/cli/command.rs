@@ -1,13 +1,14 @@
 //! The whole command line as clap sees it: one variant per subcommand, each parsed into the
 //! arguments its own file defines.
 
+use super::audit::AuditArgs;
 use super::auth::AuthArgs;
 use super::check::CheckArgs;
 use super::learning::{CapabilityArgs, GraphArgs};
 use super::migrate::MigrateArgs;
 use super::policy::PolicyArgs as PolicyCommandArgs;
 use super::run::RunArgs;
-use super::team::{AuditArgs, TokenArgs};
+use super::team::TokenArgs;
 use super::tools::ToolsArgs;
 use super::ui::UiArgs;
 use clap::{Parser, Subcommand};

@@ -67,7 +67,7 @@ pub fn main() -> ! {
             Command::Capability(args) => crate::front::cli::learning::capability(args),
             Command::Auth(args) => cli::auth::command(args).await,
             Command::Token(args) => cli::team::token(args),
-            Command::Audit(args) => cli::team::audit(args),
+            Command::Audit(args) => cli::audit::audit(args),
             Command::Labels(args) => cli::labels::command(args),
             Command::Policy(args) => cli::policy::command(args).await,
             Command::Ui(args) => cli::ui::command(args).await,

@@ -4,6 +4,7 @@
 //! puts them together for clap. Children import this file; it imports none of them.
 
 pub mod approve_tty;
+pub mod audit;
 pub mod auth;
 pub mod check;
 pub mod command;

@@ -325,7 +325,11 @@ pub async fn command(args: RunArgs) -> Result<i32, UsageError> {
         // `capability save --from-last` saves the code of the CLI's last execution.
         sandbox = sandbox.with_learning(caps.clone()).remember_last_code();
         let options = args.audit.options(config.sandbox.audit.as_ref());
-        match crate::exec::audit::Auditor::new(caps.store.clone(), options) {
+        let key = args
+            .audit
+            .key(config.sandbox.audit.as_ref(), &config.base_dir)
+            .map_err(|e| UsageError(e.to_string()))?;
+        match crate::exec::audit::Auditor::with_key(caps.store.clone(), options, key) {
             Ok(a) => sandbox = sandbox.with_audit(a),
             Err(e) => {
                 return Err(UsageError(format!(

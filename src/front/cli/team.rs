@@ -1,16 +1,14 @@
-//! `mcp-sandbox token …` (API tokens of `serve --http`) and `mcp-sandbox audit` (the audit log).
+//! `mcp-sandbox token …` (API tokens of `serve --http`).
 
 use crate::config::Config;
 use crate::front::cli::learning::StateArgs;
 use crate::front::cli::UsageError;
-use crate::store::audit::{AuditFilter, AuditRecord};
 use crate::store::tokens::{valid_token_name, TokenRecord};
 use crate::store::Store;
-use crate::term::{escape, field, outln};
+use crate::term::{escape, outln};
 use clap::{Args, Subcommand};
-use std::borrow::Cow;
 use std::path::PathBuf;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 
 /// What every API token starts with (so secret scanners and people can recognise one).
 pub const TOKEN_PREFIX: &str = "mcps_";
@@ -108,7 +106,7 @@ fn now_ms() -> f64 {
     crate::trace::now_ms()
 }
 
-fn time_text(ms: f64) -> String {
+pub(super) fn time_text(ms: f64) -> String {
     let t = UNIX_EPOCH + Duration::from_millis(ms.max(0.0) as u64);
     humantime::format_rfc3339_seconds(t).to_string()
 }
@@ -234,110 +232,4 @@ pub fn token(args: TokenArgs) -> Result<i32, UsageError> {
             }
         }
     }
-}
-
-#[derive(Debug, Args)]
-pub struct AuditArgs {
-    /// Only records from this long ago (30m, 24h, 7d) or since this time (RFC 3339).
-    #[arg(long, value_name = "WHEN")]
-    pub since: Option<String>,
-    /// Only this principal (`token:NAME`, `jwt:SUBJECT`, `local`, `anonymous`).
-    #[arg(long, value_name = "NAME")]
-    pub principal: Option<String>,
-    /// Only this tenant.
-    #[arg(long, value_name = "NAME")]
-    pub tenant: Option<String>,
-    /// Only executions that called this tool (`server:tool`).
-    #[arg(long, value_name = "SERVER:TOOL")]
-    pub tool: Option<String>,
-    /// Only executions whose outcome, or one of whose calls, has this error code.
-    #[arg(long, value_name = "CODE")]
-    pub error: Option<String>,
-    /// At most this many records (the newest).
-    #[arg(long, value_name = "N", default_value_t = 100)]
-    pub limit: usize,
-    /// One JSON array of the records.
-    #[arg(long)]
-    pub json: bool,
-    #[command(flatten)]
-    pub store: TeamStoreArgs,
-}
-
-fn since_ms(text: &str) -> Result<f64, UsageError> {
-    if let Ok(d) = humantime::parse_duration(text) {
-        return Ok(now_ms() - d.as_secs_f64() * 1000.0);
-    }
-    let t: SystemTime = humantime::parse_rfc3339_weak(text).map_err(|_| {
-        UsageError(format!(
-            "--since {:?}: use a duration (30m, 24h, 7d) or an RFC 3339 time (2026-11-23T10:00:00Z)",
-            escape(text)
-        ))
-    })?;
-    Ok(t.duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64() * 1000.0)
-        .unwrap_or(0.0))
-}
-
-pub fn audit(args: AuditArgs) -> Result<i32, UsageError> {
-    if let Some(code) = &args.error {
-        if crate::error::ErrorCode::parse(code).is_none() {
-            return Err(UsageError(format!(
-                "--error {:?} is not an error code (e.g. PERMISSION_DENIED, TOOL_ERROR)",
-                escape(code)
-            )));
-        }
-    }
-    let filter = AuditFilter {
-        since_ms: args.since.as_deref().map(since_ms).transpose()?,
-        principal: args.principal.clone(),
-        tenant: args.tenant.clone(),
-        tool: args.tool.clone(),
-        error: args.error.clone(),
-        limit: args.limit.clamp(1, 100_000),
-    };
-    let (store, _) = args.store.open()?;
-    let records = store
-        .query_audit(&filter)
-        .map_err(|e| UsageError(e.to_string()))?;
-    if args.json {
-        outln(&serde_json::to_string_pretty(&records).unwrap_or_default());
-    } else {
-        for r in &records {
-            outln(&escape(&render(r)));
-        }
-    }
-    Ok(0)
-}
-
-/// One line per record. Every field that came from a client or a server (principal, tenant,
-/// client name, tool names, approvers) is a [`field`]: quoted when it holds a separator, so
-/// it cannot shift the columns or forge a neighbouring field.
-fn render(r: &AuditRecord) -> String {
-    let calls: Vec<String> = r
-        .calls
-        .iter()
-        .map(|c| {
-            let call = match &c.error {
-                None => field(&c.tool).into_owned(),
-                Some(e) => format!("{}={}", field(&c.tool), field(e)),
-            };
-            match &c.approval {
-                None => call,
-                Some(a) => format!("{call} ({})", field(a)),
-            }
-        })
-        .collect();
-    format!(
-        "#{} {} {} tenant={} via={} client={} {} {:.1}ms code={} calls=[{}]",
-        r.id,
-        time_text(r.ts),
-        field(&r.principal),
-        field(&r.tenant),
-        field(&r.front),
-        r.client.as_deref().map_or(Cow::Borrowed("-"), field),
-        field(&r.outcome),
-        r.duration_ms,
-        field(r.code_sha256.get(..12).unwrap_or(&r.code_sha256)),
-        calls.join(", ")
-    )
 }

@@ -235,7 +235,11 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
             ..crate::exec::capability::Capabilities::new(store.clone(), runner)
         });
         let options = args.audit.options(config.sandbox.audit.as_ref());
-        let auditor = crate::exec::audit::Auditor::new(store.clone(), options)
+        let key = args
+            .audit
+            .key(config.sandbox.audit.as_ref(), &config.base_dir)
+            .map_err(|e| UsageError(e.to_string()))?;
+        let auditor = crate::exec::audit::Auditor::with_key(store.clone(), options, key)
             .map_err(|e| UsageError(format!("cannot use the audit log in the state store: {e}")))?;
         sandbox = sandbox.with_audit(auditor.clone());
         if auditor.retains() {

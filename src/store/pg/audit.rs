@@ -2,29 +2,29 @@
 //! completion, one transaction each; ids come from an identity column, so gateways appending
 //! at once never share one.
 
-use super::super::audit::{
-    detail_column, labels_column, AuditCall, AuditFilter, AuditRecord, HEAD_COLUMNS,
-};
+use super::super::audit::{AuditCall, AuditFilter, AuditRecord, Columns, HEAD_COLUMNS};
+use super::super::audit_chain::Part;
 use super::super::StoreError;
-use super::{big, pipelined, Params, Pg, Transaction};
+use super::audit_chain::append;
+use super::{pipelined, Params, Pg, Transaction};
 use deadpool_postgres::GenericClient;
 
 /// The write-ahead head of a record (also a whole record's first row); no row when a record
 /// with its write key is there already.
-const INSERT_HEAD: &str = "INSERT INTO audit (ts, principal, tenant, client, front, code, code_sha256, code_bytes, outcome, duration_ms, labels, detail, write_key)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+const INSERT_HEAD: &str = "INSERT INTO audit (ts, principal, tenant, client, front, code, code_sha256, code_bytes, outcome, duration_ms, labels, detail, write_key, execution_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
      ON CONFLICT (write_key) DO NOTHING RETURNING id";
 /// The completion of a write-ahead record.
 const COMPLETE_HEAD: &str =
     "UPDATE audit SET outcome = $2, duration_ms = $3, labels = $4, detail = $5 WHERE id = $1";
 
 /// The head of record `r`, inserted (`true`) or, when a record with its write key is there
-/// already, that one: in a transaction, or alone (one round trip when it is new). The
-/// statements are prepared once per connection.
-async fn head(c: &impl GenericClient, r: &AuditRecord) -> Result<(i64, bool), StoreError> {
-    let code_bytes = r.code_bytes.map(big);
-    let labels = labels_column(&r.labels);
-    let detail = detail_column(r.detail.as_ref());
+/// already, that one. The statements are prepared once per connection.
+async fn head(
+    c: &impl GenericClient,
+    r: &AuditRecord,
+    cols: &Columns,
+) -> Result<(i64, bool), StoreError> {
     let st = c.prepare_cached(INSERT_HEAD).await?;
     let added = c
         .query_opt(
@@ -37,12 +37,13 @@ async fn head(c: &impl GenericClient, r: &AuditRecord) -> Result<(i64, bool), St
                 &r.front,
                 &r.code,
                 &r.code_sha256,
-                &code_bytes,
+                &cols.code_bytes,
                 &r.outcome,
                 &r.duration_ms,
-                &labels,
-                &detail,
+                &cols.labels,
+                &cols.detail,
                 &r.write_key,
+                &r.execution_id,
             ],
         )
         .await?;
@@ -56,12 +57,18 @@ async fn head(c: &impl GenericClient, r: &AuditRecord) -> Result<(i64, bool), St
 }
 
 /// Sets what the end of the execution tells of record `id`; how many rows that changed.
-async fn update_head(tx: &Transaction<'_>, id: i64, r: &AuditRecord) -> Result<u64, StoreError> {
-    let labels = labels_column(&r.labels);
-    let detail = detail_column(r.detail.as_ref());
+async fn update_head(
+    tx: &Transaction<'_>,
+    id: i64,
+    r: &AuditRecord,
+    cols: &Columns,
+) -> Result<u64, StoreError> {
     let st = tx.prepare_cached(COMPLETE_HEAD).await?;
     Ok(tx
-        .execute(&st, &[&id, &r.outcome, &r.duration_ms, &labels, &detail])
+        .execute(
+            &st,
+            &[&id, &r.outcome, &r.duration_ms, &cols.labels, &cols.detail],
+        )
         .await?)
 }
 
@@ -96,36 +103,56 @@ async fn insert_calls(tx: &Transaction<'_>, id: i64, r: &AuditRecord) -> Result<
 /// One audit record and its calls, in an open transaction. A record whose write key is there
 /// already (its first try was committed but its answer lost, or it is the write-ahead record of
 /// the same execution) completes that record instead.
-pub(super) async fn insert(tx: &Transaction<'_>, r: &AuditRecord) -> Result<i64, StoreError> {
-    let (id, added) = head(tx, r).await?;
+///
+/// Its links are appended to this gateway's chain: head and end for a new record, end for one
+/// completed.
+pub(super) async fn insert(
+    tx: &Transaction<'_>,
+    chain: &str,
+    r: &AuditRecord,
+) -> Result<i64, StoreError> {
+    let cols = Columns::of(r);
+    let (id, added) = head(tx, r, &cols).await?;
     if !added {
-        update_head(tx, id, r).await?;
+        update_head(tx, id, r, &cols).await?;
     }
     insert_calls(tx, id, r).await?;
+    let stored = cols.stored(id, r);
+    if added {
+        append(tx, chain, &[(Part::Head, stored), (Part::End, stored)]).await?;
+    } else {
+        append(tx, chain, &[(Part::End, stored)]).await?;
+    }
     Ok(id)
 }
 
 impl Pg {
-    /// One statement when the record is new, so no transaction around it (one round trip
-    /// instead of three).
+    /// The head row and its link, in one transaction.
     pub fn begin_audit(&self, r: &AuditRecord) -> Result<i64, StoreError> {
-        self.bounded(super::OPERATION_TIMEOUT, async |c| {
-            head(&*c, r).await.map(|(id, _)| id)
+        self.write(async |tx| {
+            let cols = Columns::of(r);
+            let (id, added) = head(tx, r, &cols).await?;
+            if added {
+                append(tx, &self.chain, &[(Part::Head, cols.stored(id, r))]).await?;
+            }
+            Ok(id)
         })
     }
 
     pub fn complete_audit(&self, id: i64, r: &AuditRecord) -> Result<(), StoreError> {
         self.write(async |tx| {
-            if update_head(tx, id, r).await? == 0 {
+            let cols = Columns::of(r);
+            if update_head(tx, id, r, &cols).await? == 0 {
                 // Pruned meanwhile (retention): the record is written whole again.
-                return insert(tx, r).await.map(|_| ());
+                return insert(tx, &self.chain, r).await.map(|_| ());
             }
-            insert_calls(tx, id, r).await
+            insert_calls(tx, id, r).await?;
+            append(tx, &self.chain, &[(Part::End, cols.stored(id, r))]).await
         })
     }
 
     pub fn append_audit(&self, r: &AuditRecord) -> Result<i64, StoreError> {
-        self.write(async |tx| insert(tx, r).await)
+        self.write(async |tx| insert(tx, &self.chain, r).await)
     }
 
     pub fn query_audit(&self, filter: &AuditFilter) -> Result<Vec<AuditRecord>, StoreError> {
@@ -135,6 +162,10 @@ impl Pg {
             if let Some(since) = filter.since_ms {
                 args.push(Box::new(since));
                 sql.push_str(&format!(" AND a.ts >= ${}", args.len()));
+            }
+            if let Some(until) = filter.until_ms {
+                args.push(Box::new(until));
+                sql.push_str(&format!(" AND a.ts < ${}", args.len()));
             }
             if let Some(p) = &filter.principal {
                 args.push(Box::new(p.clone()));
@@ -180,7 +211,7 @@ impl Pg {
             };
             let mut rec = head_of(&row);
             rec.detail = row
-                .get::<_, Option<String>>(12)
+                .get::<_, Option<String>>(13)
                 .and_then(|t| serde_json::from_str(&t).ok());
             rec.calls = calls_of(c, id).await?;
             Ok(Some(rec))
@@ -196,32 +227,6 @@ impl Pg {
                     .map(|r| r.get(0))
                     .collect(),
             )
-        })
-    }
-
-    pub fn prune_audit_to(&self, keep: u64) -> Result<usize, StoreError> {
-        let keep = big(keep);
-        self.write_within(super::LONG_OPERATION_TIMEOUT, async |tx| {
-            let cut: Option<i64> = tx
-                .query_opt(
-                    "SELECT id FROM audit ORDER BY id DESC LIMIT 1 OFFSET $1",
-                    &[&keep],
-                )
-                .await?
-                .map(|r| r.get(0));
-            let Some(cut) = cut else { return Ok(0) };
-            // audit_calls go with their record (ON DELETE CASCADE).
-            Ok(tx
-                .execute("DELETE FROM audit WHERE id <= $1", &[&cut])
-                .await? as usize)
-        })
-    }
-
-    pub fn prune_audit(&self, before_ms: f64) -> Result<usize, StoreError> {
-        self.write_within(super::LONG_OPERATION_TIMEOUT, async |tx| {
-            Ok(tx
-                .execute("DELETE FROM audit WHERE ts < $1", &[&before_ms])
-                .await? as usize)
         })
     }
 }
@@ -240,6 +245,7 @@ fn head_of(r: &tokio_postgres::Row) -> AuditRecord {
         outcome: r.get(8),
         duration_ms: r.get(9),
         code_bytes: r.get::<_, Option<i64>>(10).map(|n| n.max(0) as u64),
+        execution_id: r.get(12),
         labels: r
             .get::<_, Option<String>>(11)
             .and_then(|t| serde_json::from_str(&t).ok())

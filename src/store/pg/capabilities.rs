@@ -146,7 +146,7 @@ impl Pg {
             let rec = finish(raw(&row))?;
             if let Some(mut record) = audit.clone() {
                 record.calls = vec![save_call(&rec)];
-                super::audit::insert(tx, &record).await?;
+                super::audit::insert(tx, &self.chain, &record).await?;
             }
             Ok(rec)
         })
@@ -255,7 +255,7 @@ impl Pg {
                 .await? as usize;
             if let (Some(mut record), true) = (audit.clone(), n > 0) {
                 record.calls = vec![remove_call(name_or_id, n)];
-                super::audit::insert(tx, &record).await?;
+                super::audit::insert(tx, &self.chain, &record).await?;
             }
             Ok(n)
         })

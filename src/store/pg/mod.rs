@@ -20,6 +20,7 @@
 
 mod approvals;
 mod audit;
+mod audit_chain;
 mod audit_list;
 mod capabilities;
 mod graph;
@@ -80,6 +81,8 @@ pub struct Pg {
     shown: Arc<str>,
     /// The URL as given (to open [`Pg::reader`]'s pool).
     url: Arc<str>,
+    /// The audit chain this handle appends to (`store::audit_chain`): one per gateway process.
+    chain: Arc<str>,
 }
 
 impl std::fmt::Debug for Pg {
@@ -169,6 +172,7 @@ impl Pg {
             driver: Arc::new(Driver(Some(rt))),
             shown: Arc::from(url::shown(url)),
             url: Arc::from(url),
+            chain: Arc::from(format!("gateway-{}", uuid::Uuid::new_v4())),
         })
     }
 
@@ -180,6 +184,20 @@ impl Pg {
     /// The schema version of the database.
     pub fn schema_version(&self) -> Result<i64, StoreError> {
         self.read(async |c| schema::version(c).await)
+    }
+
+    /// This handle appending to chain `name` (measurement only).
+    #[cfg(test)]
+    pub(crate) fn with_chain(mut self, name: &str) -> Pg {
+        self.chain = Arc::from(name);
+        self
+    }
+
+    /// Runs `sql` (for tests that edit the store by hand).
+    #[cfg(test)]
+    pub(crate) fn exec(&self, sql: &str) {
+        self.read(async |c| Ok(c.batch_execute(sql).await?))
+            .expect("statements run")
     }
 
     /// The first column of the one row `sql` answers, as a number (for tests).

@@ -186,6 +186,34 @@ const MIGRATIONS: &[&str] = &[
      CREATE INDEX learning_writes_by_time ON learning_writes (at);
      ALTER TABLE audit ADD COLUMN write_key TEXT;
      CREATE UNIQUE INDEX audit_by_write_key ON audit (write_key);",
+    // The audit chain (`store::audit_chain`, SQLite's migration 21); one chain per gateway
+    // process here.
+    "ALTER TABLE audit ADD COLUMN execution_id TEXT;
+     CREATE TABLE audit_links (
+        chain TEXT NOT NULL,
+        seq BIGINT NOT NULL,
+        audit_id BIGINT NOT NULL,
+        part TEXT NOT NULL,
+        hash TEXT NOT NULL,
+        PRIMARY KEY (chain, seq)
+     );
+     CREATE INDEX audit_links_by_record ON audit_links (audit_id);
+     CREATE TABLE audit_chains (
+        chain TEXT PRIMARY KEY,
+        seq BIGINT NOT NULL,
+        hash TEXT NOT NULL,
+        started_at DOUBLE PRECISION NOT NULL
+     );
+     CREATE TABLE audit_checkpoints (
+        chain TEXT PRIMARY KEY,
+        seq BIGINT NOT NULL,
+        prev TEXT NOT NULL,
+        at DOUBLE PRECISION NOT NULL,
+        pruned BIGINT NOT NULL,
+        public_key TEXT,
+        signature TEXT
+     );
+     CREATE TABLE audit_unchained AS SELECT COALESCE(MAX(id), 0) AS last_id FROM audit;",
 ];
 
 /// The schema version this build writes.

@@ -454,6 +454,8 @@ mod tests {
                  ALTER TABLE capabilities DROP COLUMN language;
                  DROP TABLE learning_writes; DROP INDEX audit_by_write_key;
                  ALTER TABLE audit DROP COLUMN write_key;
+                 DROP TABLE audit_links; DROP TABLE audit_chains; DROP TABLE audit_checkpoints;
+                 DROP TABLE audit_unchained; ALTER TABLE audit DROP COLUMN execution_id;
                  ALTER TABLE state_values DROP COLUMN value_nonce;
                  ALTER TABLE state_values DROP COLUMN value_sealed;
                  CREATE TABLE IF NOT EXISTS oauth_credentials (
