@@ -10,6 +10,7 @@ mod serve_support;
 mod abandoned_results;
 mod address_space_limit;
 mod admission_before_state;
+mod allowed_hosts;
 mod approval_cli;
 mod arg_size_limit;
 mod args_in_flight;

@@ -60,7 +60,7 @@ pub struct ServeArgs {
     /// A `Host` name (or name:port) the HTTP server answers to besides its own address
     /// (repeatable; e.g. the name of a load balancer or a Kubernetes Service). Requests naming
     /// any other host get 403 (DNS rebinding).
-    #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
+    #[arg(long = "allow-host", value_name = "HOST", requires = "http", value_parser = host_name)]
     pub allow_hosts: Vec<String>,
     /// HTTP: a request's header must arrive within this, and an idle keep-alive connection is
     /// closed after it.
@@ -122,6 +122,19 @@ pub struct ServeArgs {
     pub state: StateArgs,
     #[command(flatten)]
     pub audit: crate::exec::audit::AuditFlags,
+}
+
+/// `--allow-host`: a host name or address, with an optional port, as a `Host` header carries it.
+fn host_name(value: &str) -> Result<String, String> {
+    let authority = axum::http::uri::Authority::try_from(value).map_err(|e| {
+        format!("'{value}' is not a host name (e.g. gateway.example or gateway.example:8787): {e}")
+    })?;
+    if authority.host().is_empty() || authority.as_str().contains('@') {
+        return Err(format!(
+            "'{value}' is not a host name (e.g. gateway.example or gateway.example:8787)"
+        ));
+    }
+    Ok(authority.as_str().to_ascii_lowercase())
 }
 
 impl ServeArgs {

@@ -22,6 +22,9 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::watch;
 
+mod remote_connect;
+use remote_connect::connect_remote;
+
 /// How long a server's process group gets to exit after SIGTERM (and its stdin closing) before
 /// the whole group is killed with SIGKILL.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_millis(1000);
@@ -368,60 +371,6 @@ async fn connect(
             stderr_tail: tail,
             group,
             oversize: Some(oversize),
-            broken: Default::default(),
-            order,
-        },
-        tools,
-    ))
-}
-
-/// Connects to a remote (`url`) server over streamable HTTP, initializes the session and lists
-/// its tools. Errors give the reason (refused, DNS, TLS, HTTP status, timeout), never a header.
-async fn connect_remote(
-    name: &str,
-    config: &ServerConfig,
-    base_dir: &std::path::Path,
-    watcher: ListWatcher,
-) -> Result<(Conn, Vec<ToolInfo>), String> {
-    use super::http_transport::{http_client, transport, transport_config};
-    let client = http_client(config, base_dir)?;
-    let settings = transport_config(name, config)?;
-    let order = watcher.order.clone();
-    use rmcp::service::ClientServiceExt;
-    let lifecycle = super::http_transport::lifecycle();
-    let started = if config.oauth.is_some() {
-        let client = super::oauth::client(name, config, client).await?;
-        let counted = Counted::new(transport(client, settings), order.clone());
-        watcher.serve_with_lifecycle(counted, lifecycle).await
-    } else {
-        let counted = Counted::new(transport(client, settings), order.clone());
-        watcher.serve_with_lifecycle(counted, lifecycle).await
-    };
-    let service = started.map_err(|e| {
-        let reason = super::error_chain(&e);
-        if config.oauth.is_some() && reason.contains("HTTP 401") {
-            super::oauth::needs_login(name, super::oauth::REFUSED)
-        } else {
-            format!("initialize failed: {reason}")
-        }
-    })?;
-    let tools = match super::tool_list::list_tools(service.peer(), name, config).await {
-        Ok(t) => t,
-        Err(e) => {
-            let _ = service.cancel().await;
-            return Err(match e {
-                ListError::Service(e) => format!("tools/list failed: {}", super::error_chain(&e)),
-                ListError::Bound(why) => why,
-            });
-        }
-    };
-    Ok((
-        Conn {
-            peer: service.peer().clone(),
-            service: tokio::sync::Mutex::new(Some(service)),
-            stderr_tail: Arc::new(Mutex::new(StderrExcerpt::default())),
-            group: None,
-            oversize: None,
             broken: Default::default(),
             order,
         },
