@@ -38,6 +38,12 @@ fn sha256_hex(text: &str) -> String {
         .collect()
 }
 
+/// A fair share as large as the queue: these tests send one principal's hundreds of executions
+/// at once.
+fn whole_queue() -> serde_json::Value {
+    json!({"per_principal": 2000, "per_tenant": 2000})
+}
+
 #[test]
 fn run_records_every_execution_and_audit_filters_are_exact() {
     let dir = tempfile::tempdir().unwrap();
@@ -220,7 +226,9 @@ fn tags_in(records: &[Value]) -> std::collections::BTreeSet<usize> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn two_hundred_concurrent_http_executions_have_one_record_each() {
-    let h = start_http_with(json!({"auth": {}}), &[]).await;
+    // One principal's executions at once, past the default fair share (32): this is about the
+    // audit, not the share.
+    let h = start_http_with(json!({"auth": {}, "fair_share": whole_queue()}), &[]).await;
     let token = create_token(&h.state, "load", &[]);
     let mut sessions = Vec::new();
     for _ in 0..4 {
@@ -248,7 +256,7 @@ async fn two_hundred_concurrent_http_executions_have_one_record_each() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn every_answer_received_before_a_sigkill_is_in_the_log() {
-    let mut h = start_http_with(json!({"auth": {}}), &[]).await;
+    let mut h = start_http_with(json!({"auth": {}, "fair_share": whole_queue()}), &[]).await;
     let token = create_token(&h.state, "kill", &[]);
     let sessions = vec![
         open_session_as(&h.addr, &token).await,

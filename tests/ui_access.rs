@@ -229,11 +229,17 @@ async fn without_authentication_only_loopback_hosts_are_answered() {
         .unwrap();
     let mut lines =
         tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(ui.stderr.take().unwrap()));
-    let line = tokio::time::timeout(std::time::Duration::from_secs(20), lines.next_line())
-        .await
-        .expect("ui printed nothing within 20 s")
-        .unwrap()
-        .unwrap();
+    // The line naming the store it reads comes first; then where it serves.
+    let line = loop {
+        let line = tokio::time::timeout(std::time::Duration::from_secs(20), lines.next_line())
+            .await
+            .expect("ui printed nothing within 20 s")
+            .unwrap()
+            .unwrap();
+        if !line.starts_with("mcp-sandbox: store ") {
+            break line;
+        }
+    };
     let addr = line
         .strip_prefix("mcp-sandbox: web view at http://")
         .and_then(|r| r.strip_suffix("/ui"))

@@ -246,9 +246,10 @@ mod tests {
         assert_eq!(b.url.query(), Some("created%5Bgte%5D=5"));
         let (bytes, ct) = b.body.unwrap();
         assert_eq!(ct, "application/x-www-form-urlencoded");
+        // The fields in the order the script wrote them (objects keep their key order).
         assert_eq!(
             String::from_utf8(bytes).unwrap(),
-            "address%5Bline1%5D=1+Main&coupon=&email=a%2Bb%40x.example&expand%5B0%5D=x&items%5B0%5D%5Bprice%5D=p_1&metadata%5Bk%5D=v+w&preferred_locales=en&preferred_locales=fr"
+            "email=a%2Bb%40x.example&metadata%5Bk%5D=v+w&address%5Bline1%5D=1+Main&expand%5B0%5D=x&preferred_locales=en&preferred_locales=fr&items%5B0%5D%5Bprice%5D=p_1&coupon="
         );
     }
 
