@@ -41,6 +41,23 @@ impl Drop for Gateway {
     }
 }
 
+/// The benchmark's config: a fair share as large as its 64 clients of one (anonymous) principal
+/// (the default, 32 per principal, would refuse half of them: that is a test's subject, not a
+/// throughput's). Written once per process.
+fn bench_config() -> &'static Path {
+    static CONFIG: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    CONFIG.get_or_init(|| {
+        let path =
+            std::env::temp_dir().join(format!("mcp-sandbox-bench-{}.json", std::process::id()));
+        std::fs::write(
+            &path,
+            r#"{"mcpServers": {}, "sandbox": {"fair_share": {"per_principal": 4096, "per_tenant": 4096}}}"#,
+        )
+        .expect("write the benchmark's config");
+        path
+    })
+}
+
 fn serve_command(bin: &Path, state: &OsStr) -> Command {
     let mut cmd = Command::new(bin);
     cmd.arg("serve")
@@ -56,7 +73,8 @@ fn serve_command(bin: &Path, state: &OsStr) -> Command {
 fn start_http(bin: &Path) -> (Gateway, std::net::SocketAddr) {
     let state = tempfile::tempdir().expect("tempdir");
     let file = state.path().join("state.db");
-    start_http_on(bin, file.as_os_str(), &[], state)
+    let config = [OsStr::new("--config"), bench_config().as_os_str()];
+    start_http_on(bin, file.as_os_str(), &config, state)
 }
 
 /// Starts `serve --http 127.0.0.1:0 --state STATE ARGS`, keeping `dir` until it stops.

@@ -115,7 +115,10 @@ pub async fn bench() -> Value {
         let config = dir.path().join("mcp.json");
         std::fs::write(
             &config,
-            json!({"mcpServers": {"fixture": {"command": fixture}}}).to_string(),
+            // The clients are one principal: a fair share as large as all of them.
+            json!({"mcpServers": {"fixture": {"command": fixture}},
+                   "sandbox": {"fair_share": {"per_principal": 4096, "per_tenant": 4096}}})
+            .to_string(),
         )
         .expect("config");
         let args = [OsStr::new("--config"), config.as_os_str()];
