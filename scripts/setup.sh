@@ -104,6 +104,7 @@ command -v podman >/dev/null 2>&1 || deploy_missing+=(podman)
 command -v mmdebstrap >/dev/null 2>&1 || deploy_missing+=(mmdebstrap)
 command -v runc >/dev/null 2>&1 || deploy_missing+=(runc)
 command -v systemd-analyze >/dev/null 2>&1 || deploy_missing+=(systemd)
+command -v newuidmap >/dev/null 2>&1 || deploy_missing+=(uidmap)
 if [[ ${#deploy_missing[@]} == 0 ]]; then
     say "podman, mmdebstrap, systemd-analyze present"
 elif command -v apt-get >/dev/null 2>&1 && [[ "$(id -u)" == 0 ]]; then
@@ -113,6 +114,18 @@ elif command -v apt-get >/dev/null 2>&1 && [[ "$(id -u)" == 0 ]]; then
         "${deploy_missing[@]}" runc uidmap >/dev/null
 else
     say "missing ${deploy_missing[*]}: the image test is skipped (apt-get install ${deploy_missing[*]})"
+fi
+
+# --- A subordinate id range for uid 65534, the user tests/isolation_non_root.rs runs the gateway
+# as: a gateway that is not root maps its runners to the last id of its user's range
+# (docs/deploy.md). Added once, as root; a range the machine already gives that uid is kept. ---
+if [[ "$(id -u)" == 0 ]]; then
+    for f in /etc/subuid /etc/subgid; do
+        if ! grep -qE '^(65534|nobody):' "$f" 2>/dev/null; then
+            say "$f: range 300000-365535 for uid 65534 (tests/isolation_non_root.rs)"
+            echo "65534:300000:65536" >>"$f"
+        fi
+    done
 fi
 
 # --- Rust (tests spawn the binaries from target/release) ---

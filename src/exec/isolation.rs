@@ -229,7 +229,7 @@ fn uid_layer(seen: &Observed) -> String {
     }
     if ids.contains(&host) {
         return format!(
-            "unavailable: the runner keeps the host's own uid {host} (start the host as root so the runner drops to an unused uid)"
+            "unavailable: the runner keeps the host's own uid {host} (give the host's user a range in /etc/subuid and /etc/subgid, or start the host as root, so the runner runs as an unused uid)"
         );
     }
     match seen.cap_eff.as_deref() {

@@ -57,7 +57,7 @@ pub fn fix_for(layer: &str, state: &str) -> String {
             "the runner kept capabilities: the namespaces layer drops them; fix that first".into()
         }
         "uid" => {
-            "start the gateway as root so the runner drops to an unused uid (in a container: root inside a user namespace, e.g. podman run --userns=auto, Kubernetes hostUsers: false; under systemd: the shipped unit). docs/deploy.md".into()
+            "give the gateway's user a subordinate range of its own so the runner is mapped to an unused uid (`usermod --add-subuids 200000-265535 --add-subgids 200000-265535 USER`, `apt-get install uidmap`), or start the gateway as root so the runner drops to one (in a container: root inside a user namespace, e.g. podman run --userns=auto, Kubernetes hostUsers: false; under systemd: the shipped unit). docs/deploy.md".into()
         }
         "landlock" => {
             "the kernel needs Landlock (Linux ≥ 5.13 booted with landlock in lsm=); a container's seccomp profile must allow landlock_* (deploy/seccomp.json does)".into()

@@ -10,6 +10,14 @@ use nix::unistd::{getgroups, getresgid, getresuid, setgroups, setresgid, setresu
 
 use super::{LayerResult, LockdownError};
 
+/// Whether any of the real, effective or saved uids is root (then [`apply`] drops to the
+/// configured id; otherwise the namespaces layer maps a subordinate id).
+pub fn started_as_root() -> bool {
+    getresuid()
+        .map(|r| [r.real, r.effective, r.saved].iter().any(|u| u.is_root()))
+        .unwrap_or(false)
+}
+
 /// Drops root to `uid`/`gid`. When not started as root there is nothing to drop to: the layer
 /// is reported unavailable (the runner runs as the host's user).
 pub fn apply(uid: u32, gid: u32) -> LayerResult {

@@ -3,7 +3,9 @@
 //! One file per layer, applied by [`apply`] in this order:
 //!
 //! 1. [`fds`] — close every fd but 0, 1, 2 and the socket.
-//! 2. [`identity`] — when root: no supplementary groups, then gid and uid of an unprivileged id.
+//! 2. [`identity`] — when root: no supplementary groups, then gid and uid of an unprivileged id;
+//!    any other user: [`subordinate_ids`] maps the new user namespace (step 3) to one id of the
+//!    user's `/etc/subuid` range and switches to it.
 //! 3. [`namespaces`] — new user+net+ipc+uts+mount namespaces in one call; [`empty_root`] pivots
 //!    into an empty read-only tmpfs (reported as its own layer); then every capability the new
 //!    user namespace granted is dropped.
@@ -36,6 +38,7 @@ pub mod parent_death;
 pub mod prctl;
 pub mod rlimits;
 pub mod seccomp;
+pub mod subordinate_ids;
 
 pub use seccomp::{allowlist, AllowedSyscall};
 
@@ -218,14 +221,27 @@ pub fn apply_shared(cfg: &LockdownConfig) -> Shared {
         .map_err(|e| e.to_string());
 
     report.insert("fds".into(), run_layer(|| fds::apply(cfg.socket_fd)));
-    report.insert(
-        "uid".into(),
-        run_layer(|| identity::apply(cfg.uid, cfg.gid)),
-    );
-    let (ns, root) = catch_unwind(namespaces::apply_with_root).unwrap_or_else(|_| {
+    // Root drops to the configured uid now; any other user is mapped to a subordinate id of
+    // its own range once the user namespace exists (the namespaces layer does it).
+    let plan = if identity::started_as_root() {
+        report.insert(
+            "uid".into(),
+            run_layer(|| identity::apply(cfg.uid, cfg.gid)),
+        );
+        None
+    } else {
+        Some(subordinate_ids::Plan::find())
+    };
+    let (ns, root, uid) = catch_unwind(AssertUnwindSafe(move || {
+        namespaces::apply_with_root_mapped(plan)
+    }))
+    .unwrap_or_else(|_| {
         let panicked = || LockdownError::NotHeld("internal error: the layer panicked".into());
-        (Err(panicked()), Err(panicked()))
+        (Err(panicked()), Err(panicked()), Some(Err(panicked())))
     });
+    if let Some(uid) = uid {
+        report.insert("uid".into(), LayerStatus::from(uid).to_string());
+    }
     report.insert("namespaces".into(), LayerStatus::from(ns).to_string());
     report.insert("empty_root".into(), LayerStatus::from(root).to_string());
     Shared { report, program }

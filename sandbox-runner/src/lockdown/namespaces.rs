@@ -12,6 +12,7 @@
 use nix::errno::Errno;
 use nix::sched::{unshare, CloneFlags};
 
+use super::subordinate_ids::Plan;
 use super::{LayerResult, LockdownError};
 
 const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
@@ -39,9 +40,42 @@ pub fn apply() -> LayerResult {
 /// Creates the namespaces, pivots into an empty root while the new namespace's capabilities
 /// are held ([`super::empty_root`]), then drops every capability. Returns both layers' results.
 pub fn apply_with_root() -> (LayerResult, LayerResult) {
+    let (ns, root, _) = apply_with_root_mapped(None);
+    (ns, root)
+}
+
+/// As [`apply_with_root`], and for a host that is not root (`plan` given) maps the new user
+/// namespace to a subordinate id right after it is created ([`super::subordinate_ids`]),
+/// returning the uid layer's result as the third value.
+pub fn apply_with_root_mapped(
+    plan: Option<Result<Plan, LockdownError>>,
+) -> (LayerResult, LayerResult, Option<LayerResult>) {
+    let mapping = plan.is_some();
+    let mut uid: Option<LayerResult> = None;
+    let helpers = match plan.map(|p| p.and_then(|p| p.fork_helpers())) {
+        None => None,
+        Some(Ok(h)) => Some(h),
+        Some(Err(e)) => {
+            uid = Some(Err(e));
+            None
+        }
+    };
     if let Err(e) = create() {
-        let why = format!("needs the mount namespace, which could not be created: {e}");
-        return (Err(e), Err(LockdownError::Unsupported(why)));
+        if let Some(h) = helpers {
+            h.abandon();
+        }
+        let why =
+            |what: &str| format!("needs the {what} namespace, which could not be created: {e}");
+        let uid = match uid {
+            Some(r) => Some(r),
+            None if mapping => Some(Err(LockdownError::Unsupported(why("user")))),
+            None => None,
+        };
+        let root = Err(LockdownError::Unsupported(why("mount")));
+        return (Err(e), root, uid);
+    }
+    if let Some(h) = helpers {
+        uid = Some(h.map());
     }
     let root = std::panic::catch_unwind(super::empty_root::apply).unwrap_or_else(|_| {
         Err(LockdownError::NotHeld(
@@ -50,7 +84,7 @@ pub fn apply_with_root() -> (LayerResult, LayerResult) {
     });
     let ns = drop_all_capabilities()
         .map(|()| Some("user, net, ipc, uts, mount; no capabilities left".to_string()));
-    (ns, root)
+    (ns, root, uid)
 }
 
 fn create() -> Result<(), LockdownError> {
