@@ -138,6 +138,16 @@ impl Plan {
 fn helper_child(read: &std::os::fd::OwnedFd, command: &[CString]) -> ! {
     let mut byte = [0u8; 1];
     if matches!(nix::unistd::read(read, &mut byte), Ok(1)) {
+        // The setuid helper gets stdio only: not the runner's socket, nor the pipe.
+        // SAFETY: close_range takes plain integers; CLOEXEC only marks this child's fds.
+        unsafe {
+            libc::syscall(
+                libc::SYS_close_range,
+                3u32,
+                u32::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            )
+        };
         if let Some(path) = command.first() {
             let _ = nix::unistd::execv(path.as_c_str(), command);
         }
