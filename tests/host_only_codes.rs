@@ -1,7 +1,9 @@
 //! Codes only the host (or the runner's own accounting) can give (issue 58, item 2), through the
 //! real CLI and runner: a Python script that raises `TimeoutError('time limit exceeded')`,
 //! `MemoryError('memory limit exceeded…')` or `SyntaxError` itself gets `RUNTIME_ERROR`, while
-//! the real limits still end `CPU_LIMIT`/`MEMORY_LIMIT`; a value `store` refuses is
+//! the real limits still end `CPU_LIMIT`/`MEMORY_LIMIT` — and so does a JavaScript script that
+//! throws QuickJS's own words (`new InternalError('out of memory')`): only the runner's
+//! allocator refusing a request is `MEMORY_LIMIT`; a value `store` refuses is
 //! `STATE_VALUE_INVALID` and a state call past the call limit is `LIMIT_EXCEEDED` in both
 //! languages (they used to be `PROTOCOL_ERROR`: the host's check for forged codes did not know
 //! `$state`); an uncaught unknown tool is `TOOL_NOT_FOUND` in both languages.
@@ -52,6 +54,38 @@ fn a_python_script_raising_a_limit_s_words_is_a_runtime_error() {
         dir.path(),
         &config,
         "xs = []\nwhile True:\n    xs.append('y' * 1000)\n",
+        &["--memory-mb", "32"],
+    );
+    assert_eq!(error(&o).0, "MEMORY_LIMIT", "{o}");
+}
+
+#[test]
+fn a_javascript_script_throwing_quickjs_s_out_of_memory_is_a_runtime_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), json!({"fixture": fixture()}), json!({}));
+    let js = |code: &str, flags: &[&str]| run_file(dir.path(), &config, "script.js", code, flags).0;
+    for code in [
+        "throw new InternalError('out of memory')",
+        "await Promise.reject(new InternalError('out of memory'))",
+        "Promise.reject(new InternalError('out of memory')); await new Promise(() => {})",
+    ] {
+        let o = js(code, &[]);
+        assert_ne!(error(&o).0, "MEMORY_LIMIT", "{code}: {o}");
+    }
+    let o = js("throw new InternalError('out of memory')", &[]);
+    assert_eq!(
+        error(&o),
+        ("RUNTIME_ERROR", "InternalError: out of memory"),
+        "{o}"
+    );
+    // The real limit keeps its code, in the script's own frame and in a promise job.
+    let o = js(
+        "const xs = []; while (true) xs.push('y'.repeat(1000) + xs.length)",
+        &["--memory-mb", "32"],
+    );
+    assert_eq!(error(&o).0, "MEMORY_LIMIT", "{o}");
+    let o = js(
+        "const xs = []; const grow = () => { xs.push(new Array(1000).fill(xs.length)); return Promise.resolve().then(grow) }; await grow()",
         &["--memory-mb", "32"],
     );
     assert_eq!(error(&o).0, "MEMORY_LIMIT", "{o}");

@@ -229,7 +229,12 @@ pub fn thrown_to_error<'js>(ctx: &Ctx<'js>, thrown: Value<'js>) -> WireError {
         let message = prop_text(ctx, exc, "message").unwrap_or_default();
         // A SyntaxError thrown while the script runs (`JSON.parse`, `new RegExp`) is the
         // script's runtime error; only compiling the script gives SYNTAX_ERROR (`compile_error`).
-        let mut err = if name == "InternalError" && message == "out of memory" {
+        // QuickJS's words are MEMORY_LIMIT only when the runner's allocator refused a request
+        // (`heap`): a script throwing `new InternalError('out of memory')` is its own error.
+        let mut err = if name == "InternalError"
+            && message == "out of memory"
+            && super::heap::refused()
+        {
             memory_limit()
         } else if message == "Maximum call stack size exceeded" {
             WireError::new(

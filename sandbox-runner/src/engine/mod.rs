@@ -8,6 +8,7 @@ mod clock;
 mod convert;
 pub mod cpu;
 pub mod crypto;
+pub mod heap;
 mod intl;
 pub mod preload;
 mod subtle;
@@ -80,7 +81,8 @@ pub struct Engine {
 impl Engine {
     pub fn new() -> Result<Self, EngineError> {
         let init = |e: rquickjs::Error| EngineError::Init(e.to_string());
-        let rt = Runtime::new().map_err(init)?;
+        // The heap's budget is kept by the runner's allocator (`heap`), not QuickJS's limit.
+        let rt = Runtime::new_with_alloc(heap::Heap).map_err(init)?;
         let ctx = Context::full(&rt).map_err(init)?;
         let random = crypto::Random::default();
         crypto::detect_cpu_features();
@@ -131,8 +133,7 @@ impl Engine {
         // `performance.now()` counts from here, and `timeOrigin` is this moment's wall time.
         self.clock.start();
         let limits = req.limits;
-        self.rt
-            .set_memory_limit(usize::try_from(limits.memory_bytes).unwrap_or(usize::MAX));
+        heap::start_execution(usize::try_from(limits.memory_bytes).unwrap_or(usize::MAX));
         self.rt
             .set_max_stack_size(usize::try_from(limits.stack_bytes).unwrap_or(usize::MAX));
         let budget = CpuBudget::start(Duration::from_millis(limits.cpu_ms));
@@ -144,10 +145,10 @@ impl Engine {
         let out_of_memory = Arc::new(AtomicBool::new(false));
         let flag = out_of_memory.clone();
         self.rt.set_host_promise_rejection_tracker(Some(Box::new(
-            move |ctx, _promise, reason, handled| {
+            move |_ctx, _promise, reason, handled| {
                 // Without room for the error object QuickJS rejects with `null` (see `classify`).
-                let oom =
-                    is_out_of_memory(&reason) || (reason.is_null() && near_memory_limit(&ctx));
+                // Only the allocator's own refusal counts: a script can reject with the same words.
+                let oom = heap::refused() && (is_out_of_memory(&reason) || reason.is_null());
                 if !handled && oom {
                     flag.store(true, Ordering::Relaxed);
                 }
@@ -391,7 +392,7 @@ fn classify<'js>(ctx: &Ctx<'js>, budget: &CpuBudget, cpu_ms: u64, thrown: Value<
     }
     // When QuickJS cannot even allocate the error object it throws `null`; the heap is then at
     // its limit (the garbage stays until the runtime is freed).
-    if thrown.is_null() && near_memory_limit(ctx) {
+    if thrown.is_null() && heap::refused() {
         return convert::memory_limit();
     }
     convert::thrown_to_error(ctx, thrown)
@@ -403,20 +404,6 @@ fn is_out_of_memory(thrown: &Value<'_>) -> bool {
         .as_object()
         .and_then(|o| o.get::<_, String>("message").ok())
         .is_some_and(|m| m == "out of memory")
-}
-
-/// Whether the heap is within 10% of its limit.
-fn near_memory_limit(ctx: &Ctx<'_>) -> bool {
-    // SAFETY: `ctx` is a live context; JS_GetRuntime returns its runtime, and
-    // JS_ComputeMemoryUsage only writes into the zeroed struct we pass.
-    let usage = unsafe {
-        let rt = rquickjs::qjs::JS_GetRuntime(ctx.as_raw().as_ptr());
-        let mut usage: rquickjs::qjs::JSMemoryUsage = std::mem::zeroed();
-        rquickjs::qjs::JS_ComputeMemoryUsage(rt, &mut usage);
-        usage
-    };
-    usage.malloc_limit > 0
-        && usage.malloc_size.saturating_mul(10) >= usage.malloc_limit.saturating_mul(9)
 }
 
 fn classify_err<'js>(
