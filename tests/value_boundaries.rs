@@ -2,9 +2,10 @@
 //! real runner and a server on the official MCP Python SDK (tests/python/shapes_server.py):
 //! one depth rule (values up to the documented depth arrive unchanged, deeper ones are
 //! `LIMIT_EXCEEDED` naming the depth where they arrive, never `None` or a timeout), and NaN and
-//! the infinities refused with how to convert them.
+//! the infinities refused with how to convert them. The depth rule holds for the same server
+//! over streamable HTTP too, where rmcp's HTTP client (not a line the host watches) parses.
 
-use crate::common::{bin, cli_run, repo_root};
+use crate::common::{bin, cli_run, free_port, repo_root, Listening};
 use crate::python_scripts::{fixture, run_file, run_py, write_config};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -135,6 +136,49 @@ fn a_deep_tool_answer_arrives_unchanged_or_is_limit_exceeded_in_both_languages()
         &[],
     );
     assert_eq!(o["result"], json!(["LIMIT_EXCEEDED", expected]), "{o}");
+}
+
+#[test]
+fn a_deep_answer_from_an_http_server_is_limit_exceeded_and_the_next_call_works() {
+    let port = free_port();
+    let mut cmd = std::process::Command::new(repo_root().join(".venv/bin/python"));
+    cmd.arg(repo_root().join("tests/python/shapes_server.py"))
+        .args(["--http", &port.to_string()]);
+    let server = Listening::spawn(cmd, port);
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        json!({"shapes": {"url": server.url()}}),
+        json!({}),
+    );
+    let expected = "MCP server 'shapes' sent a message nested more than 127 levels deep, over the limit of its MCP client (a tool's structuredContent may nest at most 125 levels); the call reached the server and failed, it was not retried, and the next call reconnects. Ask the tool for flatter data";
+    let (o, _) = run_file(
+        dir.path(),
+        &config,
+        "s.js",
+        "let code; try { await mcp.shapes.nested({levels: 200}) } catch (e) { code = [e.code, e.message] } return [code, await mcp.shapes.nested({levels: 3})]",
+        &[],
+    );
+    assert_eq!(
+        o["result"],
+        json!([["LIMIT_EXCEEDED", expected], {"k": {"k": {"k": 1}}}]),
+        "{o}"
+    );
+    let (o, _) = run_py(
+        dir.path(),
+        &config,
+        "await mcp.shapes.nested(levels=200)\n",
+        &[],
+    );
+    assert_eq!(o["error"]["code"], "LIMIT_EXCEEDED", "{o}");
+    assert_eq!(o["error"]["message"], expected, "{o}");
+    let (o, _) = run_py(
+        dir.path(),
+        &config,
+        "await mcp.shapes.nested(levels=125)\n",
+        &[],
+    );
+    assert_eq!(o["result"], nested(125), "{o}");
 }
 
 #[test]

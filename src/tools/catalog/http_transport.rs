@@ -124,6 +124,13 @@ fn tls_config(config: &ServerConfig, base_dir: &Path) -> Result<rustls::ClientCo
 }
 
 /// Whether a failed call surely never reached the server (the connection could not be made).
+/// Whether a remote server's answer could not be read because it nests deeper than the MCP
+/// client parses (serde_json's 128 levels, inside rmcp's HTTP client; issue 58). rmcp reports
+/// it as text ("could not parse JSON response … recursion limit exceeded"), read from the chain.
+pub fn nested_too_deep(reason: &str) -> bool {
+    reason.contains("recursion limit exceeded")
+}
+
 pub fn not_sent(e: &(dyn std::error::Error + 'static)) -> bool {
     use rmcp::transport::streamable_http_client::StreamableHttpError;
     let mut next = Some(e);

@@ -490,6 +490,17 @@ impl ToolProvider for McpServer {
                         "the call may have reached the server; it was not retried"
                     };
                     let mut reason = super::error_chain(&e);
+                    if super::http_transport::nested_too_deep(&reason) {
+                        return Err(ExecError::new(
+                            ErrorCode::LimitExceeded,
+                            format!(
+                                "MCP server '{server}' sent a message nested more than {} levels deep, over the limit of its MCP client (a tool's structuredContent may nest at most {} levels); the call reached the server and failed, it was not retried, and the next call reconnects. Ask the tool for flatter data",
+                                super::line_guard::MAX_LINE_DEPTH,
+                                super::line_guard::MAX_LINE_DEPTH - 2
+                            ),
+                        )
+                        .with_tool(&qualified));
+                    }
                     if inner.config.oauth.is_some() && reason.contains("HTTP 401") {
                         reason = super::oauth::needs_login(&server, super::oauth::REFUSED);
                     }
