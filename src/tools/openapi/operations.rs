@@ -558,6 +558,29 @@ mod tests {
     }
 
     #[test]
+    fn max_tools_is_checked_before_anything_is_resolved() {
+        let body = json!({"content": {"application/json": {"schema": {"$ref": "#/nope"}}}});
+        let doc = json!({"openapi": "3.1.0", "paths": {
+            "/a": {"post": {"operationId": "a", "requestBody": body}},
+            "/b": {"post": {"operationId": "b", "requestBody": body}},
+            "/c": {"post": {"operationId": "c", "requestBody": body}}
+        }});
+        let meter = super::super::budget::Meter::new(Default::default(), Default::default());
+        let run = |max_tools| {
+            let f = Filter {
+                operations: &[],
+                tags: &[],
+                max_tools,
+            };
+            operations("s", &Resolver::new(&doc, &meter), &f)
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(run(2).contains("the spec has 3 operations, more than the server's maxTools (2)"));
+        assert!(run(3).contains("the spec's $ref #/nope points to nothing"));
+    }
+
+    #[test]
     fn names_are_valid_tool_names() {
         assert_eq!(tool_name("listIssues"), "listIssues");
         assert_eq!(

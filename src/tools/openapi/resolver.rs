@@ -168,7 +168,7 @@ impl<'a> Resolver<'a> {
         })?;
         let shared = r
             .strip_prefix(COMPONENT_SCHEMAS)
-            .is_some_and(|name| !name.contains('/'));
+            .is_some_and(is_schema_path);
         let mut out = if shared {
             let name = self.shared(r, target, part)?;
             self.meter.resolved(
@@ -230,6 +230,49 @@ impl<'a> Resolver<'a> {
         );
         Ok(name)
     }
+}
+
+/// Whether the pointer `path` (after `#/components/schemas/`) ends at a schema: a component, or
+/// a schema inside one (`X/properties/y`, `X/allOf/0`, `X/items`…), not a map or list of them
+/// (`X/properties`), nor a value (`X/enum`).
+fn is_schema_path(path: &str) -> bool {
+    #[derive(PartialEq)]
+    enum At {
+        Schema,
+        Map,
+        List,
+        Other,
+    }
+    let mut segments = path.split('/');
+    if segments.next().is_none_or(str::is_empty) {
+        return false;
+    }
+    let mut at = At::Schema;
+    for seg in segments {
+        at = match at {
+            At::Map => At::Schema,
+            At::List if seg.parse::<usize>().is_ok() => At::Schema,
+            At::Schema => match seg {
+                "properties" | "patternProperties" | "$defs" | "definitions"
+                | "dependentSchemas" => At::Map,
+                "allOf" | "anyOf" | "oneOf" | "prefixItems" => At::List,
+                "items"
+                | "additionalProperties"
+                | "not"
+                | "if"
+                | "then"
+                | "else"
+                | "contains"
+                | "propertyNames"
+                | "unevaluatedItems"
+                | "unevaluatedProperties"
+                | "additionalItems" => At::Schema,
+                _ => At::Other,
+            },
+            _ => At::Other,
+        };
+    }
+    at == At::Schema
 }
 
 /// A `$defs` name for a component named `raw`: letters, digits, `.`, `_` and `-` (others
@@ -384,6 +427,29 @@ mod tests {
             .resolve(&json!({"$ref": "#/components/schemas/Nope"}), "t")
             .unwrap_err();
         assert!(err.to_string().contains("points to nothing"), "{err}");
+    }
+
+    #[test]
+    fn a_pointer_into_a_component_schema_is_shared_when_it_is_a_schema() {
+        assert!(is_schema_path("A"));
+        assert!(is_schema_path("A/properties/b/allOf/0/items"));
+        assert!(!is_schema_path("A/properties"));
+        assert!(!is_schema_path("A/allOf"));
+        assert!(!is_schema_path("A/enum/0"));
+        assert!(!is_schema_path(""));
+        let doc = json!({"openapi": "3.1.0", "components": {"schemas": {
+            "A": {"type": "object", "properties": {"b": {"type": "string"}}}
+        }}});
+        let m = meter();
+        let r = Resolver::new(&doc, &m);
+        let b = r
+            .resolve(&json!({"$ref": "#/components/schemas/A/properties/b"}), "t")
+            .unwrap();
+        assert_eq!(b, json!({"$ref": "#/$defs/A_properties_b"}));
+        let props = r
+            .resolve(&json!({"$ref": "#/components/schemas/A/properties"}), "t")
+            .unwrap();
+        assert_eq!(props, json!({"b": {"type": "string"}}));
     }
 
     #[test]
