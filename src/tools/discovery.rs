@@ -246,20 +246,6 @@ pub fn render_within(
     }
 }
 
-#[cfg(test)]
-mod bound_tests {
-    use super::*;
-
-    #[test]
-    fn twice_bytes_counts_the_json_escapes() {
-        let t = "a\"b\\c\nd\u{1}é";
-        assert_eq!(
-            twice_bytes(t),
-            t.len() + serde_json::to_string(t).unwrap().len()
-        );
-    }
-}
-
 /// `tools --json`: every tool with its schemas and policy verdict, and the unavailable servers.
 pub fn to_json(catalog: &Catalog, policy: &Policy) -> Value {
     let tools: Vec<Value> = catalog
@@ -315,4 +301,18 @@ pub fn to_text(catalog: &Catalog, policy: &Policy) -> String {
         out.push_str(&format!("{server}: UNAVAILABLE: {reason}\n"));
     }
     out
+}
+
+#[cfg(test)]
+mod bound_tests {
+    use super::*;
+
+    #[test]
+    fn twice_bytes_counts_the_json_escapes() {
+        let t = "a\"b\\c\nd\u{1}é";
+        assert_eq!(
+            twice_bytes(t),
+            t.len() + serde_json::to_string(t).unwrap().len()
+        );
+    }
 }

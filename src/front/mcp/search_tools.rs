@@ -9,7 +9,7 @@
 use super::{bad_args, text, Gateway};
 use crate::tools::catalog::ToolInfo;
 use crate::tools::discovery::{
-    capability_tools, render_within, search_in, Rendered, Stubs, MAX_SEARCH_RESULTS,
+    capability_tools, render_within, search_in, Stubs, MAX_SEARCH_RESULTS,
 };
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::ErrorData;
