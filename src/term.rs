@@ -62,6 +62,25 @@ pub fn escape_lines(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// JSON text (as serde_json writes it) safe for a terminal and still valid JSON: every
+/// hazardous character, which can only be inside a string there, as `\uXXXX` (C1 controls and
+/// the separators and bidirectional controls serde_json writes as they are).
+pub fn json_safe(s: &str) -> Cow<'_, str> {
+    let kept = |c: char| c == '\n' || c == '\t' || c == '\r';
+    if !s.chars().any(|c| hazardous(c) && !kept(c)) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if hazardous(c) && !kept(c) {
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 fn push_escaped(out: &mut String, c: char) {
     match c {
         '\n' => out.push_str("\\n"),
@@ -213,6 +232,14 @@ mod tests {
             "a\\u{2028}b\\u{2029}c\\u{202e}d\\u{2066}e\\u{2069}"
         );
         assert_eq!(escape_lines("x\n\u{202a}"), "x\n\\u{202a}");
+        // JSON stays JSON (a description holding a C1 control broke `tools --json`).
+        let json =
+            serde_json::to_string_pretty(&serde_json::json!({"d": "a\u{80}b\u{202e}c\u{1b}"}))
+                .unwrap();
+        let safe = json_safe(&json);
+        assert!(!safe.chars().any(|c| hazardous(c) && c != '\n'), "{safe}");
+        let back: serde_json::Value = serde_json::from_str(&safe).unwrap();
+        assert_eq!(back["d"], "a\u{80}b\u{202e}c\u{1b}");
     }
 
     #[test]

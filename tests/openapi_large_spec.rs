@@ -104,8 +104,14 @@ fn a_600_operation_spec_loads_fast_and_search_finds_one_by_its_summary() {
         .get("inputSchema")
         .or(update.get("input_schema"))
         .unwrap();
+    // The body's component schema is shared: a `$ref` into the tool's own `$defs`.
     assert_eq!(
-        schema["properties"]["body"]["properties"]["note"],
+        schema["properties"]["body"],
+        json!({"$ref": "#/$defs/Record"}),
+        "{update}"
+    );
+    assert_eq!(
+        schema["$defs"]["Record"]["properties"]["note"],
         json!({"type": ["string", "null"]}),
         "{update}"
     );

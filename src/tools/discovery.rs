@@ -154,6 +154,98 @@ pub fn render_as(
     }
 }
 
+/// Declarations of tools cut to a byte bound (see [`render_within`]).
+pub struct Rendered {
+    pub text: String,
+    /// How many of the tools it declares (the first ones), the last perhaps cut.
+    pub shown: usize,
+    /// The tool whose declaration is cut (alone, it is over the bound), if one is.
+    pub cut: Option<String>,
+}
+
+/// What a text costs an answer that carries it twice: as text, and as a JSON string in
+/// `structuredContent` (quotes, backslashes and control characters escaped).
+pub fn twice_bytes(text: &str) -> usize {
+    text.len() + json_string_bytes(text)
+}
+
+fn json_string_bytes(text: &str) -> usize {
+    2 + text.chars().map(escaped_len).sum::<usize>()
+}
+
+fn escaped_len(c: char) -> usize {
+    match c {
+        '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
+        c if (c as u32) < 0x20 => 6,
+        c => c.len_utf8(),
+    }
+}
+
+/// [`render_as`] within `max_bytes` as [`twice_bytes`] counts: all of `tools` when they fit,
+/// else the most of the first ones that fit; when even the first does not, its declaration cut
+/// (at a line's end when one is near; the text then does not parse: the answer says so). The
+/// count that fits is found by halving: a render per step, not one per tool.
+pub fn render_within(
+    catalog: &Catalog,
+    policy: &Policy,
+    tools: &[ToolInfo],
+    with_unavailable: bool,
+    stubs: Stubs,
+    max_bytes: usize,
+) -> Rendered {
+    let render = |n: usize| render_as(catalog, policy, &tools[..n], with_unavailable, stubs);
+    let all = render(tools.len());
+    if twice_bytes(&all) <= max_bytes || tools.is_empty() {
+        return Rendered {
+            text: all,
+            shown: tools.len(),
+            cut: None,
+        };
+    }
+    // The largest n (< tools.len()) whose render fits: renders grow with n.
+    let (mut fits, mut over) = (0, tools.len());
+    let mut best = None;
+    while over - fits > 1 {
+        let mid = (fits + over) / 2;
+        let text = render(mid);
+        if twice_bytes(&text) <= max_bytes {
+            fits = mid;
+            best = Some(text);
+        } else {
+            over = mid;
+        }
+    }
+    if let Some(text) = best {
+        return Rendered {
+            text,
+            shown: fits,
+            cut: None,
+        };
+    }
+    let mut text = render(1);
+    // The longest prefix that fits (2 for the JSON string's quotes).
+    let mut spent = 2;
+    let mut end = 0;
+    for (i, c) in text.char_indices() {
+        spent += c.len_utf8() + escaped_len(c);
+        if spent > max_bytes {
+            break;
+        }
+        end = i + c.len_utf8();
+    }
+    // At a line's end when one is in the second half (a long enum is one line: cut inside it).
+    let end = match text[..end].rfind('\n') {
+        Some(i) if i + 1 >= end / 2 => i + 1,
+        _ => end,
+    };
+    text.truncate(end);
+    Rendered {
+        text,
+        shown: 1,
+        cut: Some(tools[0].qualified()),
+    }
+}
+
 /// `tools --json`: every tool with its schemas and policy verdict, and the unavailable servers.
 pub fn to_json(catalog: &Catalog, policy: &Policy) -> Value {
     let tools: Vec<Value> = catalog
@@ -209,4 +301,18 @@ pub fn to_text(catalog: &Catalog, policy: &Policy) -> String {
         out.push_str(&format!("{server}: UNAVAILABLE: {reason}\n"));
     }
     out
+}
+
+#[cfg(test)]
+mod bound_tests {
+    use super::*;
+
+    #[test]
+    fn twice_bytes_counts_the_json_escapes() {
+        let t = "a\"b\\c\nd\u{1}é";
+        assert_eq!(
+            twice_bytes(t),
+            t.len() + serde_json::to_string(t).unwrap().len()
+        );
+    }
 }

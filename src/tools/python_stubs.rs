@@ -26,6 +26,8 @@ use std::fmt::Write;
 
 /// Nesting depth after which a schema is `Any` (also stops `$ref` cycles).
 pub const MAX_DEPTH: usize = 12;
+/// Most types rendered for one schema (its `args`, or its result).
+pub const MAX_TYPES: usize = 20_000;
 
 const KEYWORDS: &[&str] = &[
     "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
@@ -79,9 +81,7 @@ async def remove(key: str) -> bool: ...
 
 fn render_tool(out: &mut String, d: &ToolDecl<'_>) {
     let t = d.tool;
-    let ctx = Ctx {
-        root: &t.input_schema,
-    };
+    let ctx = Ctx::new(&t.input_schema);
     let props = t
         .input_schema
         .get("properties")
@@ -114,7 +114,7 @@ fn render_tool(out: &mut String, d: &ToolDecl<'_>) {
         format!("*, {}", first.join(", "))
     };
     let ret = match &t.output_schema {
-        Some(s) => Ctx { root: s }.ty(s, 0),
+        Some(s) => Ctx::new(s).ty(s, 0),
         None => "Any".to_string(),
     };
     if !is_python_name(&t.name) {
@@ -227,10 +227,26 @@ fn one_line(s: &str) -> String {
 
 struct Ctx<'a> {
     root: &'a Value,
+    /// Types still to render for this schema: past [`MAX_TYPES`], the rest are `Any` (local
+    /// `$ref`s fanning out over levels would otherwise render exponentially many).
+    left: std::cell::Cell<usize>,
+}
+
+impl<'a> Ctx<'a> {
+    fn new(root: &'a Value) -> Ctx<'a> {
+        Ctx {
+            root,
+            left: std::cell::Cell::new(MAX_TYPES),
+        }
+    }
 }
 
 impl Ctx<'_> {
     fn ty(&self, schema: &Value, depth: usize) -> String {
+        if self.left.get() == 0 {
+            return "Any".into();
+        }
+        self.left.set(self.left.get() - 1);
         if depth > MAX_DEPTH {
             return "Any".into();
         }

@@ -40,6 +40,8 @@ use std::fmt::Write;
 
 /// Nesting depth after which a schema is rendered as `unknown` (also stops `$ref` cycles).
 pub const MAX_DEPTH: usize = 12;
+/// Most types rendered for one schema (its `args`, or its result).
+pub const MAX_TYPES: usize = 20_000;
 
 /// What the renderer needs to know about a tool besides its schemas.
 pub struct ToolDecl<'a> {
@@ -114,13 +116,11 @@ fn render_tool(out: &mut String, d: &ToolDecl<'_>, indent: &str) {
         ));
     }
     write_doc(out, &doc, indent);
-    let ctx = Ctx {
-        root: &t.input_schema,
-    };
+    let ctx = Ctx::new(&t.input_schema);
     let args_ty = ctx.ty(&t.input_schema, indent, 0);
     let optional = !requires_anything(&t.input_schema);
     let ret = match &t.output_schema {
-        Some(s) => Ctx { root: s }.ty(s, indent, 0),
+        Some(s) => Ctx::new(s).ty(s, indent, 0),
         None => "unknown".to_string(),
     };
     let _ = writeln!(
@@ -140,11 +140,27 @@ fn requires_anything(schema: &Value) -> bool {
 
 struct Ctx<'a> {
     root: &'a Value,
+    /// Types still to render for this schema: past [`MAX_TYPES`], the rest are `unknown` (local
+    /// `$ref`s fanning out over levels would otherwise render exponentially many).
+    left: std::cell::Cell<usize>,
+}
+
+impl<'a> Ctx<'a> {
+    fn new(root: &'a Value) -> Ctx<'a> {
+        Ctx {
+            root,
+            left: std::cell::Cell::new(MAX_TYPES),
+        }
+    }
 }
 
 impl Ctx<'_> {
     /// The TypeScript type of `schema`; continuation lines are indented by `indent`.
     fn ty(&self, schema: &Value, indent: &str, depth: usize) -> String {
+        if self.left.get() == 0 {
+            return "unknown".into();
+        }
+        self.left.set(self.left.get() - 1);
         if depth > MAX_DEPTH {
             return "unknown".into();
         }
@@ -398,6 +414,49 @@ mod tests {
             input_schema: input,
             output_schema: output,
         }
+    }
+
+    /// `$defs` S0…S11, each with 30 properties referring to the next: 30^11 uses.
+    fn fan_out_schema() -> Value {
+        let mut defs = Map::new();
+        for i in 0..12 {
+            let props: Map<String, Value> = (0..30)
+                .map(|k| {
+                    let v = if i < 11 {
+                        json!({"$ref": format!("#/$defs/S{}", i + 1)})
+                    } else {
+                        json!({"type": "string"})
+                    };
+                    (format!("p{k}"), v)
+                })
+                .collect();
+            defs.insert(
+                format!("S{i}"),
+                json!({"type": "object", "properties": props}),
+            );
+        }
+        json!({"type": "object", "properties": {"body": {"$ref": "#/$defs/S0"}}, "$defs": defs})
+    }
+
+    #[test]
+    fn a_ref_fan_out_renders_a_bounded_declaration() {
+        let t = info("fan", fan_out_schema(), None);
+        let d = declarations(
+            &[ToolDecl {
+                tool: &t,
+                denied: None,
+            }],
+            &BTreeMap::new(),
+        );
+        // 20,000 types at most, then `unknown`: without the bound, 30^6 (729 million) types
+        // within MAX_DEPTH.
+        assert!(
+            d.contains("p29?: unknown;"),
+            "{}",
+            crate::term::clip(&d, 2000)
+        );
+        assert!(d.contains("p0?: {"), "{}", crate::term::clip(&d, 2000));
+        assert!(d.len() < 20_000 * 200, "{} bytes", d.len());
     }
 
     #[test]

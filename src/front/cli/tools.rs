@@ -48,6 +48,10 @@ pub async fn command(args: ToolsArgs) -> Result<i32, UsageError> {
         crate::tools::discovery::to_text(&catalog, &policy)
     };
     catalog.shutdown().await;
-    crate::term::out(&crate::term::escape_lines(&text));
+    if args.json {
+        crate::term::out(&crate::term::json_safe(&text));
+    } else {
+        crate::term::out(&crate::term::escape_lines(&text));
+    }
     Ok(0)
 }

@@ -537,7 +537,14 @@ impl ServerHandler for GatewayServer {
                 let answer = answer_key(&context);
                 wait_execution::cancel(&self.gateway, (&owner, idle), args, answer).await?
             }
-            "search_tools" => search_tools::call(&self.gateway, args, tenant).await?,
+            "search_tools" => {
+                let budget = self
+                    .gateway
+                    .narrowed_for(&principal_of(&context))
+                    .1
+                    .max_output_bytes;
+                search_tools::call(&self.gateway, args, tenant, budget).await?
+            }
             "save_capability" => {
                 let over_http = context
                     .extensions

@@ -8,7 +8,9 @@
 
 use super::{bad_args, text, Gateway};
 use crate::tools::catalog::ToolInfo;
-use crate::tools::discovery::{capability_tools, render_as, search_in, Stubs, MAX_SEARCH_RESULTS};
+use crate::tools::discovery::{
+    capability_tools, render_within, search_in, Stubs, MAX_SEARCH_RESULTS,
+};
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::ErrorData;
 use serde_json::{json, Value};
@@ -23,9 +25,10 @@ Tools that past executions used together with the best matches are listed right 
 Saved capabilities are listed like tools (`mcp.<namespace>.<action>(args)`). The answer ends with \
 the session-state functions every script has (`store`, `load`, `keys`, `remove`). Use it before \
 writing execute_code code that calls a tool you have not used yet: a wrong name fails with TOOL_NOT_FOUND and \
-wrong arguments with INVALID_ARGUMENTS. Its answer is not cut to execute_code's output budget \
-(max_output_bytes) and holds every match: with many tools, search with `query` or one `server` rather than \
-listing them all.";
+wrong arguments with INVALID_ARGUMENTS. At most 30 tools per answer, within your output budget \
+(max_output_bytes, as for execute_code; the declarations count twice: text and structuredContent): past it \
+the answer lists fewer tools, or cuts the one declaration that alone is larger, and says so (`truncated`) \
+and how many are left out: search with a narrower `query` or one `server`.";
 
 pub fn input_schema() -> Value {
     json!({
@@ -39,13 +42,19 @@ pub fn input_schema() -> Value {
     })
 }
 
+/// What of the output budget is kept for the answer's other fields (names, counts, the
+/// unavailable servers, the note saying it was cut).
+const RESERVED_BYTES: usize = 2048;
+
 /// How many of the best text matches the tool graph is asked about.
 pub const ANCHORS: usize = 3;
 
+/// Answers `search_tools` for a caller of `tenant` whose output budget is `max_output_bytes`.
 pub async fn call(
     gateway: &Gateway,
     args: JsonObject,
     tenant: &str,
+    max_output_bytes: u64,
 ) -> Result<CallToolResult, ErrorData> {
     let field = |name: &str| -> Result<Option<String>, ErrorData> {
         match args.get(name) {
@@ -149,6 +158,13 @@ pub async fn call(
         Stubs::Typescript => ("//", "typescript"),
         Stubs::Python => ("#", "python"),
     };
+    // The declarations are in the text and in structuredContent: both copies together stay
+    // within the caller's output budget, less room for the other fields and the note.
+    let budget = usize::try_from(max_output_bytes).unwrap_or(usize::MAX);
+    let max_bytes = budget.saturating_sub(RESERVED_BYTES.min(budget / 4));
+    let mut shown = shown;
+    let wanted = shown.len();
+    let mut cut = None;
     let mut body = if shown.is_empty() {
         format!(
             "No tool matches {:?}. Call search_tools without a query to list every tool.\n",
@@ -157,11 +173,26 @@ pub async fn call(
     } else {
         let (catalog, policy, all) = (catalog.clone(), gateway.policy.clone(), server.is_none());
         let tools = shown.clone();
-        tokio::task::spawn_blocking(move || render_as(&catalog, &policy, &tools, all, stubs))
-            .await
-            .map_err(|e| ErrorData::internal_error(format!("search_tools failed: {e}"), None))?
+        let rendered = tokio::task::spawn_blocking(move || {
+            render_within(&catalog, &policy, &tools, all, stubs, max_bytes)
+        })
+        .await
+        .map_err(|e| ErrorData::internal_error(format!("search_tools failed: {e}"), None))?;
+        shown.truncate(rendered.shown);
+        cut = rendered.cut;
+        rendered.text
     };
-    if total > shown.len() {
+    let truncated = cut.is_some() || shown.len() < wanted;
+    if let Some(tool) = &cut {
+        body.push_str(&format!(
+            "\n{comment} truncated: the declaration of {tool} is cut to fit your output budget (max_output_bytes, {budget} bytes; it is in the text and in structuredContent); call it with the arguments you know: INVALID_ARGUMENTS names what is wrong.\n"
+        ));
+    } else if truncated {
+        body.push_str(&format!(
+            "{comment} truncated: {} more tools match but their declarations do not fit your output budget (max_output_bytes, {budget} bytes); narrow the query or pass `server`.\n",
+            total - shown.len()
+        ));
+    } else if total > shown.len() {
         body.push_str(&format!(
             "{comment} {} more tools match; narrow the query or pass `server`.\n",
             total - shown.len()
@@ -178,6 +209,7 @@ pub async fn call(
     Ok(CallToolResult::structured(json!({
         "tools": names,
         "total": total,
+        "truncated": truncated,
         "related": related,
         "unavailable": unavailable,
         field_name: body,

@@ -81,7 +81,7 @@ impl Credentials {
     /// The entry's credentials, expanded now; the spec's `securitySchemes` say where they go.
     pub fn new(
         config: &ServerConfig,
-        resolver: &super::spec::Resolver,
+        resolver: &super::resolver::Resolver,
         base: &reqwest::Url,
     ) -> Result<Credentials, OpenApiError> {
         let doc = resolver.doc;

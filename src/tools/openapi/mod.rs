@@ -14,6 +14,7 @@ mod credentials;
 mod operations;
 mod redact;
 mod request;
+mod resolver;
 mod schema3;
 mod spec;
 
@@ -70,20 +71,22 @@ impl OpenApiServer {
         let client = crate::tools::catalog::http_transport::http_client(config, base_dir)
             .map_err(OpenApiError::Config)?;
         let started = std::time::Instant::now();
-        let text = spec::read(location, base_dir, &client).await?;
+        let source = spec::locate(location, base_dir, &client).await?;
         let base_text = config.base_url.as_deref().unwrap_or_default();
         let base = reqwest::Url::parse(base_text)
             .map_err(|e| OpenApiError::Config(format!("baseUrl is not a valid URL: {e}")))?;
-        // Parsing, resolving and describing are CPU work on a blocking thread, within the
+        // Reading (a file), parsing, resolving and describing run on a blocking thread, within the
         // spec's budget; abandoned (it stops at its next check) when this start is dropped at
         // the server's startupTimeoutMs.
         let cancelled = Arc::new(AtomicBool::new(false));
         let _abandon = AbandonOnDrop(cancelled.clone());
         let (server, entry, at) = (name.to_string(), config.clone(), base.clone());
-        let (ops, tools, credentials) =
-            tokio::task::spawn_blocking(move || load(&server, &entry, &at, &text, cancelled))
-                .await
-                .map_err(|e| OpenApiError::Spec(format!("loading the spec failed: {e}")))??;
+        let (ops, tools, credentials) = tokio::task::spawn_blocking(move || {
+            let text = source.text()?;
+            load(&server, &entry, &at, &text, cancelled)
+        })
+        .await
+        .map_err(|e| OpenApiError::Spec(format!("loading the spec failed: {e}")))??;
         let (timeout, max_bytes, concurrency) = bounds(config);
         tracing::debug!(
             server = %name,
@@ -138,31 +141,24 @@ fn load(
 ) -> Result<Loaded, OpenApiError> {
     let meter = budget::Meter::new(config.spec_budget.unwrap_or_default(), cancelled);
     let doc = spec::parse(text, &meter)?;
-    let resolver = spec::Resolver {
-        doc: &doc,
-        meter: &meter,
-    };
+    let resolver = resolver::Resolver::new(&doc, &meter);
+    let (max_tools, max_list_bytes, _) = config.tool_list_bounds();
     let filter = operations::Filter {
         operations: &config.operations,
         tags: &config.tags,
+        max_tools,
     };
-    let ops = operations::operations(name, &resolver, &filter)?;
-    let (max_tools, max_list_bytes, _) = config.tool_list_bounds();
-    if ops.len() > max_tools {
-        return Err(OpenApiError::Spec(format!(
-            "the spec has {} operations, more than the server's maxTools ({max_tools}): keep fewer with \"operations\" or \"tags\", or raise maxTools",
-            ops.len()
-        )));
-    }
+    let mut ops = operations::operations(name, &resolver, &filter)?;
     let credentials = credentials::Credentials::new(config, &resolver, base)?;
     let mut list_bytes: u64 = 0;
     let mut tools = Vec::with_capacity(ops.len());
-    for op in &ops {
+    for op in &mut ops {
+        // The tool holds the schema (the request builder does not read it).
         let tool = ToolInfo {
             server: name.to_string(),
             name: op.name.clone(),
             description: op.description.clone(),
-            input_schema: op.input_schema.clone(),
+            input_schema: std::mem::take(&mut op.input_schema),
             output_schema: Some(serde_json::json!({
                 "type": "object",
                 "properties": {

@@ -3,8 +3,9 @@
 //! their names, the JSON request body as `body`), its description (`summary`, `description`),
 //! and what the request builder needs to send it.
 
+use super::resolver::Resolver;
 use super::schema3::from_3_0;
-use super::spec::{is_3_0, Resolver};
+use super::spec::is_3_0;
 use super::OpenApiError;
 use serde_json::{json, Map, Value};
 use wildmatch::WildMatch;
@@ -51,10 +52,12 @@ pub struct Operation {
     pub security: Vec<Vec<String>>,
 }
 
-/// Which operations the entry keeps: `operations` globs over tool names, `tags`.
+/// Which operations the entry keeps: `operations` globs over tool names, `tags`; how many it
+/// may keep (`maxTools`).
 pub struct Filter<'a> {
     pub operations: &'a [String],
     pub tags: &'a [String],
+    pub max_tools: usize,
 }
 
 impl Filter<'_> {
@@ -105,20 +108,24 @@ pub fn operations(
             })
             .collect::<Vec<_>>(),
     );
+    // What the entry keeps is counted before anything is resolved: a spec of more operations
+    // than maxTools is refused at once, whatever its size.
+    let kept = found
+        .iter()
+        .zip(&names)
+        .filter(|((_, _, _, op), name)| filter.keeps(name, &tags_of(op)))
+        .count();
+    if kept > filter.max_tools {
+        return Err(OpenApiError::Spec(format!(
+            "the spec has {kept} operations, more than the server's maxTools ({}): keep fewer with \"operations\" or \"tags\", or raise maxTools",
+            filter.max_tools
+        )));
+    }
     let mut shared_of: Option<(&str, Value)> = None;
     let no_params = Value::Null;
     for ((path, item, m, op), name) in found.into_iter().zip(names) {
         let method = METHODS[m];
-        let tags: Vec<String> = op
-            .get("tags")
-            .and_then(Value::as_array)
-            .map(|t| {
-                t.iter()
-                    .filter_map(|v| v.as_str().map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default();
-        if !filter.keeps(&name, &tags) {
+        if !filter.keeps(&name, &tags_of(op)) {
             continue;
         }
         // The path item's parameters, resolved once for its operations that are kept.
@@ -153,6 +160,18 @@ pub fn operations(
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(out)
+}
+
+/// An operation's `tags`.
+fn tags_of(op: &Value) -> Vec<String> {
+    op.get("tags")
+        .and_then(Value::as_array)
+        .map(|t| {
+            t.iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// One unique name per operation, from `(base name, path, method index)` in the spec's order:
@@ -244,7 +263,7 @@ fn operation(
     };
     let own_params = resolved("parameters")?;
     let request_body = resolved("requestBody")?;
-    Ok(describe(
+    match describe(
         old,
         path,
         method,
@@ -253,7 +272,15 @@ fn operation(
         own_params,
         shared,
         request_body,
-    ))
+    ) {
+        Ok(mut described) => {
+            // The shared schemas it reaches, once each, in its own `$defs`.
+            let schema = std::mem::take(&mut described.input_schema);
+            described.input_schema = resolver.with_defs(schema, &format!("{part} schemas"))?;
+            Ok(Ok(described))
+        }
+        Err(why) => Ok(Err(why)),
+    }
 }
 
 /// The tool of one operation whose parameters and body are resolved.
@@ -478,13 +505,11 @@ mod tests {
         let meter = super::super::budget::Meter::new(Default::default(), Default::default());
         let ops = operations(
             "s",
-            &Resolver {
-                doc: &doc,
-                meter: &meter,
-            },
+            &Resolver::new(&doc, &meter),
             &Filter {
                 operations: &[],
                 tags: &[],
+                max_tools: 10,
             },
         )
         .unwrap();
@@ -503,10 +528,7 @@ mod tests {
             "/c": {"get": {"operationId": "x_2"}}
         }});
         let meter = super::super::budget::Meter::new(Default::default(), Default::default());
-        let resolver = Resolver {
-            doc: &doc,
-            meter: &meter,
-        };
+        let resolver = Resolver::new(&doc, &meter);
         let listed = |ops: &[String]| -> Vec<(String, String, String)> {
             operations(
                 "s",
@@ -514,6 +536,7 @@ mod tests {
                 &Filter {
                     operations: ops,
                     tags: &[],
+                    max_tools: 10,
                 },
             )
             .unwrap()
@@ -532,6 +555,29 @@ mod tests {
         );
         assert_eq!(listed(&["x".to_string()]), [t("x", "GET", "/a")]);
         assert_eq!(listed(&["x_3".to_string()]), [t("x_3", "POST", "/b")]);
+    }
+
+    #[test]
+    fn max_tools_is_checked_before_anything_is_resolved() {
+        let body = json!({"content": {"application/json": {"schema": {"$ref": "#/nope"}}}});
+        let doc = json!({"openapi": "3.1.0", "paths": {
+            "/a": {"post": {"operationId": "a", "requestBody": body}},
+            "/b": {"post": {"operationId": "b", "requestBody": body}},
+            "/c": {"post": {"operationId": "c", "requestBody": body}}
+        }});
+        let meter = super::super::budget::Meter::new(Default::default(), Default::default());
+        let run = |max_tools| {
+            let f = Filter {
+                operations: &[],
+                tags: &[],
+                max_tools,
+            };
+            operations("s", &Resolver::new(&doc, &meter), &f)
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(run(2).contains("the spec has 3 operations, more than the server's maxTools (2)"));
+        assert!(run(3).contains("the spec's $ref #/nope points to nothing"));
     }
 
     #[test]

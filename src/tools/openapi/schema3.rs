@@ -45,7 +45,17 @@ fn convert(schema: Value) -> Value {
                     (k, v)
                 })
                 .collect();
-            if nullable {
+            if nullable && !out.contains_key("type") && out.contains_key("$ref") {
+                // A shared schema made nullable where it is used: it, or null.
+                let mut one = Map::new();
+                if let Some(r) = out.remove("$ref") {
+                    one.insert("$ref".into(), r);
+                }
+                out.insert(
+                    "anyOf".into(),
+                    json!([Value::Object(one), {"type": "null"}]),
+                );
+            } else if nullable {
                 match out.get_mut("type") {
                     Some(Value::String(t)) => {
                         let t = t.clone();
@@ -86,5 +96,10 @@ mod tests {
             json!({"type": "integer", "exclusiveMinimum": 1})
         );
         assert_eq!(s["properties"]["c"], json!({"enum": ["x", null]}));
+        let r = from_3_0(json!({"$ref": "#/$defs/A", "nullable": true, "description": "d"}));
+        assert_eq!(
+            r,
+            json!({"anyOf": [{"$ref": "#/$defs/A"}, {"type": "null"}], "description": "d"})
+        );
     }
 }
