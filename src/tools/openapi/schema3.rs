@@ -40,6 +40,15 @@ fn convert(schema: Value) -> Value {
                     let v = match k.as_str() {
                         // Values, not schemas.
                         "enum" | "const" | "default" | "examples" | "required" => v,
+                        // Maps of names to schemas: the names are not keywords (a property may
+                        // be called `nullable` or `example`).
+                        "properties" | "patternProperties" | "$defs" | "definitions"
+                        | "dependentSchemas" => match v {
+                            Value::Object(named) => Value::Object(
+                                named.into_iter().map(|(n, s)| (n, from_3_0(s))).collect(),
+                            ),
+                            other => other,
+                        },
                         _ => from_3_0(v),
                     };
                     (k, v)
@@ -82,6 +91,25 @@ fn convert(schema: Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn properties_named_like_keywords_are_kept() {
+        let s = from_3_0(json!({"type": "object", "properties": {
+            "nullable": {"type": "boolean"},
+            "example": {"type": "string", "example": "x"},
+            "xml": {"type": "string"},
+            "discriminator": {"type": "string", "nullable": true}
+        }, "required": ["example"]}));
+        assert_eq!(
+            s,
+            json!({"type": "object", "properties": {
+                "nullable": {"type": "boolean"},
+                "example": {"type": "string"},
+                "xml": {"type": "string"},
+                "discriminator": {"type": ["string", "null"]}
+            }, "required": ["example"]})
+        );
+    }
 
     #[test]
     fn converts_openapi_3_0_schemas() {
