@@ -25,6 +25,8 @@ pub mod passthrough;
 pub mod placeholders;
 pub mod pool;
 pub mod provenance;
+pub mod recording;
+pub mod replay;
 pub mod retry_queue;
 pub mod runner;
 pub mod runner_path;
