@@ -32,7 +32,8 @@ use std::time::Duration;
 
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
-    /// The execution to replay (`execution_id` in `audit --json`).
+    /// The execution to replay (`execution_id` in `audit --json`), or `last`: the newest
+    /// record of the store.
     pub execution_id: String,
     /// Read the recording from this `audit export` file instead of the state store (check the
     /// file first with `audit verify --file`).
@@ -53,6 +54,9 @@ pub struct ReplayArgs {
     #[command(flatten)]
     pub runner: RunnerArgs,
 }
+
+/// The execution id that names the newest record of the store.
+const LAST: &str = "last";
 
 /// Longest line read from an export file (as `audit verify --file` reads it).
 const MAX_LINE_BYTES: u64 = 64 * 1024 * 1024;
@@ -192,7 +196,7 @@ fn no_recording(id: &str) -> UsageError {
 fn from_store(store: &crate::store::Store, id: &str) -> Result<Recording, UsageError> {
     let found = store
         .query_audit(&AuditFilter {
-            execution_id: Some(id.to_string()),
+            execution_id: (id != LAST).then(|| id.to_string()),
             limit: 1,
             ..Default::default()
         })
@@ -205,6 +209,7 @@ fn from_store(store: &crate::store::Store, id: &str) -> Result<Recording, UsageE
     let full = store
         .audit_record(record.id)
         .map_err(|e| UsageError(format!("cannot read the audit log: {e}")))?;
+    let id = record.execution_id.as_deref().unwrap_or(id);
     full.and_then(|r| r.detail)
         .and_then(|d| d.recording)
         .ok_or_else(|| no_recording(id))
