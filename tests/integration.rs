@@ -50,6 +50,7 @@ mod graph_refusals;
 mod host_death;
 mod host_only_codes;
 mod hostile_budget;
+mod hostile_clock;
 mod hostile_memory;
 mod hostile_runner;
 mod hostile_scripts;
