@@ -1,15 +1,25 @@
-//! A recording replays from an `audit export` file on another machine (issue 62): the export
-//! of one execution (`--execution-id`) carries its recording, verifies offline, and
-//! `replay --file` replays it with the state store gone.
+//! A recording replays from an `audit export` file on another machine (issue 62): recorded by
+//! the config's `sandbox.audit.record: "full"` (no flag), the export of one execution
+//! (`--execution-id`) carries its recording, verifies offline, and `replay --file` replays it
+//! with the state store gone.
 
-use crate::common::fixture_config_file;
+use crate::common::bin;
 use crate::serve_support::team::{audit, cli};
 use serde_json::{json, Value};
 
 #[test]
 fn an_exported_recording_replays_without_the_store() {
     let dir = tempfile::tempdir().unwrap();
-    let config = fixture_config_file(dir.path(), json!({}));
+    let config = dir.path().join("config.json");
+    std::fs::write(
+        &config,
+        json!({
+            "mcpServers": {"fixture": {"command": bin("fixture-mcp-server"), "args": []}},
+            "sandbox": {"audit": {"record": "full"}}
+        })
+        .to_string(),
+    )
+    .unwrap();
     let state = dir.path().join("state.db");
     let file = dir.path().join("s.js");
     let script = "const a = await mcp.fixture.echo({message: 'x'});\nreturn {a, r: Math.random(), t: Date.now()};\n";
@@ -22,8 +32,6 @@ fn an_exported_recording_replays_without_the_store() {
             config.as_os_str(),
             "--state".as_ref(),
             state.as_os_str(),
-            "--audit-record".as_ref(),
-            "full".as_ref(),
         ]);
         assert_eq!(status, 0, "{err}");
     }
