@@ -312,7 +312,7 @@ impl Sandbox {
         let sink = auditor.start(header.clone());
         req.audit_args = Some(sink.clone());
         // `--audit-record full`: what a replay needs, kept in the record's detail.
-        let recording = recording_for(&auditor, &mut req);
+        let recording = crate::exec::recording_audit::ToRecord::for_request(&auditor, &mut req);
         let outcome = self.execute_unaudited(req).await;
         let Some(p) = placeholders else {
             recording.keep(&mut header, &outcome);
@@ -549,56 +549,6 @@ async fn redacted(
         shown.clone()
     };
     (audited, if reveal { real } else { shown })
-}
-
-/// What an audited execution keeps for replay: nothing, or its recorder and what it ran.
-enum ToRecord {
-    Off,
-    On {
-        recorder: Arc<crate::exec::recording::Recorder>,
-        code: String,
-        language: sandbox_runner::protocol::Language,
-        context: serde_json::Map<String, serde_json::Value>,
-    },
-}
-
-/// With `--audit-record full` (and no recorder given by the caller), a recorder for `req`.
-fn recording_for(auditor: &crate::exec::audit::Auditor, req: &mut ExecRequest) -> ToRecord {
-    let options = auditor.options();
-    if options.record != crate::exec::audit::AuditRecordMode::Full || req.record.is_some() {
-        return ToRecord::Off;
-    }
-    let recorder = Arc::new(crate::exec::recording::Recorder::record());
-    req.record = Some(recorder.clone());
-    ToRecord::On {
-        recorder,
-        // `--audit-code hash`: no copy of the code anywhere (a replay needs `--code`).
-        code: match options.code {
-            crate::exec::audit::AuditCode::Full => req.code.clone(),
-            crate::exec::audit::AuditCode::Hash => String::new(),
-        },
-        language: req.language,
-        context: req.context.clone(),
-    }
-}
-
-impl ToRecord {
-    /// Puts the recording of `outcome` in the detail `header` carries to the record.
-    fn keep(&self, header: &mut crate::store::audit::AuditRecord, outcome: &Outcome) {
-        if let ToRecord::On {
-            recorder,
-            code,
-            language,
-            context,
-        } = self
-        {
-            let recording = recorder.finish(code, *language, context, outcome);
-            header.detail = Some(crate::store::audit::AuditDetail {
-                recording: Some(recording),
-                ..Default::default()
-            });
-        }
-    }
 }
 
 fn shutting_down() -> ExecError {

@@ -26,6 +26,7 @@ pub mod placeholders;
 pub mod pool;
 pub mod provenance;
 pub mod recording;
+pub mod recording_audit;
 pub mod replay;
 pub mod retry_queue;
 pub mod runner;
