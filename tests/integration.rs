@@ -118,6 +118,7 @@ mod replay_diverged;
 mod replay_export;
 mod replay_identical;
 mod replay_python;
+mod replay_sensitive;
 mod replay_serve;
 mod runner_faults;
 mod runner_path;
