@@ -300,13 +300,13 @@ fn compare(
             "call #{n} is {server}.{tool}; the recording has {}.{} there",
             recorded.server, recorded.tool
         ))
-        .with_tool(&format!("{server}:{tool}")));
+        .with_tool(format!("{server}:{tool}")));
     }
     match first_difference(&recorded.args, args) {
         None => Ok(()),
         Some(d) => Err(diverged(format!(
             "call #{n} ({server}.{tool}) has other arguments than the recorded one: {d}"
         ))
-        .with_tool(&format!("{server}:{tool}"))),
+        .with_tool(format!("{server}:{tool}"))),
     }
 }
