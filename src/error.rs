@@ -31,10 +31,13 @@ pub enum ErrorCode {
     Cancelled,
     /// `store(key, value)` was given a value JSON cannot hold (a set, a BigInt, a function…).
     StateValueInvalid,
+    /// `mcp-sandbox replay`: the script made a call the recording does not have (another tool,
+    /// other arguments, or more calls); the message names the call and the first difference.
+    ReplayDiverged,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 21] = [
+    pub const ALL: [ErrorCode; 22] = [
         ErrorCode::SyntaxError,
         ErrorCode::RuntimeError,
         ErrorCode::ExecutionTimeout,
@@ -56,6 +59,7 @@ impl ErrorCode {
         ErrorCode::ServerUnavailable,
         ErrorCode::Cancelled,
         ErrorCode::StateValueInvalid,
+        ErrorCode::ReplayDiverged,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -81,6 +85,7 @@ impl ErrorCode {
             ErrorCode::ServerUnavailable => "SERVER_UNAVAILABLE",
             ErrorCode::Cancelled => "CANCELLED",
             ErrorCode::StateValueInvalid => "STATE_VALUE_INVALID",
+            ErrorCode::ReplayDiverged => "REPLAY_DIVERGED",
         }
     }
 
@@ -99,6 +104,7 @@ impl ErrorCode {
                 | ErrorCode::ProtocolError
                 | ErrorCode::SandboxUnavailable
                 | ErrorCode::Cancelled
+                | ErrorCode::ReplayDiverged
         )
     }
 }

@@ -311,11 +311,15 @@ impl Sandbox {
         }
         let sink = auditor.start(header.clone());
         req.audit_args = Some(sink.clone());
+        // `--audit-record full`: what a replay needs, kept in the record's detail.
+        let recording = crate::exec::recording_audit::ToRecord::for_request(&auditor, &mut req);
         let outcome = self.execute_unaudited(req).await;
         let Some(p) = placeholders else {
+            recording.keep(&mut header, &outcome);
             return auditor.commit(header, outcome, &sink).await;
         };
         let (audited, shown) = redacted(&p, outcome, reveal).await;
+        recording.keep(&mut header, &audited);
         let error = audited.error.clone();
         let committed = auditor.commit(header, audited, &sink).await;
         // A record that could not be written withholds the outcome (its error is the answer).

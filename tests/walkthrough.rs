@@ -1,4 +1,4 @@
-//! docs/walkthrough.md and the README are tests: every `console` block in them is run (the real CLI, the real
+//! docs/walkthrough.md, docs/replay.md and the README are tests: every `console` block in them is run (the real CLI, the real
 //! runner, the reference MCP servers from npm, the official Python MCP SDK client) and its output
 //! compared with the text of the page, by `trycmd`. Durations, ids, timestamps and absolute paths
 //! are `[..]` on the page; everything else must match, so a change of any output fails here
@@ -41,6 +41,13 @@ fn walkthrough_outputs_are_what_the_program_prints() {
 #[test]
 fn readme_outputs_are_what_the_program_prints() {
     page_outputs_are_what_the_program_prints("README.md");
+}
+
+/// docs/replay.md (issue 62): a recorded run, its replay, and a replay of other code that
+/// diverges.
+#[test]
+fn replay_page_outputs_are_what_the_program_prints() {
+    page_outputs_are_what_the_program_prints("docs/replay.md");
 }
 
 /// Runs every `console` block of `page` (relative to the repository root) in order, with a fresh

@@ -14,10 +14,13 @@
 //! - `audit_chain_links_us`: the chain's own work for one execution, computing the head and end
 //!   links (canonical JSON + SHA-256) of a one-call record; `audit_append_one_call_us`:
 //!   appending a one-call record whole, its links included.
+//! - `recorded_mcp_call_exec_ms`: the same one-call execution audited with `--audit-record full`
+//!   (issue 62: the recorder, the seed, the clock frame and the recording in the record) beside
+//!   the audited one; `added_ms` is the recording's added time per execution (p50).
 
 use super::{percentiles, pooled, release_bin, round, wait_full};
 use mcp_sandbox::config::Config;
-use mcp_sandbox::exec::audit::{AuditOptions, Auditor};
+use mcp_sandbox::exec::audit::{AuditOptions, AuditRecordMode, Auditor};
 use mcp_sandbox::store::audit_chain::{extend, Part, Stored, GENESIS};
 use mcp_sandbox::store::Store;
 use mcp_sandbox::tools::catalog::start_mcp_servers;
@@ -167,21 +170,30 @@ pub async fn bench(runner: &RunnerCommand) -> Value {
     };
     let off = Sandbox::new(mcp.clone(), runner.clone(), options());
     let on = Sandbox::new(mcp.clone(), runner.clone(), options()).with_audit(auditor.clone());
+    let recording = AuditOptions {
+        record: AuditRecordMode::Full,
+        ..AuditOptions::default()
+    };
+    let recorded = Sandbox::new(mcp.clone(), runner.clone(), options())
+        .with_audit(Auditor::new(store.clone(), recording).expect("auditor"));
     let call = "return await mcp.fixture.echo({ message: 'x' })";
     let n = 200;
     // Interleaved in rounds so load on the machine hits both alike.
-    let (mut exec_off, mut exec_on, mut call_off, mut call_on) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut exec_off, mut exec_on, mut call_off, mut call_on, mut call_rec) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..4 {
         exec_off.extend(pooled_p50(&off, "return 1+1", n / 4, pool).await);
         exec_on.extend(pooled_p50(&on, "return 1+1", n / 4, pool).await);
         call_off.extend(pooled_p50(&off, call, n / 4, pool).await);
         call_on.extend(pooled_p50(&on, call, n / 4, pool).await);
+        call_rec.extend(pooled_p50(&recorded, call, n / 4, pool).await);
     }
+    recorded.shutdown(Duration::from_secs(1)).await;
     off.shutdown(Duration::from_secs(1)).await;
     on.shutdown(Duration::from_secs(1)).await;
     let (exec_off, exec_on) = (percentiles(exec_off), percentiles(exec_on));
     let (call_off, call_on) = (percentiles(call_off), percentiles(call_on));
+    let call_rec = percentiles(call_rec);
     json!({
         "audit_record_100k_calls_ms": percentiles(build),
         "audit_commit_100k_calls_ms": percentiles(commit),
@@ -197,6 +209,11 @@ pub async fn bench(runner: &RunnerCommand) -> Value {
             "off": call_off.clone(),
             "on": call_on.clone(),
             "added_ms": round(p50(&call_on) - p50(&call_off)),
+        },
+        "recorded_mcp_call_exec_ms": {
+            "audited": call_on.clone(),
+            "recorded": call_rec.clone(),
+            "added_ms": round(p50(&call_rec) - p50(&call_on)),
         },
     })
 }

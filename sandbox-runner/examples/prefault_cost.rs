@@ -62,6 +62,7 @@ fn main() {
                     unavailable: vec![],
                     context: serde_json::Map::new(),
                     limits: RunnerLimits::default(),
+                    determinism: None,
                 };
                 let _ = engine.execute(Channel::new(theirs, 1 << 20), req);
                 let c = cpu_us();

@@ -175,6 +175,7 @@ fn run(engine: &Engine, pid: u32, isolation: lockdown::IsolationReport, max_fram
             context,
             limits,
             language,
+            determinism,
         })) => (
             language,
             ExecuteRequest {
@@ -183,6 +184,7 @@ fn run(engine: &Engine, pid: u32, isolation: lockdown::IsolationReport, max_fram
                 unavailable,
                 context,
                 limits,
+                determinism,
             },
         ),
         _ => std::process::exit(EXIT_CHANNEL),

@@ -82,6 +82,7 @@ fn probe(engine: &Engine, prefault: &Prefault, sock: UnixStream) -> Option<Touch
         unavailable: Vec::new(),
         context: serde_json::Map::new(),
         limits: RunnerLimits::default(),
+        determinism: None,
     };
     engine.execute(channel, req).ok()?;
     let pagemap = std::fs::File::open("/proc/self/pagemap").ok()?;

@@ -49,6 +49,16 @@ pub enum RunnerMessage {
     /// the lockdown (no `poll`, no `nanosleep`), so the host drives its timers; a wake that
     /// comes early or late only makes the runner check its own clock again.
     Sleep { ms: u64 },
+    /// What the script was given by the clock (`Date.now()`, `new Date()`, Python's
+    /// `datetime.now()`/`date.today()`) in an execution that is recorded or replayed
+    /// ([`Determinism`]): each value in order, in microseconds since the Unix epoch, at most
+    /// [`MAX_CLOCK_VALUES`] (`dropped` counts the rest). Sent once, just before
+    /// `execution_complete`.
+    Clock {
+        values: Vec<i64>,
+        #[serde(default)]
+        dropped: u64,
+    },
     /// The script's outcome. The runner exits after sending it.
     ExecutionComplete {
         success: bool,
@@ -79,6 +89,10 @@ pub enum HostMessage {
         /// The language of `code` (absent: JavaScript, as before there was a choice).
         #[serde(default, skip_serializing_if = "Language::is_javascript")]
         language: Language,
+        /// Set when the execution is recorded or replayed: the seed of `Math.random`/`crypto`
+        /// and, in a replay, the clock values to give the script.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        determinism: Option<Determinism>,
     },
     /// The answer to one `rpc_call`.
     RpcResult {
@@ -124,6 +138,38 @@ impl Language {
             "python" | "py" => Some(Language::Python),
             _ => None,
         }
+    }
+}
+
+/// Most clock values a runner reports (and a replay gives back): past them the script reads the
+/// real clock and the runner counts the values it did not keep.
+pub const MAX_CLOCK_VALUES: usize = 10_000;
+
+/// What makes an execution repeatable: the generator's seed (32 bytes, hex) chosen by the host,
+/// and, in a replay, the clock values the recorded execution read, given back in order (past
+/// the last one the script reads the real clock). With it the runner reports the clock values
+/// it gave the script ([`RunnerMessage::Clock`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Determinism {
+    pub seed: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<Vec<i64>>,
+}
+
+impl Determinism {
+    /// The seed's 32 bytes, when it is 64 hex digits.
+    pub fn seed_bytes(&self) -> Option<[u8; 32]> {
+        let b = self.seed.as_bytes();
+        if b.len() != 64 {
+            return None;
+        }
+        let mut out = [0u8; 32];
+        for (i, pair) in b.chunks(2).enumerate() {
+            let text = std::str::from_utf8(pair).ok()?;
+            out[i] = u8::from_str_radix(text, 16).ok()?;
+        }
+        Some(out)
     }
 }
 

@@ -270,7 +270,11 @@ impl Auditor {
                 .map_or_else(|| "OK".to_string(), |e| e.code.to_string()),
             duration_ms: outcome.metrics.duration_ms,
             calls,
-            detail: Some(detail_of(outcome, self.options.code)),
+            detail: Some(AuditDetail {
+                // The recording for replay (`--audit-record full`), put there by the sandbox.
+                recording: header.detail.as_ref().and_then(|d| d.recording.clone()),
+                ..detail_of(outcome, self.options.code)
+            }),
             labels: outcome
                 .traces
                 .iter()
@@ -458,6 +462,7 @@ fn detail_of(outcome: &Outcome, mode: AuditCode) -> AuditDetail {
                 String::new()
             },
         }),
+        recording: None,
     }
 }
 

@@ -23,6 +23,7 @@ fn hash_only_auditing_deletes_a_remembered_last_execution() {
     let full = AuditOptions {
         code: AuditCode::Full,
         args: AuditArgs::default(),
+        record: AuditRecordMode::Off,
         retain_days: None,
         retain_records: None,
         loss_allowed: false,

@@ -36,7 +36,8 @@ pub fn origin(code: ErrorCode) -> Origin {
         | ErrorCode::RunnerCrashed
         | ErrorCode::ProtocolError
         | ErrorCode::SandboxUnavailable
-        | ErrorCode::Cancelled => Origin::HostOnly,
+        | ErrorCode::Cancelled
+        | ErrorCode::ReplayDiverged => Origin::HostOnly,
         ErrorCode::ToolTimeout
         | ErrorCode::PermissionDenied
         | ErrorCode::CapabilityCycle

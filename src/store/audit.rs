@@ -66,6 +66,10 @@ pub struct AuditDetail {
     /// The outcome's error (`code`, `message`; the message only with `--audit-code full`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<crate::trace::TraceError>,
+    /// What `mcp-sandbox replay` needs (`--audit-record full`): code, context, each call's
+    /// arguments and answer, the seed and the clock values.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recording: Option<super::audit_recording::Recording>,
 }
 
 /// One log line of an [`AuditDetail`] (its message clipped to [`MAX_DETAIL_LOG_BYTES`]).
@@ -116,6 +120,8 @@ pub struct AuditFilter {
     pub tool: Option<String>,
     /// Records whose outcome, or one of whose calls, has this error code.
     pub error: Option<String>,
+    /// The record of this execution (`replay EXECUTION_ID`).
+    pub execution_id: Option<String>,
     /// At most this many records, newest last.
     pub limit: usize,
 }
@@ -362,6 +368,10 @@ impl Store {
                     " AND EXISTS (SELECT 1 FROM audit_calls c WHERE c.audit_id = a.id AND c.tool = ?{})",
                     args.len()
                 ));
+            }
+            if let Some(e) = &filter.execution_id {
+                args.push(e.clone().into());
+                sql.push_str(&format!(" AND a.execution_id = ?{}", args.len()));
             }
             if let Some(code) = &filter.error {
                 args.push(code.clone().into());

@@ -34,6 +34,18 @@ pub enum AuditArgs {
     Full,
 }
 
+/// Whether the log keeps what `mcp-sandbox replay` needs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum AuditRecordMode {
+    /// Nothing more than the record.
+    #[default]
+    Off,
+    /// The code, the context, each tool call's arguments and answer (tool results, which may be
+    /// sensitive), the seed and the clock values, for `mcp-sandbox replay`.
+    Full,
+}
+
 /// The `sandbox.audit` section of the config (flags override it).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -42,6 +54,9 @@ pub struct AuditConfig {
     pub code: Option<AuditCode>,
     #[serde(default)]
     pub args: Option<AuditArgs>,
+    /// `"full"`: keep what `mcp-sandbox replay` needs (tool results included).
+    #[serde(default)]
+    pub record: Option<AuditRecordMode>,
     /// Records older than this many days are deleted when the host starts (and hourly by
     /// `serve`).
     #[serde(default)]
@@ -70,6 +85,11 @@ pub struct AuditFlags {
     /// arguments themselves (`full`).
     #[arg(long, value_enum, value_name = "MODE")]
     pub audit_args: Option<AuditArgs>,
+    /// Audit log: also keep what `mcp-sandbox replay` needs (`full`: the context, each tool
+    /// call's arguments and result, which may be sensitive, the seed and clock values; default
+    /// `off`).
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub audit_record: Option<AuditRecordMode>,
     /// Audit log: delete records older than this many days (default: keep everything).
     #[arg(long, value_name = "DAYS")]
     pub audit_retain_days: Option<u32>,
@@ -87,6 +107,7 @@ impl AuditFlags {
     pub fn given(&self) -> bool {
         self.audit_code.is_some()
             || self.audit_args.is_some()
+            || self.audit_record.is_some()
             || self.audit_retain_days.is_some()
             || self.audit_retain_records.is_some()
             || self.audit_key_file.is_some()
@@ -109,6 +130,7 @@ impl AuditFlags {
         AuditOptions {
             code: self.audit_code.or(c.code).unwrap_or_default(),
             args: self.audit_args.or(c.args).unwrap_or_default(),
+            record: self.audit_record.or(c.record).unwrap_or_default(),
             retain_days: self.audit_retain_days.or(c.retain_days),
             retain_records: self.audit_retain_records.or(c.retain_records),
             loss_allowed: c.required == Some(false),
@@ -134,6 +156,7 @@ pub fn key_of(
 pub struct AuditOptions {
     pub code: AuditCode,
     pub args: AuditArgs,
+    pub record: AuditRecordMode,
     pub retain_days: Option<u32>,
     pub retain_records: Option<u64>,
     /// `sandbox.audit.required: false`: a record that cannot be written is a counted, logged

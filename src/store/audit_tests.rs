@@ -69,6 +69,7 @@ pub(crate) fn the_web_view_reads_a_record_and_its_detail(s: &Store) {
             code: crate::error::ErrorCode::RuntimeError,
             message: "boom".into(),
         }),
+        recording: None,
     };
     let mut ahead = record(1.0);
     ahead.calls.clear();

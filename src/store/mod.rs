@@ -21,6 +21,7 @@ pub mod audit_export;
 pub mod audit_key;
 pub mod audit_list;
 pub mod audit_options;
+pub mod audit_recording;
 pub mod audit_verify;
 mod capabilities;
 mod capability_parts;

@@ -54,6 +54,12 @@ impl Random {
         Ok(())
     }
 
+    /// A generator from `seed` (a recorded or replayed execution: the host chose the seed and
+    /// keeps it in the recording), replacing the kernel's.
+    pub fn seed_from(&self, seed: [u8; 32]) {
+        *self.0.borrow_mut() = Some(StdRng::from_seed(seed));
+    }
+
     fn with<'js, T>(
         &self,
         ctx: &Ctx<'js>,

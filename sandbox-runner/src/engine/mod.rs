@@ -11,6 +11,7 @@ pub mod crypto;
 pub mod heap;
 mod intl;
 pub mod preload;
+pub mod replay_clock;
 mod subtle;
 pub mod suggest;
 mod text;
@@ -18,7 +19,7 @@ mod timers;
 mod web;
 mod weburl;
 
-use crate::protocol::{raw, RunnerLimits, ToolRef, UnavailableServer, WireError};
+use crate::protocol::{raw, Determinism, RunnerLimits, ToolRef, UnavailableServer, WireError};
 use bridge::Bridge;
 use channel::Channel;
 use cpu::CpuBudget;
@@ -56,6 +57,8 @@ pub struct ExecuteRequest {
     pub unavailable: Vec<UnavailableServer>,
     pub context: Map<String, Json>,
     pub limits: RunnerLimits,
+    /// Set when the execution is recorded or replayed (seed, clock values).
+    pub determinism: Option<Determinism>,
 }
 
 /// A QuickJS runtime and context, created before lockdown and used for exactly one script.
@@ -133,6 +136,16 @@ impl Engine {
         // `performance.now()` counts from here, and `timeOrigin` is this moment's wall time.
         self.clock.start();
         let limits = req.limits;
+        // A recorded or replayed execution: the host's seed, and a clock that keeps what it gave.
+        let replay_clock = match &req.determinism {
+            Some(d) => {
+                if let Some(seed) = d.seed_bytes() {
+                    self.random.seed_from(seed);
+                }
+                Some(Rc::new(RefCell::new(replay_clock::ClockLog::new(d))))
+            }
+            None => None,
+        };
         heap::start_execution(usize::try_from(limits.memory_bytes).unwrap_or(usize::MAX));
         self.rt
             .set_max_stack_size(usize::try_from(limits.stack_bytes).unwrap_or(usize::MAX));
@@ -179,6 +192,9 @@ impl Engine {
                 .map_err(setup)
                 .and_then(|(prelude, web_bind)| {
                     web::bind_timers(&ctx, &timers, web_bind).map_err(setup)?;
+                    if let Some(clock) = &replay_clock {
+                        replay_clock::install_date(&ctx, clock).map_err(setup)?;
+                    }
                     let natives = Natives {
                         bridge: &bridge,
                         timers: &timers,
@@ -194,6 +210,11 @@ impl Engine {
             }
         })?;
         let mut ch = channel.borrow_mut();
+        if let Some(clock) = &replay_clock {
+            let report = clock.borrow_mut().report();
+            ch.send(&report)
+                .map_err(|e| EngineError::Channel(e.to_string()))?;
+        }
         let sent = match outcome {
             Ok(json) if json.len() as u64 > limits.result_bytes => ch.send_error(WireError::new(
                 "LIMIT_EXCEEDED",

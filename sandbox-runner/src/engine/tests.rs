@@ -68,6 +68,7 @@ fn run(code: &str, limits: RunnerLimits) -> Vec<RunnerMessage> {
         unavailable: vec![],
         context: serde_json::from_value(json!({"who": "world"})).unwrap(),
         limits,
+        determinism: None,
     };
     engine.execute(Channel::new(a, 1 << 20), req).unwrap();
     host.join().unwrap()
@@ -309,6 +310,7 @@ fn context_keys_that_shadow_globals_are_refused() {
                 unavailable: vec![],
                 context,
                 limits: RunnerLimits::default(),
+                determinism: None,
             };
             let budget = CpuBudget::start(Duration::from_secs(1));
             let prelude = engine.prelude.clone().restore(&ctx).unwrap();

@@ -64,6 +64,8 @@ struct Script<'c> {
     budget: CpuBudget,
     cpu_ms: u64,
     broken: Option<String>,
+    /// The clock of a recorded or replayed execution (`None`: the plain clock).
+    clock: Option<crate::engine::replay_clock::ClockLog>,
 }
 
 /// What a script's first use of some modules would otherwise do after the seccomp filter is in
@@ -108,6 +110,10 @@ pub fn execute(mut channel: Channel, req: ExecuteRequest) -> Result<(), EngineEr
         budget: CpuBudget::start(Duration::from_millis(limits.cpu_ms)),
         cpu_ms: limits.cpu_ms,
         broken: None,
+        clock: req
+            .determinism
+            .as_ref()
+            .map(crate::engine::replay_clock::ClockLog::new),
     };
     // An interpreter bug that panics ends this one script with an error, not the runner unheard.
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| script.run(&req)))
@@ -121,6 +127,11 @@ pub fn execute(mut channel: Channel, req: ExecuteRequest) -> Result<(), EngineEr
     script.flush_print();
     if let Some(reason) = script.broken.take() {
         return Err(EngineError::Channel(reason));
+    }
+    if let Some(report) = script.clock.as_mut().map(|c| c.report()) {
+        channel
+            .send(&report)
+            .map_err(|e| EngineError::Channel(e.to_string()))?;
     }
     let sent = match result.and_then(|v| outcome::result_json(&v, limits.result_bytes)) {
         Ok(json) => channel.send_result(&json),
@@ -218,8 +229,11 @@ impl Script<'_> {
                     lookup.resume(answer, PrintWriter::Callback(&mut out))
                 }
                 RunProgress::OsCall(call) => {
+                    let clock = self.clock.as_mut();
                     let mut out = Printer::new(&mut *self.channel, &mut self.printer);
-                    call.resume_with(PrintWriter::Callback(&mut out), os_calls::answer)
+                    call.resume_with(PrintWriter::Callback(&mut out), |c| {
+                        os_calls::answer(c, clock)
+                    })
                 }
             };
             progress = next.map_err(|e| self.failed(e))?;

@@ -351,6 +351,9 @@ impl Run {
             self.answered.insert((e.code, tool.clone()));
         }
         tx.send(buf);
+        if let Some(rec) = &self.recorder {
+            rec.on_answer(id, &result, self.placeholders.as_deref());
+        }
         // What the server answered reached the script (a host-side refusal carries nothing).
         let answered = match &result {
             Ok(_) => true,

@@ -54,6 +54,16 @@ impl Run {
             context: req.context.clone(),
             limits: self.limits.runner_limits(),
             language: req.language,
+            determinism: self.recorder.as_ref().map(|r| {
+                r.set_tools(
+                    catalog
+                        .tool_refs()
+                        .iter()
+                        .map(|t| format!("{}:{}", t.server, t.name))
+                        .collect(),
+                );
+                r.determinism()
+            }),
         };
         let mut buf = Vec::new();
         encode_frame(&exec, max_frame, &mut buf).map_err(|e| {
@@ -155,6 +165,9 @@ impl Run {
                                     self.limits.max_calls
                                 )));
                             }
+                            if let Some(rec) = &self.recorder {
+                                rec.on_call(id, &server, &tool, &args, self.placeholders.as_deref())?;
+                            }
                             let q = Queued {
                                 id,
                                 server,
@@ -167,6 +180,14 @@ impl Run {
                                 running.push(fut);
                             }
                         }
+                        RunnerMessage::Clock { values, dropped } => match &self.recorder {
+                            Some(rec) => rec.on_clock(values, dropped).map_err(protocol)?,
+                            None => {
+                                return Err(protocol(
+                                    "a clock frame in an execution that is neither recorded nor replayed".into(),
+                                ))
+                            }
+                        },
                         RunnerMessage::ExecutionComplete { success, result, error } => {
                             if payload.len() as u64 > self.limits.result_bytes {
                                 self.check_result_size(result.as_ref())?;

@@ -111,6 +111,9 @@ pub struct ExecRequest {
     /// Its place in its caller's fair share, when the front admitted it before it reached the
     /// sandbox (`Sandbox::admit`); else the sandbox admits it.
     pub admitted: Option<Arc<crate::exec::fair_share::Admitted>>,
+    /// Records this execution for replay (`--audit-record full`), or replays a recording
+    /// (`mcp-sandbox replay`). A capability's nested execution has none.
+    pub record: Option<Arc<crate::exec::recording::Recorder>>,
 }
 
 /// A callback given the runner's pid once it is spawned. It runs synchronously on the session's
@@ -162,6 +165,7 @@ pub async fn execute_pooled(
     run.state = req.state.clone();
     run.live = req.live.clone();
     run.placeholders = req.placeholders.clone();
+    run.recorder = req.record.clone();
     let owner = format!(
         "{}/{}",
         run.request.caller.tenant, run.request.caller.principal
@@ -330,6 +334,8 @@ struct Run {
     /// `server:tool` of the calls warned about before the run (neither awaited nor returned
     /// nor assigned): left open at the end, they are not warned about a second time.
     warned_unawaited: HashSet<String>,
+    /// See [`ExecRequest::record`].
+    recorder: Option<Arc<crate::exec::recording::Recorder>>,
 }
 
 impl Run {
@@ -369,6 +375,7 @@ impl Run {
             calls_done: 0,
             placeholders: None,
             warned_unawaited: HashSet::new(),
+            recorder: None,
         }
     }
 

@@ -70,6 +70,9 @@ pub struct ExportArgs {
     /// Only executions whose outcome, or one of whose calls, has this error code.
     #[arg(long, value_name = "CODE")]
     pub error: Option<String>,
+    /// Only the record of this execution (`execution_id` in `audit --json`).
+    #[arg(long, value_name = "ID")]
+    pub execution_id: Option<String>,
     #[command(flatten)]
     pub store: TeamStoreArgs,
 }
@@ -237,6 +240,7 @@ fn export(args: ExportArgs) -> Result<i32, UsageError> {
         tenant: args.tenant.clone(),
         tool: args.tool.clone(),
         error: args.error.clone(),
+        execution_id: args.execution_id.clone(),
         limit: 0,
     };
     let (store, _) = args.store.open()?;
@@ -327,6 +331,7 @@ pub fn audit(args: AuditArgs) -> Result<i32, UsageError> {
         tenant: args.tenant.clone(),
         tool: args.tool.clone(),
         error: args.error.clone(),
+        execution_id: None,
         limit: args.limit.clamp(1, 100_000),
     };
     let (store, _) = args.store.open()?;

@@ -46,6 +46,9 @@ pub enum Command {
     Token(TokenArgs),
     /// Query the audit log (one record per execution).
     Audit(AuditArgs),
+    /// Run a recorded execution (`--audit-record full`) again with every tool call answered
+    /// from its recording, and compare the outcomes (exit 0 equal, 1 not).
+    Replay(super::replay::ReplayArgs),
     /// The data-flow labels a principal's sessionless executions read: `labels show|clear
     /// --principal token:NAME` (a clear is audited).
     Labels(super::labels::LabelsArgs),

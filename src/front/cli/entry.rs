@@ -68,6 +68,7 @@ pub fn main() -> ! {
             Command::Auth(args) => cli::auth::command(args).await,
             Command::Token(args) => cli::team::token(args),
             Command::Audit(args) => cli::audit::audit(args),
+            Command::Replay(args) => cli::replay::command(args).await,
             Command::Labels(args) => cli::labels::command(args),
             Command::Policy(args) => cli::policy::command(args).await,
             Command::Ui(args) => cli::ui::command(args).await,

@@ -14,6 +14,7 @@ pub mod learning;
 pub mod migrate;
 pub mod policy;
 pub mod progress;
+pub mod replay;
 pub mod run;
 pub mod run_output;
 pub mod team;

@@ -182,6 +182,10 @@ impl Pg {
                     args.len()
                 ));
             }
+            if let Some(e) = &filter.execution_id {
+                args.push(Box::new(e.clone()));
+                sql.push_str(&format!(" AND a.execution_id = ${}", args.len()));
+            }
             if let Some(code) = &filter.error {
                 args.push(Box::new(code.clone()));
                 let n = args.len();
