@@ -78,3 +78,6 @@ print("ours: lockdown on (seccomp, landlock, namespaces, uid drop, rlimits); anc
 json.dump({"ours": ours, "deno_worker": deno, "quickjs_wasm": wasm}, open(f"{out}/compare.json", "w"), indent=2)
 print(f"all figures: {out}/compare.json")
 PY
+echo
+echo "the ratios of this run beside benches/ratio-baseline.json (issue 61):"
+python3 benches/ratio-check.py --anchor "$out/qjswasm.json" "$out/sandbox.json"
