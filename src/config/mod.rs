@@ -7,6 +7,7 @@
 //! ```
 
 pub mod gateway;
+pub mod network;
 pub mod openapi_entry;
 pub mod rule_names;
 pub mod server_entry;
