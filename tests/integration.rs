@@ -33,6 +33,7 @@ mod cpu_limit;
 mod deadlock;
 mod deploy_files;
 mod doc_commands;
+mod egress_proxy;
 mod error_codes;
 mod execute_code_tasks;
 mod fair_share;

@@ -8,6 +8,7 @@
 
 pub mod confine_entry;
 pub mod gateway;
+pub mod network;
 pub mod openapi_entry;
 pub mod rule_names;
 pub mod server_entry;
