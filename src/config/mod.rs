@@ -163,6 +163,10 @@ pub struct ServerConfig {
     /// A confined server's rlimits and `/tmp` size.
     #[serde(default)]
     pub limits: confine_entry::LimitsConfig,
+    /// A confined server's network: none (the default), `"host"`, or `{"allow": [...]}`
+    /// through the egress proxy (`tools::egress`).
+    #[serde(default)]
+    pub network: network::NetworkPolicy,
     /// Who this process serves, as a path under the servers' homes (`default`, a tenant, or
     /// `tenant/principal`): set by `server_entry::for_scope`, never read from the config.
     #[serde(skip)]

@@ -292,19 +292,19 @@ async fn connect(
     if config.is_remote() {
         return connect_remote(name, config, cwd, watcher).await;
     }
-    let (mut cmd, seccomp) = if config.is_confined() {
-        let extra = super::confine::Extra::default();
-        let c = super::confine::command(name, config, cwd, super::confine::Net::Own, &extra)
+    let (mut cmd, seccomp, keep) = if config.is_confined() {
+        let c = super::confine::command(name, config, cwd)
+            .await
             .map_err(|e| e.to_string())?;
-        (c.command, Some(c.seccomp))
+        (c.command, Some(c.seccomp), c.keep)
     } else {
         let mut cmd = tokio::process::Command::new(&config.command);
         cmd.args(&config.args).current_dir(cwd);
-        (cmd, None)
+        (cmd, None, Vec::new())
     };
     super::server_env::apply(&mut cmd, config).map_err(|e| e.to_string())?;
     super::process_tree::own_tree(&mut cmd);
-    let spawned = super::stdio_transport::spawn(cmd);
+    let spawned = super::stdio_transport::spawn(cmd, keep);
     // bubblewrap has its copy of the seccomp filter (or the spawn failed).
     drop(seccomp);
     let super::stdio_transport::Spawned {

@@ -18,6 +18,7 @@
 pub mod home;
 pub mod install;
 pub mod limits;
+pub mod pids;
 pub mod probe;
 pub mod seccomp;
 
@@ -60,11 +61,14 @@ pub enum ConfineError {
     },
 }
 
-/// A server command wrapped in bubblewrap, and what must live until it is spawned.
+/// A server command wrapped in bubblewrap, and what must live until it is spawned or as long
+/// as the server runs.
 pub struct Confined {
     pub command: tokio::process::Command,
     /// The seccomp filter bubblewrap reads at start (closed after the spawn).
     pub seccomp: OwnedFd,
+    /// Kept as long as the server process lives: its egress proxy, its pids cgroup.
+    pub keep: Vec<Box<dyn std::any::Any + Send + Sync>>,
 }
 
 /// Whether the server's network namespace is its own (`--unshare-net`).
@@ -74,8 +78,79 @@ pub enum Net {
     Host,
 }
 
-/// The bubblewrap command that runs `config`'s server confined, from `cwd`.
-pub fn command(
+/// The bubblewrap command that runs `config`'s server confined, from `cwd`, with the network
+/// its `network` key gives it (an egress proxy started for an allow list).
+pub async fn command(
+    name: &str,
+    config: &ServerConfig,
+    cwd: &Path,
+) -> Result<Confined, ConfineError> {
+    use crate::tools::egress::{self, NetworkPolicy};
+    let mut extra = Extra::default();
+    let mut keep: Vec<Box<dyn std::any::Any + Send + Sync>> = Vec::new();
+    let net = match &config.network {
+        NetworkPolicy::Host => Net::Host,
+        NetworkPolicy::None => Net::Own,
+        NetworkPolicy::Allow(allow) => {
+            let bridge = bridge_exe().ok_or_else(|| ConfineError::Unavailable {
+                server: name.to_string(),
+                why: "its network allow list needs the mcp-sandbox executable (for the egress bridge), which was not found beside this program".into(),
+            })?;
+            let tenant = config.env.get(crate::config::server_entry::TENANT_VAR);
+            let principal = config.env.get(crate::config::server_entry::PRINCIPAL_VAR);
+            let scope = egress::EgressScope {
+                server: name,
+                tenant: tenant.map(String::as_str),
+                principal: principal.map(String::as_str),
+            };
+            let state = home::all_homes();
+            let state = state.parent().unwrap_or(&state);
+            let (plan, guard) = egress::start(scope, allow, state).await.map_err(|e| {
+                ConfineError::Unavailable {
+                    server: name.to_string(),
+                    why: format!("its egress proxy could not start: {e}"),
+                }
+            })?;
+            extra.rw_binds.push((plan.host_dir.clone(), plan.inner_dir.clone()));
+            extra
+                .ro_binds
+                .push((bridge, PathBuf::from(egress::EgressPlan::BRIDGE_EXE)));
+            extra.env = plan.env.clone();
+            extra.prefix = plan.wrapper_argv.clone();
+            keep.push(Box::new(guard));
+            Net::Own
+        }
+    };
+    let mut confined = build(name, config, cwd, net, &extra)?;
+    let processes = config.limits.resolved().processes;
+    if let Some(cg) = pids::PidsCgroup::create(processes) {
+        // SAFETY: the step only opens and writes a path made before the fork.
+        unsafe {
+            confined.command.pre_exec(cg.join());
+        }
+        keep.push(Box::new(cg));
+    }
+    confined.keep = keep;
+    Ok(confined)
+}
+
+/// The `mcp-sandbox` executable (the egress bridge is its hidden subcommand): this program
+/// when it is `mcp-sandbox`, else the one beside it or one level up (a test binary in
+/// `target/<profile>/deps`).
+fn bridge_exe() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    if exe.file_name().is_some_and(|n| n == "mcp-sandbox") {
+        return Some(exe);
+    }
+    exe.ancestors()
+        .skip(1)
+        .take(2)
+        .map(|d| d.join("mcp-sandbox"))
+        .find(|p| p.is_file())
+}
+
+/// The bubblewrap command of [`command`], for a chosen network.
+pub fn build(
     name: &str,
     config: &ServerConfig,
     cwd: &Path,
@@ -172,6 +247,7 @@ pub fn command(
     Ok(Confined {
         command: cmd,
         seccomp: filter,
+        keep: Vec::new(),
     })
 }
 
