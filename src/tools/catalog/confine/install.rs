@@ -113,14 +113,21 @@ pub fn roots(program: &Path, args: &[String], cwd: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// The directory of the first script argument (an existing file other than the program):
-/// the memory server keeps its file there, so it gets a writable layer per scope.
-pub fn script_dir(args: &[String], cwd: &Path) -> Option<PathBuf> {
-    args.iter()
+/// The directory of the server's script: the first script argument (an existing file), else
+/// the program itself when it is a `#!` script (`node_modules/.bin/mcp-server-memory`). The
+/// memory server keeps its file there, so it gets a writable layer per scope.
+pub fn script_dir(program: &Path, args: &[String], cwd: &Path) -> Option<PathBuf> {
+    let arg = args
+        .iter()
         .filter(|a| !a.starts_with('-'))
         .map(|a| cwd.join(a))
-        .find(|p| p.is_file())
-        .and_then(|p| std::fs::canonicalize(p).ok())
+        .find(|p| p.is_file());
+    let script = arg.or_else(|| {
+        let real = std::fs::canonicalize(program).ok()?;
+        shebang(&real).map(|_| real)
+    })?;
+    std::fs::canonicalize(script)
+        .ok()
         .and_then(|p| p.parent().map(Path::to_path_buf))
         .filter(|d| !is_system(d))
 }

@@ -111,7 +111,9 @@ pub async fn command(
                     why: format!("its egress proxy could not start: {e}"),
                 }
             })?;
-            extra.rw_binds.push((plan.host_dir.clone(), plan.inner_dir.clone()));
+            extra
+                .rw_binds
+                .push((plan.host_dir.clone(), plan.inner_dir.clone()));
             extra
                 .ro_binds
                 .push((bridge, PathBuf::from(egress::EgressPlan::BRIDGE_EXE)));
@@ -207,7 +209,7 @@ pub fn build(
         args.bind("--bind", src, dest);
     }
     args.mask(&hidden(&dirs));
-    if let Some(dir) = install::script_dir(&config.args, &cwd) {
+    if let Some(dir) = install::script_dir(&program, &config.args, &cwd) {
         args.writable_layer(&dir, &dirs.layer, &hidden(&dirs));
     }
     args.bind("--bind", &dirs.home, Path::new(INNER_HOME));

@@ -42,8 +42,12 @@ impl PidsCgroup {
         let dir = parent.join(name);
         std::fs::create_dir(&dir).ok()?;
         let cg = PidsCgroup {
-            procs: CString::new(dir.join("cgroup.procs").into_os_string().into_encoded_bytes())
-                .ok()?,
+            procs: CString::new(
+                dir.join("cgroup.procs")
+                    .into_os_string()
+                    .into_encoded_bytes(),
+            )
+            .ok()?,
             dir,
         };
         std::fs::write(cg.dir.join("pids.max"), max.to_string()).ok()?;

@@ -13,7 +13,20 @@ pub fn bwrap() -> Result<PathBuf, String> {
     FOUND.get_or_init(find).clone()
 }
 
+/// Names the bubblewrap executable instead of the `PATH` search.
+pub const BWRAP_VAR: &str = "MCP_SANDBOX_BWRAP";
+
 fn find() -> Result<PathBuf, String> {
+    if let Some(given) = std::env::var_os(BWRAP_VAR).filter(|v| !v.is_empty()) {
+        let given = PathBuf::from(given);
+        if !given.is_file() {
+            return Err(format!(
+                "bubblewrap was not found at {} ({BWRAP_VAR}): {FIX}",
+                given.display()
+            ));
+        }
+        return try_run(given);
+    }
     let path = std::env::var("PATH").unwrap_or_default();
     let exe = path
         .split(':')
@@ -22,6 +35,11 @@ fn find() -> Result<PathBuf, String> {
         .map(|d| PathBuf::from(d).join("bwrap"))
         .find(|p| p.is_file())
         .ok_or_else(|| format!("bubblewrap (`bwrap`) is not installed: {FIX}"))?;
+    try_run(exe)
+}
+
+/// `exe` if it makes the namespaces a confined server needs.
+fn try_run(exe: PathBuf) -> Result<PathBuf, String> {
     let out = std::process::Command::new(&exe)
         .args([
             "--unshare-user",
