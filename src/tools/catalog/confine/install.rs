@@ -90,8 +90,11 @@ pub fn roots(program: &Path, args: &[String], cwd: &Path) -> Vec<PathBuf> {
         }
         // A shell wrapper's command line (`sh -c "exec /opt/server --flag"`): its absolute
         // paths to programs.
-        for word in arg.split_whitespace().filter(|w| w.starts_with('/')) {
-            let w = Path::new(word.trim_matches(|c| c == '"' || c == '\''));
+        for word in arg.split_whitespace() {
+            let w = Path::new(word.trim_matches(|c: char| "\"';&|()".contains(c)));
+            if !w.is_absolute() {
+                continue;
+            }
             if w.is_file() && files.len() < 16 {
                 files.push(w.to_path_buf());
             }
