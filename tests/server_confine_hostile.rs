@@ -176,7 +176,6 @@ async fn a_confined_hostile_server_sees_nothing_of_the_gateway_and_is_bounded() 
     let who = answer(&b[0]);
     assert_eq!(who["uid"], json!(65534), "{who}");
     assert_eq!(who["home"], json!("/home/server"), "{who}");
-    assert_eq!(who["hostname"], json!("mcp-server"), "{who}");
     let notes = answer(&b[1]);
     assert_eq!(notes["text"], json!("BLUE ONLY"), "{notes}");
 }

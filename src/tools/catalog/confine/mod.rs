@@ -315,7 +315,9 @@ impl Args {
             "--disable-userns",
         ]);
         self.push_all(["--unshare-pid", "--unshare-ipc", "--unshare-uts"]);
-        self.push_all(["--unshare-cgroup-try", "--hostname", "mcp-server"]);
+        // No --hostname: sethostname is refused by container seccomp profiles (the shipped
+        // deploy/seccomp.json too); the UTS namespace alone keeps the host's name unchanged.
+        self.push("--unshare-cgroup-try");
         if net == Net::Own {
             self.push("--unshare-net");
         }
