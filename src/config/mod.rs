@@ -153,22 +153,16 @@ pub struct ServerConfig {
     /// nesting); default [`openapi_entry::SpecBudget::default`].
     #[serde(default, rename = "specBudget")]
     pub spec_budget: Option<openapi_entry::SpecBudget>,
-    /// Whether a stdio server starts in a sandbox of its own (default `true`; see
-    /// `tools::catalog::confine`). `false` is the operator's knowing choice, warned about.
+    /// The server sandbox: docs/server-sandbox.md, `confine_entry`, `tools::catalog::confine`.
     #[serde(default)]
     pub confine: Option<bool>,
-    /// Host paths a confined server may read and write besides its install and private home.
     #[serde(default)]
     pub files: confine_entry::FilesConfig,
-    /// A confined server's rlimits and `/tmp` size.
     #[serde(default)]
     pub limits: confine_entry::LimitsConfig,
-    /// A confined server's network: none (the default), `"host"`, or `{"allow": [...]}`
-    /// through the egress proxy (`tools::egress`).
     #[serde(default)]
     pub network: network::NetworkPolicy,
-    /// Who this process serves, as a path under the servers' homes (`default`, a tenant, or
-    /// `tenant/principal`): set by `server_entry::for_scope`, never read from the config.
+    /// Whom this process serves (`default`, a tenant, `tenant/principal`): set by `for_scope`.
     #[serde(skip)]
     pub scope_key: Option<String>,
 }
