@@ -103,7 +103,21 @@ pub fn program() -> Result<Vec<u8>, SeccompError> {
     )
     .map_err(build)?;
     let prog: seccompiler::BpfProgram = filter.try_into().map_err(build)?;
-    let mut bytes = Vec::with_capacity(prog.len() * 8);
+    let mut bytes = Vec::with_capacity((prog.len() + 3) * 8);
+    // First, before seccompiler's program (its jumps are relative, so they stay right): any
+    // number with the x32 bit (0x40000000) is refused, or the denied calls would be reachable
+    // through their x32 numbers on a kernel with the x32 ABI.
+    let x32 = [
+        (0x20u16, 0u8, 0u8, 0u32), // ld [0]: the syscall number
+        (0x35, 0, 1, 0x4000_0000), // jge 0x40000000 ? next : skip one
+        (0x06, 0, 0, 0x0005_0000 | libc::EPERM as u32), // ret ERRNO(EPERM)
+    ];
+    for (code, jt, jf, k) in x32 {
+        bytes.extend_from_slice(&code.to_ne_bytes());
+        bytes.push(jt);
+        bytes.push(jf);
+        bytes.extend_from_slice(&k.to_ne_bytes());
+    }
     for insn in prog {
         bytes.extend_from_slice(&insn.code.to_ne_bytes());
         bytes.push(insn.jt);
