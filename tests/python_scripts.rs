@@ -86,7 +86,7 @@ fn a_python_script_calls_the_filesystem_server_and_the_fixture_concurrently() {
     let data = data.canonicalize().unwrap();
     let config = write_config(
         dir.path(),
-        json!({"fixture": fixture(), "filesystem": {"command": npm, "args": [data]}}),
+        json!({"fixture": fixture(), "filesystem": {"command": npm, "args": [data], "files": {"write": [data]}}}),
         json!({}),
     );
     let code = format!(

@@ -28,7 +28,8 @@ async fn the_memory_server_without_a_scope_keeps_two_tenants_apart() {
         json!({
             "mcpServers": {"memory": {
                 "command": repo_root().join("node_modules/.bin/mcp-server-memory"),
-                "env": {"MEMORY_FILE_PATH": files.path().join("memory-${MCP_SANDBOX_TENANT}.jsonl")}
+                "env": {"MEMORY_FILE_PATH": files.path().join("memory-${MCP_SANDBOX_TENANT}.jsonl")},
+                "files": {"write": [files.path()]}
             }},
             "sandbox": {"auth": {}}
         }),

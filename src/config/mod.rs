@@ -6,6 +6,7 @@
 //!  "sandbox": {"limits": {"timeout_ms": 10000}}}
 //! ```
 
+pub mod confine_entry;
 pub mod gateway;
 pub mod network;
 pub mod openapi_entry;
@@ -152,6 +153,24 @@ pub struct ServerConfig {
     /// nesting); default [`openapi_entry::SpecBudget::default`].
     #[serde(default, rename = "specBudget")]
     pub spec_budget: Option<openapi_entry::SpecBudget>,
+    /// Whether a stdio server starts in a sandbox of its own (default `true`; see
+    /// `tools::catalog::confine`). `false` is the operator's knowing choice, warned about.
+    #[serde(default)]
+    pub confine: Option<bool>,
+    /// Host paths a confined server may read and write besides its install and private home.
+    #[serde(default)]
+    pub files: confine_entry::FilesConfig,
+    /// A confined server's rlimits and `/tmp` size.
+    #[serde(default)]
+    pub limits: confine_entry::LimitsConfig,
+    /// A confined server's network: none (the default), `"host"`, or `{"allow": [...]}`
+    /// through the egress proxy (`tools::egress`).
+    #[serde(default)]
+    pub network: network::NetworkPolicy,
+    /// Who this process serves, as a path under the servers' homes (`default`, a tenant, or
+    /// `tenant/principal`): set by `server_entry::for_scope`, never read from the config.
+    #[serde(skip)]
+    pub scope_key: Option<String>,
 }
 
 /// Default bound on the tools one server may list (`maxTools`).
@@ -325,6 +344,7 @@ impl Config {
             });
         }
         let text = std::fs::read_to_string(path).map_err(read_err)?;
+        crate::store::private_paths::hide(path);
         let base = path
             .parent()
             .map(|p| {
