@@ -18,7 +18,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// The first IPv4 address of this machine that is not loopback or link-local.
-fn local_ip() -> IpAddr {
+pub(crate) fn local_ip() -> IpAddr {
     let out = std::process::Command::new("hostname")
         .arg("-I")
         .output()
@@ -34,12 +34,12 @@ fn local_ip() -> IpAddr {
         .expect("this machine has a non-loopback IPv4 address")
 }
 
-const NAME: &str = "egress-test.example";
-const BODY: &str = "hello through the egress proxy";
+pub(crate) const NAME: &str = "egress-test.example";
+pub(crate) const BODY: &str = "hello through the egress proxy";
 
 /// A TLS server for `NAME` on `ip` answering every request with `BODY`; returns its port and
 /// writes its CA to `dir/ca.pem`.
-fn tls_server(ip: IpAddr, dir: &Path) -> u16 {
+pub(crate) fn tls_server(ip: IpAddr, dir: &Path) -> u16 {
     let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
     ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
     ca_params

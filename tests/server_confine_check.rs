@@ -48,7 +48,10 @@ fn check_reads_each_layer_of_a_started_server_from_proc() {
     let l = &s["layers"];
     assert_eq!(l["seccomp"], json!("Seccomp: 2"));
     assert_eq!(l["no_new_privs"], json!("NoNewPrivs: 1"));
-    assert_eq!(l["namespaces"], json!("own user, mnt, pid, ipc, uts, net, cgroup"));
+    assert_eq!(
+        l["namespaces"],
+        json!("own user, mnt, pid, ipc, uts, net, cgroup")
+    );
     let uid = l["uid"].as_str().unwrap();
     assert!(uid.starts_with("uid_map: 65534 "), "{uid}");
     assert!(uid.ends_with("CapEff: 0000000000000000"), "{uid}");
@@ -56,7 +59,10 @@ fn check_reads_each_layer_of_a_started_server_from_proc() {
         l["rlimits"],
         json!("address space 4294967296, processes 256, open files 1024, file size 268435456")
     );
-    assert_eq!(l["gateway_files"], json!("none visible (config, state store)"));
+    assert_eq!(
+        l["gateway_files"],
+        json!("none visible (config, state store)")
+    );
 }
 
 #[test]
@@ -92,7 +98,9 @@ fn require_isolation_all_fails_on_an_unconfined_server_and_names_it() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("--require-isolation all covers MCP servers, and open say \"confine\": false"),
+        stderr.contains(
+            "--require-isolation all covers MCP servers, and open say \"confine\": false"
+        ),
         "{stderr}"
     );
 }
