@@ -30,7 +30,7 @@ fn hostile_entry(dir: &std::path::Path) -> Value {
         "command": repo_root().join(".venv/bin/python"),
         "args": [repo_root().join("tests/python/hostile_server.py")],
         "files": {"write": [dir.join("tenants/${MCP_SANDBOX_TENANT}")]},
-        "limits": {"processes": 32, "tmpMb": 8, "fileSizeMb": 4},
+        "limits": {"processes": 32, "tmpMb": 8, "fileSizeMb": 16},
         "startupTimeoutMs": 30000
     })
 }
@@ -157,7 +157,7 @@ async fn a_confined_hostile_server_sees_nothing_of_the_gateway_and_is_bounded() 
     assert!(tmp["mb"].as_u64().unwrap() <= 8, "{tmp}");
     assert_eq!(
         answer(&r[17]),
-        json!({"ok": false, "errno": "EFBIG", "mb": 4}),
+        json!({"ok": false, "errno": "EFBIG", "mb": 16}),
         "a file in its home is bounded by fileSizeMb"
     );
 

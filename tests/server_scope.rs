@@ -62,9 +62,11 @@ fn three_scopes(idle_ms: u64) -> Value {
     let fixture = bin("fixture-mcp-server");
     json!({
         "mcpServers": {
-            "fixture": {"command": fixture, "idleTimeoutMs": idle_ms},
-            "per_principal": {"command": fixture, "scope": "principal"},
-            "shared": {"command": fixture, "scope": "shared"}
+            // Unconfined: the tests tell processes apart and watch them stop by their host pids,
+            // which confined servers (each in a PID namespace of its own) cannot report.
+            "fixture": {"command": fixture, "idleTimeoutMs": idle_ms, "confine": false},
+            "per_principal": {"command": fixture, "scope": "principal", "confine": false},
+            "shared": {"command": fixture, "scope": "shared", "confine": false}
         },
         "sandbox": {"auth": {}}
     })

@@ -86,6 +86,15 @@ pub fn roots(program: &Path, args: &[String], cwd: &Path) -> Vec<PathBuf> {
         let p = cwd.join(arg);
         if p.is_file() {
             files.push(p);
+            continue;
+        }
+        // A shell wrapper's command line (`sh -c "exec /opt/server --flag"`): its absolute
+        // paths to programs.
+        for word in arg.split_whitespace().filter(|w| w.starts_with('/')) {
+            let w = Path::new(word.trim_matches(|c| c == '"' || c == '\''));
+            if w.is_file() && files.len() < 16 {
+                files.push(w.to_path_buf());
+            }
         }
     }
     let mut out: Vec<PathBuf> = Vec::new();

@@ -47,12 +47,9 @@ pub enum ConfineError {
         server: String,
         source: seccomp::SeccompError,
     },
-    #[error("server '{server}': `{command}` was not found (looked up in PATH and the working directory {cwd})")]
-    NoProgram {
-        server: String,
-        command: String,
-        cwd: PathBuf,
-    },
+    /// Worded as an unconfined start that does not find its program.
+    #[error("cannot start `{command}`: No such file or directory (os error 2)")]
+    NoProgram { command: String },
     #[error("server '{server}': its private directory {path} cannot be made: {source}")]
     Home {
         server: String,
@@ -171,9 +168,7 @@ pub fn build(
     let program =
         install::resolve_command(&config.command, cwd, path_var.as_deref()).ok_or_else(|| {
             ConfineError::NoProgram {
-                server: name.to_string(),
                 command: config.command.clone(),
-                cwd: cwd.to_path_buf(),
             }
         })?;
     let cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
@@ -273,14 +268,12 @@ fn expand_path(path: &str, cwd: &Path) -> PathBuf {
     cwd.join(path)
 }
 
-/// What a confined server must never see: the gateway's files, the state directory and every
-/// server's private directory.
+/// What a confined server must never see: the gateway's files (config, state store) and every
+/// server's private directories. The state directory itself is not bound unless a `files` entry
+/// names it or a directory above it; then these are masked in it.
 fn hidden(dirs: &home::Dirs) -> Vec<PathBuf> {
     let mut out = crate::store::private_paths::hidden();
     out.push(dirs.all_homes.clone());
-    if let Some(state) = crate::store::private_paths::first_state_dir() {
-        out.push(state);
-    }
     out
 }
 

@@ -49,8 +49,10 @@ fn try_run(exe: PathBuf) -> Result<PathBuf, String> {
             "/",
             "/",
             "--",
-            "/bin/true",
         ])
+        // bubblewrap itself runs inside: a minimal image may have no /bin/true.
+        .arg(&exe)
+        .arg("--version")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .output()

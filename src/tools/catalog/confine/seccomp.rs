@@ -86,6 +86,8 @@ pub fn program() -> Result<Vec<u8>, SeccompError> {
     let ioctl = [libc::TIOCSTI, libc::TIOCLINUX]
         .iter()
         .map(|req| {
+            // The ioctl request's C type differs between libcs (c_ulong, c_int).
+            #[allow(clippy::unnecessary_cast)]
             let cond =
                 SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, *req as u64)
                     .map_err(build)?;
