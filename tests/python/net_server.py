@@ -37,7 +37,8 @@ def connect(target: str) -> str:
     with socket.create_connection((proxy.hostname, proxy.port), timeout=20) as s:
         s.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
         data = b""
-        while b"\r\n\r\n" not in data or not data.startswith(b"HTTP/1.1 200") and not data.endswith(b"\n"):
+        # A refusal is answered and closed: read to the end. A tunnel stays open: stop at its head.
+        while not (data.startswith(b"HTTP/1.1 200") and b"\r\n\r\n" in data):
             chunk = s.recv(4096)
             if not chunk:
                 break
