@@ -18,7 +18,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// The first IPv4 address of this machine that is not loopback or link-local.
-fn local_ip() -> IpAddr {
+pub(crate) fn local_ip() -> IpAddr {
     let out = std::process::Command::new("hostname")
         .arg("-I")
         .output()
@@ -34,12 +34,12 @@ fn local_ip() -> IpAddr {
         .expect("this machine has a non-loopback IPv4 address")
 }
 
-const NAME: &str = "egress-test.example";
-const BODY: &str = "hello through the egress proxy";
+pub(crate) const NAME: &str = "egress-test.example";
+pub(crate) const BODY: &str = "hello through the egress proxy";
 
 /// A TLS server for `NAME` on `ip` answering every request with `BODY`; returns its port and
 /// writes its CA to `dir/ca.pem`.
-fn tls_server(ip: IpAddr, dir: &Path) -> u16 {
+pub(crate) fn tls_server(ip: IpAddr, dir: &Path) -> u16 {
     let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
     ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
     ca_params
@@ -306,4 +306,54 @@ async fn declared_hosts_pass_and_everything_else_is_refused_at_the_proxy() {
         .unwrap();
     assert!(up > 0 && down > BODY.len() as u64, "{up} {down}");
     drop(gateway);
+}
+
+/// The bridge runs its command as a child, passes SIGTERM on, and exits with its status.
+#[test]
+fn the_bridge_forwards_sigterm_and_exits_with_its_childs_status() {
+    let bridge = |listen: &str, cmd: &[&str]| {
+        let mut c = std::process::Command::new(bin("mcp-sandbox"));
+        c.args([
+            "__egress-bridge",
+            "--socket",
+            "/nonexistent/proxy.sock",
+            "--listen",
+            listen,
+            "--",
+        ])
+        .args(cmd)
+        .stderr(std::process::Stdio::piped());
+        c
+    };
+    let out = bridge("127.0.0.1:0", &["sh", "-c", "exit 3"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let out = bridge("0.0.0.0:0", &["true"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(125), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("--listen 0.0.0.0:0 is not a loopback address"));
+    let ready = tempfile::NamedTempFile::new().unwrap();
+    let script = format!(
+        "trap 'exit 7' TERM; touch {}; while :; do sleep 0.05; done",
+        ready.path().display()
+    );
+    std::fs::remove_file(ready.path()).unwrap();
+    let mut child = bridge("127.0.0.1:0", &["sh", "-c", &script])
+        .spawn()
+        .unwrap();
+    while !ready.path().exists() {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(7),
+        "the child's trap ran and its status came back"
+    );
 }

@@ -154,6 +154,7 @@ mod server_confine_check;
 mod server_confine_hostile;
 mod server_confine_memory;
 mod server_env;
+mod server_network;
 mod server_process_tree;
 mod server_scope;
 mod server_start_stderr;

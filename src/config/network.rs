@@ -226,3 +226,93 @@ impl<'de> Deserialize<'de> for NetworkPolicy {
         d.deserialize_any(PolicyVisitor)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn policy(v: serde_json::Value) -> Result<NetworkPolicy, String> {
+        serde_json::from_value(v).map_err(|e| e.to_string())
+    }
+
+    fn allows(list: &[&str], host: &str, port: u16) -> bool {
+        let entries = list.iter().map(|e| AllowEntry::parse(e).unwrap()).collect();
+        AllowList {
+            entries,
+            private_networks: false,
+        }
+        .find(&Target::parse(host), port)
+        .is_some()
+    }
+
+    #[test]
+    fn the_three_forms_are_read() {
+        assert_eq!(policy(json!("none")), Ok(NetworkPolicy::None));
+        assert_eq!(policy(json!("host")), Ok(NetworkPolicy::Host));
+        let Ok(NetworkPolicy::Allow(list)) = policy(json!({
+            "allow": ["API.GitHub.com.:443", "*.example.org:443", "192.0.2.1:8080", "[2001:db8::1]:443"],
+            "privateNetworks": true
+        })) else {
+            panic!()
+        };
+        assert!(list.private_networks);
+        let shown: Vec<String> = list.entries.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            shown,
+            [
+                "api.github.com:443",
+                "*.example.org:443",
+                "192.0.2.1:8080",
+                "[2001:db8::1]:443"
+            ]
+        );
+        assert_eq!(NetworkPolicy::default(), NetworkPolicy::None);
+    }
+
+    #[test]
+    fn bad_values_name_the_bad_pattern() {
+        let e = |v| policy(v).unwrap_err();
+        assert!(e(json!("open")).starts_with("network 'open' is not \"none\", \"host\""));
+        assert!(e(json!({"allow": ["api.github.com"]}))
+            .starts_with("network.allow entry 'api.github.com' has no port"));
+        assert!(e(json!({"allow": ["a.org:0"]})).contains("'a.org:0' has a port that is not"));
+        assert!(e(json!({"allow": ["a.org:99999"]})).contains("'a.org:99999' has a port"));
+        assert!(e(json!({"allow": ["*:443"]})).contains("'*:443' has '*' other than"));
+        assert!(e(json!({"allow": ["a.*.org:443"]})).contains("has '*' other than"));
+        assert!(e(json!({"allow": ["*.:443"]})).contains("has a wildcard without a domain"));
+        assert!(e(json!({"allow": ["::1:443"]})).contains("IPv6 address without brackets"));
+        assert!(e(json!({"allow": ["[zz]:443"]})).contains("not an IPv6 address"));
+        assert!(e(json!({"allow": ["a b:443"]})).contains("not a DNS name"));
+        assert!(e(json!({"allow": [], "extra": 1})).contains("unknown field `extra`"));
+        assert!(e(json!(3)).contains(r#"expected "none", "host" or {"allow""#));
+    }
+
+    #[test]
+    fn names_wildcards_and_addresses_match_exactly() {
+        let list = [
+            "api.github.com:443",
+            "*.example.org:443",
+            "192.0.2.1:8080",
+            "[2001:db8::1]:443",
+        ];
+        assert!(allows(&list, "api.github.com", 443));
+        assert!(allows(&list, "API.GITHUB.COM.", 443));
+        assert!(
+            !allows(&list, "api.github.com", 80),
+            "the port is part of the entry"
+        );
+        assert!(!allows(&list, "evil-api.github.com", 443));
+        assert!(!allows(&list, "api.github.com.evil.net", 443));
+        assert!(allows(&list, "a.example.org", 443));
+        assert!(allows(&list, "a.b.example.org", 443), "any depth");
+        assert!(!allows(&list, "example.org", 443), "not the apex");
+        assert!(!allows(&list, "badexample.org", 443));
+        assert!(!allows(&list, ".example.org", 443));
+        assert!(allows(&list, "192.0.2.1", 8080));
+        assert!(!allows(&list, "192.0.2.1", 443));
+        assert!(allows(&list, "[2001:db8::1]", 443));
+        assert!(allows(&list, "2001:db8:0::1", 443));
+        assert!(!allows(&list, "2001:db8::2", 443));
+    }
+}

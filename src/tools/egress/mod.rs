@@ -96,13 +96,30 @@ pub struct EgressScope<'a> {
 
 /// Keeps the proxy for one server process running; dropping it stops the proxy and removes
 /// the socket directory.
-#[derive(Debug)]
 pub struct EgressGuard {
     dir: PathBuf,
     stop: CancellationToken,
+    ctx: Arc<proxy::Context>,
+}
+
+impl std::fmt::Debug for EgressGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EgressGuard")
+            .field("dir", &self.dir)
+            .finish()
+    }
 }
 
 impl EgressGuard {
+    /// Also report each refused connection to the execution that has a call open to this
+    /// server (a `warn` log line `[server] mcp-sandbox egress: connection to HOST:PORT refused
+    /// (REASON)` in its logs, so in its audit record), through the server connection's
+    /// passthrough routes. When callers of several owners have calls open, the line goes to
+    /// none of them (`passthrough::Routes` drops it, counted). The first call wins.
+    pub fn report_to(&self, routes: Arc<crate::tools::passthrough::Routes>) {
+        let _ = self.ctx.report.set(routes);
+    }
+
     /// The host path of the proxy's socket.
     pub fn socket(&self) -> PathBuf {
         self.dir.join(SOCKET_NAME)
@@ -160,9 +177,10 @@ pub async fn start(
         tenant: scope.tenant.map(str::to_string),
         principal: scope.principal.map(str::to_string),
         allow: allow.clone(),
+        report: std::sync::OnceLock::new(),
     });
-    tokio::spawn(proxy::serve(listener, ctx, stop.clone()));
-    Ok((EgressPlan::new(dir.clone()), EgressGuard { dir, stop }))
+    tokio::spawn(proxy::serve(listener, ctx.clone(), stop.clone()));
+    Ok((EgressPlan::new(dir.clone()), EgressGuard { dir, stop, ctx }))
 }
 
 /// A fresh 0700 directory for one proxy's socket: under `$XDG_RUNTIME_DIR`, else the temp

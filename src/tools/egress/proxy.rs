@@ -29,7 +29,33 @@ pub struct Context {
     pub tenant: Option<String>,
     pub principal: Option<String>,
     pub allow: AllowList,
+    /// The server connection's passthrough routes, once attached (`EgressGuard::report_to`):
+    /// a refusal is also a log line of the execution with a call open to the server.
+    pub report: std::sync::OnceLock<Arc<crate::tools::passthrough::Routes>>,
 }
+
+impl Context {
+    /// Tells the execution that has a call open to this server (if exactly one caller has)
+    /// that a connection was refused, as a `warn` log line of the server.
+    fn report(&self, c: &Connection) {
+        let Some(routes) = self.report.get() else {
+            return;
+        };
+        #[allow(deprecated)]
+        let param = rmcp::model::LoggingMessageNotificationParam::new(
+            rmcp::model::LoggingLevel::Warning,
+            serde_json::Value::String(format!(
+                "connection to {}:{} refused ({})",
+                c.host, c.port, c.reason
+            )),
+        )
+        .with_logger(REPORT_LOGGER);
+        routes.on_log(&self.server, param, None);
+    }
+}
+
+/// The `logger` of the log line a refusal adds to the execution in flight.
+pub const REPORT_LOGGER: &str = "mcp-sandbox egress";
 
 /// Accepts until `stop` is cancelled; each connection runs until it ends or `stop`.
 pub async fn serve(listener: UnixListener, ctx: Arc<Context>, stop: CancellationToken) {
@@ -104,7 +130,12 @@ async fn handle(mut client: UnixStream, ctx: &Context) {
     let setup = tokio::time::timeout(HANDSHAKE_TIMEOUT, setup(&mut client, ctx, &mut record)).await;
     let (upstream, pending) = match setup {
         Ok(Some(v)) => v,
-        Ok(None) => return events::record(record),
+        Ok(None) => {
+            if record.outcome == Outcome::Refused {
+                ctx.report(&record);
+            }
+            return events::record(record);
+        }
         Err(_) => {
             record.outcome = Outcome::BadRequest;
             record.reason = "handshake_timeout".into();
