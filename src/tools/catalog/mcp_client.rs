@@ -296,6 +296,12 @@ async fn connect(
         let c = super::confine::command(name, config, cwd)
             .await
             .map_err(|e| e.to_string())?;
+        // A refused connection is also a log line of the execution calling this server.
+        for kept in &c.keep {
+            if let Some(guard) = kept.downcast_ref::<crate::tools::egress::EgressGuard>() {
+                guard.report_to(watcher.routes.clone());
+            }
+        }
         (c.command, Some(c.seccomp), c.keep)
     } else {
         let mut cmd = tokio::process::Command::new(&config.command);
