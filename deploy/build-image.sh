@@ -53,9 +53,9 @@ mode=root
 # The base: only what the binaries load (glibc, libgcc's unwinder) and the CA certificates the
 # gateway trusts for remote MCP servers, OpenAPI sources and PostgreSQL over TLS. `extract` runs no
 # maintainer script, so nothing runs in the root at build time; no shell, no package manager.
-say "mmdebstrap $suite (libc6, libgcc-s1, ca-certificates)"
+say "mmdebstrap $suite (libc6, libgcc-s1, ca-certificates, bubblewrap)"
 mmdebstrap --quiet --mode="$mode" --variant=extract \
-    --include=libc6,libgcc-s1,ca-certificates \
+    --include=libc6,libgcc-s1,ca-certificates,bubblewrap \
     --dpkgopt='path-exclude=/usr/share/doc/*' \
     --dpkgopt='path-exclude=/usr/share/man/*' \
     --dpkgopt='path-exclude=/usr/share/locale/*' \

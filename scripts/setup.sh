@@ -42,6 +42,18 @@ else
     exit 1
 fi
 
+# --- bubblewrap: every stdio MCP server starts confined in it (tools/catalog/confine) ---
+if command -v bwrap >/dev/null 2>&1; then
+    say "bubblewrap present"
+elif command -v apt-get >/dev/null 2>&1 && [[ "$(id -u)" == 0 ]]; then
+    say "apt-get install bubblewrap"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends bubblewrap >/dev/null
+else
+    say "missing bubblewrap (bwrap): install Debian's bubblewrap package (apt-get install bubblewrap)" >&2
+    exit 1
+fi
+
 # --- npm: reference MCP servers + TypeScript, exactly as locked ---
 npm_stamp="$(stamp_of package.json package-lock.json)"
 if [[ -f node_modules/.setup-stamp && "$(cat node_modules/.setup-stamp)" == "$npm_stamp" ]]; then

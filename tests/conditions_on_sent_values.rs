@@ -16,7 +16,7 @@ fn session(policy: Value, calls: Value) -> (Vec<Value>, Vec<Value>) {
     let fixture = json!({"command": bin("fixture-mcp-server")});
     let mail = json!({
         "command": bin("fixture-mcp-server"),
-        "env": {"FIXTURE_MAIL_LOG": dir.path().join("mail.log")},
+        "env": {"FIXTURE_MAIL_LOG": dir.path().join("mail.log")}, "files": {"write": [dir.path()]},
     });
     let mut sandbox = policy;
     sandbox["sensitive"] = json!({"detect": ["email"], "reveal_to": {"email": ["mail:send_mail"]}});

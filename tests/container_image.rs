@@ -193,6 +193,9 @@ fn the_image_keeps_every_layer_with_the_shipped_profile_and_names_the_fix_withou
             "host",
         ])
         .args(LIMITS)
+        // The confined MCP server's bubblewrap mounts a /proc of its own, which the kernel
+        // refuses under podman's default /proc masks (docs/server-sandbox.md).
+        .args(["--security-opt", "unmask=/proc/*"])
         .arg("--security-opt")
         .arg(format!("seccomp={}", shipped.display()))
         .arg("--volume")

@@ -13,7 +13,7 @@ fn the_sixty_fifth_label_fails_closed() {
     let fixture = json!({"command": bin("fixture-mcp-server")});
     let mail = json!({
         "command": bin("fixture-mcp-server"),
-        "env": {"FIXTURE_MAIL_LOG": dir.path().join("mail.log")},
+        "env": {"FIXTURE_MAIL_LOG": dir.path().join("mail.log")}, "files": {"write": [dir.path()]},
     });
     let many: Vec<String> = (0..64).map(|i| format!("topic-{i}")).collect();
     let body = json!({

@@ -15,7 +15,7 @@ fn config(dir: &Path) -> std::path::PathBuf {
     let fixture = json!({"command": bin("fixture-mcp-server")});
     let mail = json!({
         "command": bin("fixture-mcp-server"),
-        "env": {"FIXTURE_MAIL_LOG": dir.join("mail.log")},
+        "env": {"FIXTURE_MAIL_LOG": dir.join("mail.log")}, "files": {"write": [dir]},
     });
     let body = json!({
         "mcpServers": {"crm": fixture, "mail": mail},

@@ -19,7 +19,7 @@ fn config(dir: &Path, extra: Value) -> PathBuf {
     let fixture = json!({"command": bin("fixture-mcp-server")});
     let mail = json!({
         "command": bin("fixture-mcp-server"),
-        "env": {"FIXTURE_MAIL_LOG": dir.join("mail.log")},
+        "env": {"FIXTURE_MAIL_LOG": dir.join("mail.log")}, "files": {"write": [dir]},
     });
     let mut sandbox = json!({
         "labels": {"crm:get_customer": ["private"], "mail:send_mail": ["egress"]},

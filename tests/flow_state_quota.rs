@@ -28,7 +28,7 @@ fn a_quota_refusal_carries_the_labels_of_the_values_it_counts() {
     let fixture = json!({"command": bin("fixture-mcp-server")});
     let mail = json!({
         "command": bin("fixture-mcp-server"),
-        "env": {"FIXTURE_MAIL_LOG": dir.path().join("mail.log")},
+        "env": {"FIXTURE_MAIL_LOG": dir.path().join("mail.log")}, "files": {"write": [dir.path()]},
     });
     let body = json!({
         "mcpServers": {"crm": fixture, "mail": mail},

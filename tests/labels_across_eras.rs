@@ -20,7 +20,7 @@ async fn a_private_read_in_one_era_stops_egress_in_the_other() {
     let dir = tempfile::tempdir().unwrap();
     let mail = json!({
         "command": bin("fixture-mcp-server"),
-        "env": {"FIXTURE_MAIL_LOG": dir.path().join("mail.log")},
+        "env": {"FIXTURE_MAIL_LOG": dir.path().join("mail.log")}, "files": {"write": [dir.path()]},
     });
     let config = json!({
         "mcpServers": {"crm": {"command": bin("fixture-mcp-server")}, "mail": mail},

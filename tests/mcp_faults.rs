@@ -14,7 +14,9 @@ use std::time::Duration;
 async fn two_servers() -> Catalog {
     let mut c = mcp_catalog(
         json!({
-            "fixture": {"command": bin("fixture-mcp-server"), "args": []},
+            // Unconfined: these tests watch and kill the server by its host pid, which a
+            // confined server (in a PID namespace of its own) cannot tell.
+            "fixture": {"command": bin("fixture-mcp-server"), "args": [], "confine": false},
             "other": {"command": bin("fixture-mcp-server"), "args": ["--name", "other"]},
         }),
         Duration::from_secs(20),

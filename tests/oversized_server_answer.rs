@@ -19,7 +19,9 @@ return { code, message, ms, before, after, small: (await mcp.fixture.big({ bytes
 #[test]
 fn an_answer_over_the_line_limit_fails_at_once_and_the_server_restarts() {
     let dir = tempfile::tempdir().unwrap();
-    let config = fixture_config_file(dir.path(), serde_json::json!({}));
+    // Unconfined: the test tells a restart by the server's pid, which a confined server (in a
+    // PID namespace of its own) reports as the same small number every time.
+    let config = fixture_config_file(dir.path(), serde_json::json!({"confine": false}));
     let script = dir.path().join("s.js");
     std::fs::write(&script, SCRIPT).unwrap();
     let state = dir.path().join("state.db");

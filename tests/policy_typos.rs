@@ -14,7 +14,7 @@ fn config(dir: &Path, sandbox: Value) -> PathBuf {
     let bin_dir = repo_root().join("node_modules/.bin");
     let path = dir.join("mcp.json");
     let text = json!({"mcpServers": {
-        "memory": {"command": bin_dir.join("mcp-server-memory"), "env": {"MEMORY_FILE_PATH": dir.join("memory.jsonl")}},
+        "memory": {"command": bin_dir.join("mcp-server-memory"), "env": {"MEMORY_FILE_PATH": dir.join("memory.jsonl")}, "files": {"write": [dir]}},
         "fixture": {"command": bin("fixture-mcp-server")}
     }, "sandbox": sandbox});
     std::fs::write(&path, text.to_string()).unwrap();

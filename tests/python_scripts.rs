@@ -86,7 +86,7 @@ fn a_python_script_calls_the_filesystem_server_and_the_fixture_concurrently() {
     let data = data.canonicalize().unwrap();
     let config = write_config(
         dir.path(),
-        json!({"fixture": fixture(), "filesystem": {"command": npm, "args": [data]}}),
+        json!({"fixture": fixture(), "filesystem": {"command": npm, "args": [data], "files": {"write": [data]}}}),
         json!({}),
     );
     let code = format!(
@@ -222,6 +222,7 @@ fn a_marked_value_is_a_placeholder_in_python_and_resolves_for_the_revealed_tool(
         "command": repo_root().join(".venv/bin/python"),
         "args": [repo_root().join("tests/python/crm_text_server.py")],
         "env": {"CRM_MAIL_LOG": dir.path().join("mail.log")},
+        "files": {"write": [dir.path()]},
     });
     let config = write_config(
         dir.path(),

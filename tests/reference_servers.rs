@@ -23,8 +23,8 @@ async fn filesystem_and_memory_servers_from_npm() {
     let data = dir.path().canonicalize().unwrap();
     let catalog = mcp_catalog(
         json!({
-            "filesystem": {"command": bin_dir.join("mcp-server-filesystem"), "args": [data]},
-            "memory": {"command": bin_dir.join("mcp-server-memory"), "env": {"MEMORY_FILE_PATH": memory_file}}
+            "filesystem": {"command": bin_dir.join("mcp-server-filesystem"), "args": [data], "files": {"write": [data]}},
+            "memory": {"command": bin_dir.join("mcp-server-memory"), "env": {"MEMORY_FILE_PATH": memory_file}, "files": {"write": [dir.path()]}}
         }),
         Duration::from_secs(60),
     )

@@ -14,7 +14,7 @@ async fn search_tools_puts_the_best_matchs_server_first() {
     let served = crate::serve_support::start_with_servers(
         json!({
             "everything": {"command": "node", "args": [modules.join("server-everything/dist/index.js")]},
-            "filesystem": {"command": "node", "args": [modules.join("server-filesystem/dist/index.js"), data.path()]}
+            "filesystem": {"command": "node", "args": [modules.join("server-filesystem/dist/index.js"), data.path()], "files": {"write": [data.path()]}}
         }),
         json!({}),
         &[],

@@ -18,7 +18,7 @@ fn config(dir: &Path) -> PathBuf {
     let crm = json!({
         "command": repo_root().join(".venv/bin/python"),
         "args": [repo_root().join("tests/python/crm_text_server.py")],
-        "env": {"CRM_MAIL_LOG": dir.join("mail.log")},
+        "env": {"CRM_MAIL_LOG": dir.join("mail.log")}, "files": {"write": [dir]},
     });
     let body = json!({
         "mcpServers": {"crm": crm},

@@ -27,7 +27,7 @@ fn setup() -> Setup {
     let config = data.join("mcp.json");
     let text = json!({
         "mcpServers": {
-            "filesystem": {"command": bin_dir.join("mcp-server-filesystem"), "args": [&data]},
+            "filesystem": {"command": bin_dir.join("mcp-server-filesystem"), "args": [&data], "files": {"write": [&data]}},
             "broken": {"command": bin("fixture-mcp-server"), "args": ["--fail-start"]},
             "missing": {"command": "/nonexistent/mcp-server"}
         },

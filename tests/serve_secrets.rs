@@ -24,7 +24,7 @@ fn config(dir: &Path) -> PathBuf {
     let fixture = json!({"command": bin("fixture-mcp-server")});
     let mail = json!({
         "command": bin("fixture-mcp-server"),
-        "env": {"FIXTURE_MAIL_LOG": dir.join("mail.log")},
+        "env": {"FIXTURE_MAIL_LOG": dir.join("mail.log")}, "files": {"write": [dir]},
     });
     let body = json!({
         "mcpServers": {"crm": fixture, "web": fixture, "mail": mail},

@@ -16,7 +16,10 @@ async fn wait_for_children(pid: u32) -> Vec<(u32, String)> {
     while Instant::now() < end {
         let kids = children_of(pid);
         if kids.iter().any(|(_, c)| c == "sandbox-runner")
-            && kids.iter().any(|(_, c)| c.starts_with("fixture-mcp"))
+            // A confined server runs under bubblewrap: serve's child is `bwrap`.
+            && kids
+                .iter()
+                .any(|(_, c)| c.starts_with("fixture-mcp") || c == "bwrap")
         {
             return kids;
         }
@@ -101,7 +104,9 @@ async fn sigterm_kills_an_execution_that_outlives_the_grace_period() {
     });
     wait_for_busy_runner(served.pid).await;
     let kids = children_of(served.pid);
-    assert!(kids.iter().any(|(_, c)| c.starts_with("fixture-mcp")));
+    assert!(kids
+        .iter()
+        .any(|(_, c)| c.starts_with("fixture-mcp") || c == "bwrap"));
     let t = Instant::now();
     signal(served.pid, libc::SIGTERM);
     let result = tokio::time::timeout(Duration::from_secs(15), call)

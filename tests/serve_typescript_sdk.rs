@@ -30,7 +30,8 @@ fn setup() -> Setup {
         "mcpServers": {
             "filesystem": {
                 "command": repo_root().join("node_modules/.bin/mcp-server-filesystem"),
-                "args": [&data]
+                "args": [&data],
+                "files": {"read": [&data]}
             }
         },
         "sandbox": {"deny": ["filesystem:write_*"], "state": "state.db"}

@@ -65,14 +65,19 @@ fn a_server_without_env_sees_only_the_default_variables() {
                 "SHELL",
                 "TERM",
                 "USER",
-                "MCP_SANDBOX_TENANT"
+                "MCP_SANDBOX_TENANT",
+                // Set by the server sandbox: its private /tmp, and bubblewrap's --chdir.
+                "TMPDIR",
+                "PWD"
             ]
             .contains(&name),
             "unexpected variable {name} in {env:?}"
         );
     }
     assert_eq!(env["MCP_SANDBOX_TENANT"], "default");
-    assert_eq!(env["HOME"], "/home/tester");
+    // A confined server's HOME is its private home inside the sandbox, not the host's.
+    assert_eq!(env["HOME"], "/home/server");
+    assert_eq!(env["TMPDIR"], "/tmp");
     assert_eq!(env["TERM"], "xterm-test");
     assert!(env.contains_key("PATH"), "{env:?}");
 }

@@ -28,7 +28,8 @@ async fn the_memory_server_without_a_scope_keeps_two_tenants_apart() {
         json!({
             "mcpServers": {"memory": {
                 "command": repo_root().join("node_modules/.bin/mcp-server-memory"),
-                "env": {"MEMORY_FILE_PATH": files.path().join("memory-${MCP_SANDBOX_TENANT}.jsonl")}
+                "env": {"MEMORY_FILE_PATH": files.path().join("memory-${MCP_SANDBOX_TENANT}.jsonl")},
+                "files": {"write": [files.path()]}
             }},
             "sandbox": {"auth": {}}
         }),
@@ -61,9 +62,11 @@ fn three_scopes(idle_ms: u64) -> Value {
     let fixture = bin("fixture-mcp-server");
     json!({
         "mcpServers": {
-            "fixture": {"command": fixture, "idleTimeoutMs": idle_ms},
-            "per_principal": {"command": fixture, "scope": "principal"},
-            "shared": {"command": fixture, "scope": "shared"}
+            // Unconfined: the tests tell processes apart and watch them stop by their host pids,
+            // which confined servers (each in a PID namespace of its own) cannot report.
+            "fixture": {"command": fixture, "idleTimeoutMs": idle_ms, "confine": false},
+            "per_principal": {"command": fixture, "scope": "principal", "confine": false},
+            "shared": {"command": fixture, "scope": "shared", "confine": false}
         },
         "sandbox": {"auth": {}}
     })

@@ -18,7 +18,7 @@ const KEY: &str = "6d6370207361616e64626f78207465737420206b6579206f6e6c792120212
 fn config(dir: &Path) -> Value {
     let mail = json!({
         "command": bin("fixture-mcp-server"),
-        "env": {"FIXTURE_MAIL_LOG": dir.join("mail.log")},
+        "env": {"FIXTURE_MAIL_LOG": dir.join("mail.log")}, "files": {"write": [dir]},
     });
     json!({
         "mcpServers": {"crm": {"command": bin("fixture-mcp-server")}, "mail": mail},

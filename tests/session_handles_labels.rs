@@ -18,7 +18,7 @@ use std::path::Path;
 fn config(dir: &Path, flow_scope: &str) -> Value {
     let mail = json!({
         "command": bin("fixture-mcp-server"),
-        "env": {"FIXTURE_MAIL_LOG": dir.join("mail.log")},
+        "env": {"FIXTURE_MAIL_LOG": dir.join("mail.log")}, "files": {"write": [dir]},
     });
     json!({
         "mcpServers": {"crm": {"command": bin("fixture-mcp-server")}, "mail": mail},

@@ -49,7 +49,7 @@ async fn discover_headers_caching_and_client_identity() {
     let config = json!({
         "mcpServers": {"fixture": {
             "command": crate::common::bin("fixture-mcp-server"),
-            "env": {"FIXTURE_MAIL_LOG": dir.path().join("mail.log")},
+            "env": {"FIXTURE_MAIL_LOG": dir.path().join("mail.log")}, "files": {"write": [dir.path()]},
         }},
     });
     let g = start_http_state(config, None, &[]).await;

@@ -92,7 +92,10 @@ fn wait_for_runner(host: &Host) -> Vec<u32> {
     while Instant::now() < end {
         let kids = children_of(pid);
         if kids.iter().any(|(_, c)| c == "sandbox-runner")
-            && kids.iter().any(|(_, c)| c.starts_with("fixture-mcp"))
+            // A confined server runs under bubblewrap: the host's child is `bwrap`.
+            && kids
+                .iter()
+                .any(|(_, c)| c.starts_with("fixture-mcp") || c == "bwrap")
         {
             return kids
                 .into_iter()
@@ -170,7 +173,7 @@ fn sigterm_during_a_storm_of_calls_ends_run_within_the_grace() {
         &["--max-calls", "1000000"],
         json!({"fixture": {
             "command": bin("fixture-mcp-server"),
-            "env": {"FIXTURE_META_LOG": calls_log},
+            "env": {"FIXTURE_META_LOG": calls_log}, "files": {"write": [calls_log.parent().unwrap()]},
         }}),
     );
     let kids = wait_for_runner(&host);

@@ -20,7 +20,7 @@ async fn echo_over_stdio(dir: &std::path::Path, sandbox: Value) -> (Value, std::
     let body = json!({
         "mcpServers": {"fixture": {
             "command": bin("fixture-mcp-server"),
-            "env": {"FIXTURE_META_LOG": log},
+            "env": {"FIXTURE_META_LOG": log}, "files": {"write": [log.parent().unwrap()]},
         }},
         "sandbox": sandbox,
     });

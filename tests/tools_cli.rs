@@ -53,8 +53,8 @@ fn declarations_for_every_reference_tool_type_check_with_tsc() {
     let data = dir.path().canonicalize().unwrap();
     let config = dir.path().join("mcp.json");
     let text = json!({"mcpServers": {
-        "filesystem": {"command": bin_dir.join("mcp-server-filesystem"), "args": [&data]},
-        "memory": {"command": bin_dir.join("mcp-server-memory"), "env": {"MEMORY_FILE_PATH": data.join("memory.jsonl")}},
+        "filesystem": {"command": bin_dir.join("mcp-server-filesystem"), "args": [&data], "files": {"write": [&data]}},
+        "memory": {"command": bin_dir.join("mcp-server-memory"), "env": {"MEMORY_FILE_PATH": data.join("memory.jsonl")}, "files": {"write": [&data]}},
         "everything": {"command": bin_dir.join("mcp-server-everything")}
     }});
     std::fs::write(&config, text.to_string()).unwrap();

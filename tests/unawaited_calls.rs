@@ -25,7 +25,7 @@ const ASSIGNED: &str =
 
 fn servers(data: &Path) -> Value {
     let bin_dir = repo_root().join("node_modules/.bin");
-    json!({"filesystem": {"command": bin_dir.join("mcp-server-filesystem"), "args": [data]}})
+    json!({"filesystem": {"command": bin_dir.join("mcp-server-filesystem"), "args": [data], "files": {"write": [data]}}})
 }
 
 /// The audit records of `state`, newest first.

@@ -50,7 +50,8 @@ fn a_vs_code_mcp_json_with_env_vars_and_an_env_file_loads_and_servers_get_the_va
                 "fs": {
                     "type": "stdio",
                     "command": repo_root().join("node_modules/.bin/mcp-server-filesystem"),
-                    "args": ["${workspaceFolder}/data", "${env:MCP63_EXTRA_DIR}"]
+                    "args": ["${workspaceFolder}/data", "${env:MCP63_EXTRA_DIR}"],
+                    "files": {"read": ["${workspaceFolder}/data", "${env:MCP63_EXTRA_DIR}"]}
                 },
                 "fixture": {
                     "type": "stdio",

@@ -6,7 +6,9 @@
 //!  "sandbox": {"limits": {"timeout_ms": 10000}}}
 //! ```
 
+pub mod confine_entry;
 pub mod gateway;
+pub mod network;
 pub mod openapi_entry;
 pub mod rule_names;
 pub mod server_entry;
@@ -151,6 +153,18 @@ pub struct ServerConfig {
     /// nesting); default [`openapi_entry::SpecBudget::default`].
     #[serde(default, rename = "specBudget")]
     pub spec_budget: Option<openapi_entry::SpecBudget>,
+    /// The server sandbox: docs/server-sandbox.md, `confine_entry`, `tools::catalog::confine`.
+    #[serde(default)]
+    pub confine: Option<bool>,
+    #[serde(default)]
+    pub files: confine_entry::FilesConfig,
+    #[serde(default)]
+    pub limits: confine_entry::LimitsConfig,
+    #[serde(default)]
+    pub network: network::NetworkPolicy,
+    /// Whom this process serves (`default`, a tenant, `tenant/principal`): set by `for_scope`.
+    #[serde(skip)]
+    pub scope_key: Option<String>,
 }
 
 /// Default bound on the tools one server may list (`maxTools`).
@@ -324,6 +338,7 @@ impl Config {
             });
         }
         let text = std::fs::read_to_string(path).map_err(read_err)?;
+        crate::store::private_paths::hide(path);
         let base = path
             .parent()
             .map(|p| {

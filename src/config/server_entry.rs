@@ -128,6 +128,7 @@ pub fn check(name: &str, server: &ServerConfig) -> Result<(), String> {
         }
         _ => {}
     }
+    check_confinement(name, server)?;
     if server.max_instances == Some(0) {
         return Err(format!("server '{name}': maxInstances must be at least 1"));
     }
@@ -229,26 +230,55 @@ fn check_headers(name: &str, server: &ServerConfig) -> Result<(), String> {
     Ok(())
 }
 
+/// `${MCP_SANDBOX_TENANT}` / `${MCP_SANDBOX_PRINCIPAL}` in `value` (at `place` of the entry)
+/// only where the scope has them.
+fn check_scope_vars(
+    name: &str,
+    scope: crate::config::ServerScope,
+    place: &str,
+    value: &str,
+) -> Result<(), String> {
+    for scoped in references(value)
+        .into_iter()
+        .filter(|v| SCOPE_VARS.contains(v))
+    {
+        let defined = match scope {
+            crate::config::ServerScope::Shared => false,
+            crate::config::ServerScope::Tenant => scoped == TENANT_VAR,
+            crate::config::ServerScope::Principal => true,
+        };
+        if !defined {
+            return Err(format!(
+                "server '{name}': {place} uses ${{{scoped}}}, which only a server with \"scope\": \"{}\" has; set that scope or remove it",
+                if scoped == TENANT_VAR { "tenant\" or \"principal" } else { "principal" }
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The confinement keys: limits above zero, scope variables in `files` only where the scope
+/// has them.
+fn check_confinement(name: &str, server: &ServerConfig) -> Result<(), String> {
+    server.limits.check(name)?;
+    let scope = server.scope();
+    let files = &server.files;
+    for (kind, paths) in [("read", &files.read), ("write", &files.write)] {
+        for p in paths {
+            check_scope_vars(name, scope, &format!("files.{kind}"), p)?;
+            if p.trim().is_empty() {
+                return Err(format!("server '{name}': files.{kind} has an empty path"));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The entry's `env`: scope variables only where the scope has them, other variables set.
 fn check_env(name: &str, server: &ServerConfig) -> Result<(), String> {
     let scope = server.scope();
     for (var, value) in &server.env {
-        for scoped in references(value)
-            .into_iter()
-            .filter(|v| SCOPE_VARS.contains(v))
-        {
-            let defined = match scope {
-                crate::config::ServerScope::Shared => false,
-                crate::config::ServerScope::Tenant => scoped == TENANT_VAR,
-                crate::config::ServerScope::Principal => true,
-            };
-            if !defined {
-                return Err(format!(
-                    "server '{name}': env.{var} uses ${{{scoped}}}, which only a server with \"scope\": \"{}\" has; set that scope or remove it",
-                    if scoped == TENANT_VAR { "tenant\" or \"principal" } else { "principal" }
-                ));
-            }
-        }
+        check_scope_vars(name, scope, &format!("env.{var}"), value)?;
         let lookup = |v: &str| {
             if SCOPE_VARS.contains(&v) {
                 Some(String::new())
@@ -306,6 +336,16 @@ pub fn for_scope(
             *value = value.replace(&format!("${{{PRINCIPAL_VAR}}}"), slug);
         }
     }
+    for path in out.files.read.iter_mut().chain(out.files.write.iter_mut()) {
+        *path = path.replace(&format!("${{{TENANT_VAR}}}"), tenant);
+        if let Some(slug) = &slug {
+            *path = path.replace(&format!("${{{PRINCIPAL_VAR}}}"), slug);
+        }
+    }
+    out.scope_key = Some(match &slug {
+        Some(slug) => format!("{tenant}/{slug}"),
+        None => tenant.to_string(),
+    });
     out.env.insert(TENANT_VAR.to_string(), tenant.to_string());
     if let Some(slug) = slug {
         out.env.insert(PRINCIPAL_VAR.to_string(), slug);
@@ -317,6 +357,11 @@ impl ServerConfig {
     /// Whether this is a remote (`url`) server.
     pub fn is_remote(&self) -> bool {
         self.url.is_some()
+    }
+
+    /// Whether this stdio server starts confined (`confine`, default `true`).
+    pub fn is_confined(&self) -> bool {
+        !self.is_remote() && !self.is_openapi() && self.confine.unwrap_or(true)
     }
 
     /// Whether this is an OpenAPI server (`openapi`: its operations are its tools).

@@ -117,6 +117,24 @@ pub fn resolve(
     for (i, arg) in server.args.iter_mut().enumerate() {
         *arg = now(arg, &format!("args[{i}]"))?;
     }
+    // `files` paths too, keeping the scope variables for each process to fill in.
+    let keep_scope = |v: &str| {
+        if v == super::server_entry::TENANT_VAR || v == super::server_entry::PRINCIPAL_VAR {
+            Some(format!("${{{v}}}"))
+        } else {
+            host_var(v)
+        }
+    };
+    for (kind, paths) in [
+        ("read", &mut server.files.read),
+        ("write", &mut server.files.write),
+    ] {
+        for (i, p) in paths.iter_mut().enumerate() {
+            let key = place(&format!("files.{kind}[{i}]"));
+            let text = translate(p, &key, workspace)?;
+            *p = expand(&text, &key, keep_scope).map_err(|e| e.to_string())?;
+        }
+    }
     if let Some(cwd) = &server.cwd {
         server.cwd = Some(PathBuf::from(now(&cwd.to_string_lossy(), "cwd")?));
     }

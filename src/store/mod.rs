@@ -32,6 +32,7 @@ mod migrations;
 pub mod oauth;
 mod owner_only;
 pub mod pg;
+pub mod private_paths;
 pub mod rate;
 pub mod secrets;
 pub mod session_handles;
@@ -186,7 +187,9 @@ impl Store {
                 tenant: Arc::from(crate::context::principal::DEFAULT_TENANT),
             });
         }
+        private_paths::hide_state_file(path);
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            private_paths::record_state_dir(dir);
             owner_only::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
                 path: dir.to_path_buf(),
                 source,

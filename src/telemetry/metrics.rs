@@ -48,6 +48,18 @@ struct ServerLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EgressLabels {
+    server: String,
+    outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DirectionLabels {
+    server: String,
+    direction: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct AnswerLabels {
     answer: String,
 }
@@ -88,6 +100,8 @@ pub struct Metrics {
     crashes: Family<SignalLabels, Counter>,
     restarts: Family<ServerLabels, Counter>,
     approvals: Family<AnswerLabels, Counter>,
+    egress: Family<EgressLabels, Counter>,
+    egress_bytes: Family<DirectionLabels, Counter>,
     running: Gauge,
     queued: Gauge,
     pool_idle: Gauge,
@@ -124,6 +138,8 @@ impl Metrics {
             crashes: Family::default(),
             restarts: Family::default(),
             approvals: Family::default(),
+            egress: Family::default(),
+            egress_bytes: Family::default(),
             running: Gauge::default(),
             queued: Gauge::default(),
             pool_idle: Gauge::default(),
@@ -231,6 +247,16 @@ impl Metrics {
             "approvals",
             "Approval questions by answer (granted, denied)",
             m.approvals.clone(),
+        );
+        registry.register(
+            "egress_connections",
+            "Connections of confined servers through their egress proxy, by server and outcome (allowed, refused, failed, bad_request)",
+            m.egress.clone(),
+        );
+        registry.register(
+            "egress_bytes",
+            "Bytes relayed by confined servers' egress proxies, by server and direction (up: to the destination)",
+            m.egress_bytes.clone(),
         );
         registry.register(
             "telemetry_spans_exported",
@@ -355,6 +381,22 @@ impl Metrics {
                 *n,
             );
         }
+        for (server, outcome, n) in crate::tools::egress::events::counts() {
+            let labels = EgressLabels {
+                server,
+                outcome: outcome.into(),
+            };
+            catch_up(&self.egress.get_or_create(&labels), n);
+        }
+        for (server, up, down) in crate::tools::egress::events::bytes() {
+            for (direction, n) in [("up", up), ("down", down)] {
+                let labels = DirectionLabels {
+                    server: server.clone(),
+                    direction: direction.into(),
+                };
+                catch_up(&self.egress_bytes.get_or_create(&labels), n);
+            }
+        }
         if let Some(s) = spans {
             catch_up(&self.spans_exported, s.exported.load(Ordering::Relaxed));
             catch_up(&self.spans_failed, s.failed.load(Ordering::Relaxed));
@@ -380,4 +422,39 @@ fn signal_name(sig: i32) -> String {
     nix::sys::signal::Signal::try_from(sig)
         .map(|s| s.as_str().to_string())
         .unwrap_or_else(|_| format!("{sig}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::egress::events::{self, Connection, Outcome};
+
+    #[test]
+    fn egress_connections_are_counted_by_server_and_outcome() {
+        let c = |outcome, reason: &str| Connection {
+            server: "fetcher".into(),
+            tenant: Some("acme".into()),
+            principal: None,
+            host: "169.254.169.254".into(),
+            port: 80,
+            address: Some("169.254.169.254".into()),
+            outcome,
+            reason: reason.into(),
+            bytes_up: 7,
+            bytes_down: 11,
+            at: std::time::SystemTime::now(),
+        };
+        events::record(c(Outcome::Refused, "link_local"));
+        events::record(c(Outcome::Refused, "link_local"));
+        events::record(c(Outcome::Allowed, ""));
+        let text = Metrics::new().render(HostState::default(), &[], None);
+        for line in [
+            r#"mcp_sandbox_egress_connections_total{server="fetcher",outcome="refused"} 2"#,
+            r#"mcp_sandbox_egress_connections_total{server="fetcher",outcome="allowed"} 1"#,
+            r#"mcp_sandbox_egress_bytes_total{server="fetcher",direction="up"} 21"#,
+            r#"mcp_sandbox_egress_bytes_total{server="fetcher",direction="down"} 33"#,
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} not in\n{text}");
+        }
+    }
 }

@@ -6,6 +6,7 @@
 
 pub mod catalog;
 pub mod discovery;
+pub mod egress;
 pub mod openapi;
 pub mod passthrough;
 pub mod python_stubs;

@@ -203,20 +203,53 @@ pub struct CheckArgs {
     pub json: bool,
     #[command(flatten)]
     pub runner: RunnerArgs,
+    /// Also start each stdio MCP server of this config confined and show its layers.
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<std::path::PathBuf>,
 }
 
-/// `mcp-sandbox check`. Exit 0 when the required layers hold.
+/// `mcp-sandbox check`. Exit 0 when the required layers hold (with `--require-isolation all`
+/// and `--config`, every stdio server confined with every layer holding too).
 pub async fn command(args: CheckArgs) -> Result<i32, UsageError> {
     let required = args.runner.required_layers()?;
     let report = check(&args.runner.command(), &required)
         .await
         .map_err(|e| UsageError(format!("check failed: {e}")))?;
+    let servers = match &args.config {
+        Some(path) => {
+            let config =
+                crate::config::Config::load(path).map_err(|e| UsageError(e.to_string()))?;
+            super::check_servers::check_servers(&config).await
+        }
+        None => Vec::new(),
+    };
+    let require_all = args.runner.require_isolation.as_deref() == Some("all");
+    let servers_ok = servers.iter().all(|s| s.ok());
     if args.json {
-        crate::term::outln(&serde_json::to_string_pretty(&report).unwrap_or_default());
+        let mut json = serde_json::to_value(&report).unwrap_or_default();
+        json["servers"] = serde_json::to_value(&servers).unwrap_or_default();
+        crate::term::outln(&serde_json::to_string_pretty(&json).unwrap_or_default());
     } else {
         crate::term::out(&render(&report));
+        crate::term::out(&super::check_servers::render(&servers));
+        if !servers_ok {
+            let names: Vec<&str> = servers
+                .iter()
+                .filter(|s| !s.ok())
+                .map(|s| s.server.as_str())
+                .collect();
+            crate::term::out(&format!(
+                "{}: MCP servers not fully confined: {}\n",
+                if require_all { "NOT OK" } else { "warning" },
+                names.join(", ")
+            ));
+        }
     }
-    Ok(if report.ok { 0 } else { EXIT_FAILED })
+    Ok(if report.ok && (servers_ok || !require_all) {
+        0
+    } else {
+        EXIT_FAILED
+    })
 }
 
 /// The runner's layers, checked once when `serve` starts: fewer layers is never silent. With

@@ -60,6 +60,24 @@ pub enum Command {
     /// Bring the state store's schema up to date and exit (run it with the PostgreSQL owner
     /// role; gateways can then run with a role that has row rights only).
     Migrate(MigrateArgs),
+    /// Inside a confined server's sandbox: relay 127.0.0.1:PORT to the egress proxy's socket
+    /// and run the server as a child (internal; see `tools::egress::bridge`).
+    #[command(name = "__egress-bridge", hide = true)]
+    EgressBridge(EgressBridgeArgs),
+}
+
+/// `__egress-bridge --socket PATH --listen 127.0.0.1:PORT -- CMD ARGS...`
+#[derive(Debug, clap::Args)]
+pub struct EgressBridgeArgs {
+    /// The egress proxy's Unix socket (as seen inside the sandbox).
+    #[arg(long)]
+    pub socket: std::path::PathBuf,
+    /// The loopback address to listen on.
+    #[arg(long)]
+    pub listen: std::net::SocketAddr,
+    /// The server's command and its arguments.
+    #[arg(last = true, required = true)]
+    pub command: Vec<std::ffi::OsString>,
 }
 
 /// The variable that sets the async runtime's worker threads (Tokio's own name for it).

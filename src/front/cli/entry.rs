@@ -26,6 +26,11 @@ fn quiet_payloads(mut filter: EnvFilter) -> EnvFilter {
 /// Parses the command line, runs the command, exits with its status.
 pub fn main() -> ! {
     let cli = Cli::parse();
+    if let Command::EgressBridge(args) = &cli.command {
+        // No runtime, no subscriber: the bridge is threads beside a confined server.
+        let status = crate::tools::egress::bridge::run(&args.socket, args.listen, &args.command);
+        std::process::exit(status);
+    }
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         // Colours only for a person at a terminal: no escape codes in a log file or a pipe.
@@ -73,6 +78,8 @@ pub fn main() -> ! {
             Command::Policy(args) => cli::policy::command(args).await,
             Command::Ui(args) => cli::ui::command(args).await,
             Command::Migrate(args) => cli::migrate::command(args),
+            // Run before the runtime started (above); never reached.
+            Command::EgressBridge(_) => Ok(EXIT_USAGE),
         }
     });
     match status {

@@ -7,6 +7,7 @@ pub mod approve_tty;
 pub mod audit;
 pub mod auth;
 pub mod check;
+pub mod check_servers;
 pub mod command;
 pub mod entry;
 pub mod labels;

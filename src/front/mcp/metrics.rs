@@ -77,6 +77,8 @@ pub async fn serve(
         .await
         .map_err(|e| UsageError(format!("--metrics: cannot listen on {addr}: {e}")))?;
     let bound = listener.local_addr().unwrap_or(addr);
+    // Confined servers' egress proxies refuse the gateway's own ports (issue 59).
+    crate::tools::egress::refuse_gateway_ports(&[bound.port()]);
     // Scripts and tests read this line to find the port when ADDR ends in :0.
     eprintln!("mcp-sandbox: serving metrics at http://{bound}/metrics");
     let allowed: std::sync::Arc<[String]> = LOOPBACK_HOSTS.map(String::from).into();

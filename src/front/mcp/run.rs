@@ -184,6 +184,13 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
         crate::term::errln(&format!("mcp-sandbox: {refusal}"));
         return Ok(crate::front::cli::EXIT_FAILED);
     }
+    if let Err(refusal) = crate::front::cli::check_servers::unconfined_at_start(
+        &config,
+        args.runner.require_isolation.as_deref() == Some("all"),
+    ) {
+        crate::term::errln(&format!("mcp-sandbox: {refusal}"));
+        return Ok(crate::front::cli::EXIT_FAILED);
+    }
     // Learning is best effort, as for `run`: without a usable state file the server still
     // serves (without capabilities), and the reason is printed.
     if let Ok(path) = args.state.path(args.config.as_ref().map(|_| &config)) {

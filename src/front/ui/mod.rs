@@ -10,13 +10,16 @@
 //! `default-src 'self'`).
 //!
 //! [`approvals`] lists and answers the questions waiting for a person (`serve --http`);
-//! [`labels`] shows and clears a principal's data-flow labels.
+//! [`labels`] shows and clears a principal's data-flow labels; [`egress`] lists confined
+//! servers' refused connections.
 //!
-//! May import `store`, `config`, `gate` (the pending questions) and `context`; `front::mcp` and `front::cli` import it, it
+//! May import `store`, `config`, `gate` (the pending questions), `tools` (the egress proxy's
+//! refused connections) and `context`; `front::mcp` and `front::cli` import it, it
 //! imports neither.
 
 pub mod api;
 pub mod approvals;
+pub mod egress;
 pub mod labels;
 pub mod limit;
 pub mod routes;

@@ -11,6 +11,7 @@
 //!   ([`super::approvals`]).
 //! - `GET /ui/api/labels`, `POST /ui/api/labels/clear`: a principal's data-flow labels
 //!   ([`super::labels`]).
+//! - `GET /ui/api/egress`: confined servers' refused connections ([`super::egress`]).
 //! - Without authentication (the `ui` subcommand, or `serve --http` without `sandbox.auth`,
 //!   both loopback only) every request must name a loopback host in `Host` (`403
 //!   UI_HOST_REFUSED` otherwise), so a web page elsewhere cannot read the view through a DNS
@@ -166,6 +167,7 @@ fn router_with(reader: Store, writer: Option<Store>, access: UiAccess) -> (Route
             get(super::approvals::list).post(super::approvals::answer),
         )
         .route("/ui/api/labels", get(super::labels::show))
+        .route("/ui/api/egress", get(super::egress::refused))
         .route(
             "/ui/api/labels/clear",
             axum::routing::post(super::labels::clear),
@@ -176,7 +178,7 @@ fn router_with(reader: Store, writer: Option<Store>, access: UiAccess) -> (Route
                 refuse(
                     StatusCode::NOT_FOUND,
                     "UI_NOT_FOUND",
-                    "no such endpoint; the API has /ui/api/me, /ui/api/executions[/ID], /ui/api/graph, /ui/api/capabilities, /ui/api/approvals and /ui/api/labels",
+                    "no such endpoint; the API has /ui/api/me, /ui/api/executions[/ID], /ui/api/graph, /ui/api/capabilities, /ui/api/approvals, /ui/api/labels and /ui/api/egress",
                 )
             }),
         )

@@ -292,17 +292,33 @@ async fn connect(
     if config.is_remote() {
         return connect_remote(name, config, cwd, watcher).await;
     }
-    let mut cmd = tokio::process::Command::new(&config.command);
-    cmd.args(&config.args).current_dir(cwd);
+    let (mut cmd, seccomp, keep) = if config.is_confined() {
+        let c = super::confine::command(name, config, cwd)
+            .await
+            .map_err(|e| e.to_string())?;
+        // A refused connection is also a log line of the execution calling this server.
+        for kept in &c.keep {
+            if let Some(guard) = kept.downcast_ref::<crate::tools::egress::EgressGuard>() {
+                guard.report_to(watcher.routes.clone());
+            }
+        }
+        (c.command, Some(c.seccomp), c.keep)
+    } else {
+        let mut cmd = tokio::process::Command::new(&config.command);
+        cmd.args(&config.args).current_dir(cwd);
+        (cmd, None, Vec::new())
+    };
     super::server_env::apply(&mut cmd, config).map_err(|e| e.to_string())?;
     super::process_tree::own_tree(&mut cmd);
+    let spawned = super::stdio_transport::spawn(cmd, keep);
+    // bubblewrap has its copy of the seccomp filter (or the spawn failed).
+    drop(seccomp);
     let super::stdio_transport::Spawned {
         transport,
         pid,
         stderr,
         oversize,
-    } = super::stdio_transport::spawn(cmd)
-        .map_err(|e| format!("cannot start `{}`: {e}", config.command))?;
+    } = spawned.map_err(|e| format!("cannot start `{}`: {e}", config.command))?;
     let group = pid.and_then(ProcessGroup::of_leader);
     if let Some(g) = &group {
         // Its children die with the host too (they do not inherit the death signal).

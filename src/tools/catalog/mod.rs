@@ -2,6 +2,7 @@
 //! tools registered from Rust. The session routes every call through [`ToolProvider`].
 
 mod backoff;
+pub mod confine;
 pub mod group_reaper;
 pub mod http_transport;
 mod in_process;

@@ -18,6 +18,8 @@ const EXIT_AFTER_CLOSE: Duration = Duration::from_millis(500);
 /// A spawned stdio server as an rmcp transport. The process is killed if this is dropped.
 pub struct StdioChild {
     child: Child,
+    /// What lives as long as the process (a confined server's egress proxy and cgroup).
+    _keep: Vec<Box<dyn std::any::Any + Send + Sync>>,
     io: AsyncRwTransport<RoleClient, LineGuard<ChildStdout>, ChildStdin>,
 }
 
@@ -30,8 +32,11 @@ pub struct Spawned {
     pub oversize: Arc<Oversize>,
 }
 
-/// Spawns `cmd` with piped stdio.
-pub fn spawn(mut cmd: tokio::process::Command) -> std::io::Result<Spawned> {
+/// Spawns `cmd` with piped stdio; `keep` is dropped with the transport.
+pub fn spawn(
+    mut cmd: tokio::process::Command,
+    keep: Vec<Box<dyn std::any::Any + Send + Sync>>,
+) -> std::io::Result<Spawned> {
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -52,6 +57,7 @@ pub fn spawn(mut cmd: tokio::process::Command) -> std::io::Result<Spawned> {
         pid: child.id(),
         transport: StdioChild {
             child,
+            _keep: keep,
             io: AsyncRwTransport::new(guard, stdin),
         },
         stderr,

@@ -101,6 +101,8 @@ pub async fn serve_http(
         .await
         .map_err(|e| UsageError(format!("cannot listen on {addr}: {e}")))?;
     let bound = listener.local_addr().unwrap_or(addr);
+    // Confined servers' egress proxies refuse the gateway's own ports (issue 59).
+    crate::tools::egress::refuse_gateway_ports(&[bound.port()]);
     let tls = match &opts.tls {
         None => None,
         Some((cert, key)) => Some(super::tls::acceptor(cert, key).map_err(UsageError)?),

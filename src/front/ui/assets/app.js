@@ -71,6 +71,7 @@ function route() {
   if (m) return { view: "exec", id: m[1] };
   if (h.startsWith("/graph")) return { view: "graph" };
   if (h.startsWith("/capabilities")) return { view: "capabilities" };
+  if (h.startsWith("/network")) return { view: "network" };
   const l = h.match(/^\/labels(?:\/(.+))?$/);
   if (l) return { view: "labels", principal: l[1] ? decodeURIComponent(l[1]) : null };
   return { view: "list" };
@@ -402,6 +403,23 @@ async function labelsView(main) {
       el("table", { id: "labels-table" }, el("tr", {}, el("th", {}, "label"), el("th", {}, "read from"), el("th", {}, "by execution")), ...rows));
 }
 
+// ---- refused connections of confined servers ------------------------------------------------
+
+// What this gateway's egress proxies refused (GET /ui/api/egress), newest first.
+async function networkView(main) {
+  const d = await api("/ui/api/egress?" + tenantParam());
+  const key = "egress " + JSON.stringify(d);
+  if (key === state.last) return;
+  state.last = key;
+  const rows = d.refused.map((c) => el("tr", {},
+    el("td", {}, visible(c.at)), el("td", {}, visible(c.server)), el("td", {}, visible(c.tenant || "")),
+    el("td", {}, visible(c.host + ":" + c.port)), el("td", {}, visible(c.address || "")), el("td", {}, visible(c.reason))));
+  main.replaceChildren(el("h2", {}, "Refused connections" + (d.tenant ? " of tenant " + d.tenant : "")),
+    el("p", { class: "muted" }, "Connections confined servers tried through their egress proxy and were refused (the last " + d.capacity + " since this gateway started)."),
+    rows.length === 0 ? el("p", { class: "muted", id: "egress-none" }, "No refused connections.") :
+      el("table", { id: "egress-table" }, el("tr", {}, el("th", {}, "time"), el("th", {}, "server"), el("th", {}, "tenant"), el("th", {}, "host:port"), el("th", {}, "address"), el("th", {}, "reason")), ...rows));
+}
+
 // ---- the frame --------------------------------------------------------------------------------
 
 async function whoami() {
@@ -424,16 +442,17 @@ async function refresh() {
   try {
     if (!state.me) await whoami();
     const r = route();
-    for (const id of ["executions", "graph", "capabilities", "labels"]) document.getElementById("nav-" + id).classList.toggle("active", (r.view === "list" || r.view === "exec" ? "executions" : r.view) === id);
+    for (const id of ["executions", "graph", "capabilities", "labels", "network"]) document.getElementById("nav-" + id).classList.toggle("active", (r.view === "list" || r.view === "exec" ? "executions" : r.view) === id);
     const main = document.getElementById("view");
     // The graph and capabilities of "all tenants" are the viewer's own tenant's.
     const saved = state.tenant;
-    if (r.view !== "list" && state.tenant === "*") state.tenant = state.me.tenant;
+    if (r.view !== "list" && r.view !== "network" && state.tenant === "*") state.tenant = state.me.tenant;
     try {
       if (r.view === "exec") await execView(main, r.id);
       else if (r.view === "graph") await graphView(main);
       else if (r.view === "capabilities") await capabilitiesView(main);
       else if (r.view === "labels") await labelsView(main);
+      else if (r.view === "network") await networkView(main);
       else await listView(main);
     } finally { state.tenant = saved; }
     await approvalsPanel();

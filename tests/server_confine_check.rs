@@ -1,0 +1,142 @@
+//! `mcp-sandbox check --config` shows each stdio server's layers as the kernel shows them for
+//! its started process, `--require-isolation all` fails on a server with `"confine": false`
+//! (naming it), `serve` warns about such a server, and a confined server that cannot be
+//! confined (no bubblewrap) fails to start with SERVER_CONFINEMENT_UNAVAILABLE and the fix
+//! (issue 59).
+
+use crate::common::{bin, repo_root};
+use serde_json::json;
+use std::process::Command;
+
+fn config(dir: &std::path::Path, extra: serde_json::Value) -> std::path::PathBuf {
+    let mut servers = json!({"fixture": {"command": bin("fixture-mcp-server")}});
+    for (k, v) in extra.as_object().unwrap() {
+        servers[k] = v.clone();
+    }
+    let path = dir.join("mcp.json");
+    std::fs::write(&path, json!({"mcpServers": servers}).to_string()).unwrap();
+    path
+}
+
+fn check(path: &std::path::Path, more: &[&str]) -> (i32, serde_json::Value, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_mcp-sandbox"))
+        .args(["check", "--json", "--config"])
+        .arg(path)
+        .args(more)
+        .env("MCP_SANDBOX_RUNNER", bin("sandbox-runner"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let json = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    (
+        out.status.code().unwrap(),
+        json,
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+#[test]
+fn check_reads_each_layer_of_a_started_server_from_proc() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = config(dir.path(), json!({}));
+    let (code, report, stderr) = check(&path, &["--require-isolation", "all"]);
+    assert_eq!(code, 0, "{report}\n{stderr}");
+    let s = &report["servers"][0];
+    assert_eq!(s["server"], json!("fixture"));
+    assert_eq!(s["confined"], json!(true));
+    assert_eq!(s["error"], json!(null));
+    let l = &s["layers"];
+    assert_eq!(l["seccomp"], json!("Seccomp: 2"));
+    assert_eq!(l["no_new_privs"], json!("NoNewPrivs: 1"));
+    assert_eq!(
+        l["namespaces"],
+        json!("own user, mnt, pid, ipc, uts, net, cgroup")
+    );
+    let uid = l["uid"].as_str().unwrap();
+    assert!(uid.starts_with("uid_map: 65534 "), "{uid}");
+    assert!(uid.ends_with("CapEff: 0000000000000000"), "{uid}");
+    assert_eq!(
+        l["rlimits"],
+        json!("address space 4294967296, processes 256, open files 1024, file size 268435456")
+    );
+    assert_eq!(
+        l["gateway_files"],
+        json!("none visible (config, state store)")
+    );
+}
+
+#[test]
+fn require_isolation_all_fails_on_an_unconfined_server_and_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = config(
+        dir.path(),
+        json!({"open": {"command": bin("fixture-mcp-server"), "confine": false}}),
+    );
+    let (code, report, _) = check(&path, &["--require-isolation", "all"]);
+    assert_eq!(code, 1, "{report}");
+    let open = report["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["server"] == "open")
+        .unwrap();
+    assert_eq!(open["confined"], json!(false));
+    assert_eq!(
+        open["error"],
+        json!("\"confine\": false: it runs with everything the gateway can reach")
+    );
+    // Without it, check passes and says so; serve warns, naming the server.
+    let (code, _, _) = check(&path, &[]);
+    assert_eq!(code, 0);
+    let out = Command::new(env!("CARGO_BIN_EXE_mcp-sandbox"))
+        .args(["serve", "--require-isolation", "all", "--config"])
+        .arg(&path)
+        .env("MCP_SANDBOX_RUNNER", bin("sandbox-runner"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "--require-isolation all covers MCP servers, and open say \"confine\": false"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn without_bubblewrap_a_confined_server_fails_closed_with_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = config(dir.path(), json!({}));
+    let out = Command::new(env!("CARGO_BIN_EXE_mcp-sandbox"))
+        .args(["run", "-", "--config"])
+        .arg(&path)
+        .env("MCP_SANDBOX_RUNNER", bin("sandbox-runner"))
+        .env("MCP_SANDBOX_BWRAP", repo_root().join("no-such-bwrap"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin
+                .take()
+                .unwrap()
+                .write_all(b"return await mcp.fixture.echo({text: 'hi'})")?;
+            c.wait_with_output()
+        })
+        .unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_ne!(out.status.code(), Some(0), "{all}");
+    assert!(
+        all.contains("SERVER_CONFINEMENT_UNAVAILABLE: server 'fixture' is confined but bubblewrap was not found at"),
+        "{all}"
+    );
+    assert!(all.contains("apt-get install bubblewrap"), "{all}");
+    assert!(all.contains("\"confine\": false"), "{all}");
+}
