@@ -42,6 +42,14 @@ const OTHER_PROGRAMS: &[(&str, &str)] = &[
         "Claude Code's CLI; the mcp-sandbox command it is given is parsed here",
     ),
     (
+        "apt-get",
+        "the operator's install of Debian packages (docs/deploy.md: uidmap); scripts/setup.sh runs it",
+    ),
+    (
+        "usermod",
+        "the operator's subordinate id range (docs/deploy.md); scripts/setup.sh writes the test user's range",
+    ),
+    (
         "sudo",
         "the operator's PostgreSQL setup (docs/multi-gateway.md); not run by the tests",
     ),
