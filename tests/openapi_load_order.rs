@@ -30,7 +30,9 @@ fn a_blocked_spec_load_holds_no_async_worker() {
         &config,
         json!({"mcpServers": {
             "api": {"openapi": "spec.json", "baseUrl": "https://api.example.com", "startupTimeoutMs": 120_000},
-            "fixture": {"command": "sh", "args": ["-c", "tee -a \"$0\" | exec \"$1\"", sent, bin("fixture-mcp-server")]}
+            // Confined as every stdio server: the log's directory is the one it may write.
+            "fixture": {"command": "sh", "args": ["-c", "tee -a \"$0\" | exec \"$1\"", sent, bin("fixture-mcp-server")],
+                        "files": {"write": [d]}}
         }})
         .to_string(),
     )
