@@ -5,8 +5,7 @@
 //! holds more than the outcome's `logs` would. `run`'s progress line on a terminal reads the
 //! calls and what the execution waits on (the oldest open call's tool, pending approvals).
 
-use crate::exec::outcome::LogLine;
-use crate::exec::session::LOG_LINE_OVERHEAD;
+use crate::exec::outcome::{LogLine, LOG_LINE_OVERHEAD};
 use std::sync::Mutex;
 use tokio::sync::watch;
 

@@ -6,6 +6,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
+/// Per-line overhead counted against the log budget, so empty lines cannot grow memory forever.
+pub const LOG_LINE_OVERHEAD: u64 = 32;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LogLine {
     pub level: String,

@@ -125,7 +125,7 @@ impl Feedback for ExecFeedback {
         let message = format!("[{server}] {message}");
         if let Ok(mut l) = self.lines.lock() {
             // Past the budget the session's own log limit says so; here the lines just stop.
-            let cost = message.len() as u64 + crate::exec::session::LOG_LINE_OVERHEAD;
+            let cost = message.len() as u64 + crate::exec::outcome::LOG_LINE_OVERHEAD;
             if l.1 + cost > self.max_bytes {
                 return;
             }

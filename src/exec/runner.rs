@@ -5,7 +5,7 @@
 use crate::context::limits::Limits;
 use crate::error::{ErrorCode, ExecError};
 use crate::exec::runner_process::{ForkedChild, RunnerProcess};
-use crate::exec::zygote::{ZygoteError, Zygotes};
+use crate::exec::zygote::{ZygoteError, ZygoteProgram, Zygotes};
 use futures::StreamExt;
 use sandbox_runner::protocol::{RunnerMessage, PROTOCOL_VERSION};
 use std::collections::BTreeMap;
@@ -439,7 +439,12 @@ fn fork(
         max_frame: limits.frame_bytes,
         pooled: purpose == Purpose::Pool,
     };
-    let (pid, host_end) = cmd.zygotes.fork(cmd, req).map_err(SpawnError::Zygote)?;
+    let program = ZygoteProgram {
+        program: &cmd.program,
+        uid: cmd.uid,
+        gid: cmd.gid,
+    };
+    let (pid, host_end) = cmd.zygotes.fork(program, req).map_err(SpawnError::Zygote)?;
     let child = ForkedChild::adopt(pid).map_err(|source| SpawnError::Adopt { pid, source })?;
     host_end.set_nonblocking(true).map_err(SpawnError::Socket)?;
     let socket = tokio::net::UnixStream::from_std(host_end).map_err(SpawnError::Socket)?;

@@ -13,7 +13,6 @@
 //! - If the very first zygote cannot start (an old runner binary, a wrapper in `prefix_args`),
 //!   the zygote is marked unusable and runners are exec'd, with one warning.
 
-use crate::exec::runner::RunnerCommand;
 use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
 use sandbox_runner::zygote_wire::{self, ForkRequest, REPLY_LEN};
 use std::io::{IoSlice, Read};
@@ -32,6 +31,16 @@ pub const FORK_TIMEOUT: Duration = Duration::from_secs(1);
 pub const MAX_FORKS: u64 = 1024;
 /// Age after which the zygote is re-exec'd (fresh ASLR layout).
 pub const MAX_AGE: Duration = Duration::from_secs(300);
+
+/// What a zygote is started from: the runner program and the ids its runners drop to (the parts
+/// of a `RunnerCommand` the zygote needs; the command holds the zygote, so this file does not
+/// import it).
+#[derive(Debug, Clone, Copy)]
+pub struct ZygoteProgram<'a> {
+    pub program: &'a std::path::Path,
+    pub uid: u32,
+    pub gid: u32,
+}
 
 /// Why a runner could not be forked.
 #[derive(Debug, thiserror::Error)]
@@ -113,7 +122,7 @@ impl Zygotes {
     /// Forks a runner: its pid (a child of this process) and the host's end of its socket.
     pub fn fork(
         &self,
-        cmd: &RunnerCommand,
+        cmd: ZygoteProgram<'_>,
         req: ForkRequest,
     ) -> Result<(u32, UnixStream), ZygoteError> {
         let mut state = self
@@ -187,8 +196,8 @@ impl Drop for Zygotes {
 }
 
 /// Starts `program --zygote` with its control socket at fd 3 and waits for its hello.
-fn start(cmd: &RunnerCommand) -> Result<Zygote, ZygoteError> {
-    let program = cmd.program.clone();
+fn start(cmd: ZygoteProgram<'_>) -> Result<Zygote, ZygoteError> {
+    let program = cmd.program.to_path_buf();
     let fail = |why: String| ZygoteError::Start {
         program: program.display().to_string(),
         why,

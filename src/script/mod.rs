@@ -8,5 +8,6 @@
 pub mod analysis;
 pub mod nesting;
 pub mod python_refs;
+pub mod references;
 pub mod source_map;
 pub mod transpile;

@@ -5,7 +5,7 @@
 //! an unknown name is refused when the script calls it (`TOOL_NOT_FOUND` from the runner), not
 //! before.
 
-use super::analysis::{References, ToolReference};
+use super::references::{References, ToolReference};
 
 /// The references of `code`.
 pub fn references(code: &str) -> References {

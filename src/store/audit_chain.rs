@@ -14,7 +14,7 @@
 //! wait on each other's audit writes (`store::pg::audit_chain`). Retention leaves a signed
 //! checkpoint where a chain now starts ([`super::audit_checkpoint`]).
 
-use super::audit::AuditCall;
+use super::audit_record::AuditCall;
 use super::StoreError;
 use rusqlite::{params, OptionalExtension};
 use serde::{Deserialize, Serialize};

@@ -12,7 +12,7 @@
 //!   names kept as printable ASCII. Each such record is counted ([`records_reduced`], on
 //!   `/metrics` as `mcp_sandbox_audit_records_reduced_total`) and logged at most once a minute.
 
-use super::audit::{AuditCall, AuditDetail, AuditRecord, DetailLog};
+use super::audit_record::{AuditCall, AuditDetail, AuditRecord, DetailLog};
 use super::StoreError;
 use std::borrow::Cow;
 use std::fmt::Write as _;

@@ -1,7 +1,7 @@
 //! The parts of a capability save or removal both backends share: what a save computes before
 //! touching the store, its refusals, and the audited call of each.
 
-use super::capabilities::{
+use super::capability_record::{
     capability_id_in, sha256_hex, CapabilityQuota, CapabilityRecord, NewCapability,
 };
 use super::StoreError;

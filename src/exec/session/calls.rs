@@ -43,7 +43,7 @@ pub(super) struct Queued {
     /// The frame's size when the arguments were too large to decode.
     pub(super) oversized: Option<u64>,
     /// The flow rule's ask that admission traced (the question is asked when it is sent).
-    pub(super) ask: Option<super::send_time::Traced>,
+    pub(super) ask: Option<super::flow_calls::Traced>,
 }
 
 impl Run {

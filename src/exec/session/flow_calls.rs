@@ -4,9 +4,15 @@
 //! reaches the script, its tool's labels join the tree's; every label that joins and every flow
 //! decision is traced (`label_added`, `flow_decision`).
 
-use super::send_time::Traced;
 use super::*;
 use crate::context::flow::{FlowVerdict, LabelSource};
+
+/// What a flow rule decided at admission that the trace already shows (an `ask`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Traced {
+    pub(super) rule: String,
+    pub(super) label: String,
+}
 
 /// A flow rule's verdict on one call that is not a plain allow.
 pub(super) struct FlowCall {

@@ -56,8 +56,7 @@ use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-/// Per-line overhead counted against the log budget, so empty lines cannot grow memory forever.
-pub const LOG_LINE_OVERHEAD: u64 = 32;
+pub use crate::exec::outcome::LOG_LINE_OVERHEAD;
 
 /// What to run.
 #[derive(Debug, Clone, Default)]

@@ -19,17 +19,10 @@
 //! A refusal by a flow rule here is traced as `flow_decision` (unless admission traced the
 //! same decision), like one at admission.
 
-use super::flow_calls::{flow_event, flow_verdict, FlowCall};
+use super::flow_calls::{flow_event, flow_verdict, FlowCall, Traced};
 use super::*;
 use crate::context::sensitive::Sensitive;
 use crate::exec::placeholders::ExecPlaceholders;
-
-/// What a flow rule decided at admission that the trace already shows (an `ask`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Traced {
-    pub(super) rule: String,
-    pub(super) label: String,
-}
 
 /// Everything a call's future needs to decide at send time.
 pub(super) struct Outgoing {

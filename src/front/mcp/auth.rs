@@ -22,17 +22,7 @@ pub const MAX_CREDENTIAL_BYTES: usize = 16 * 1024;
 /// The path of the protected-resource metadata document (RFC 9728).
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 
-/// Why a request is refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AuthFailure {
-    /// No credential: 401 without an error code.
-    Missing,
-    /// A credential that is not valid (wrong, revoked, expired, badly signed): 401
-    /// `invalid_token`.
-    Invalid(String),
-    /// A valid credential without the right to use this server: 403 `insufficient_scope`.
-    Forbidden(String),
-}
+pub use super::auth_failure::AuthFailure;
 
 /// Checks credentials for the HTTP front.
 pub struct Authenticator {

@@ -5,7 +5,7 @@
 //! `scp`, an array) map to policies through `scopes`; a token with none of the mapped scopes is
 //! refused with 403.
 
-use super::auth::AuthFailure;
+use super::auth_failure::AuthFailure;
 use crate::config::gateway::JwtConfig;
 use crate::context::principal::{Principal, DEFAULT_TENANT};
 use jsonwebtoken::jwk::JwkSet;

@@ -14,6 +14,7 @@
 pub mod admission;
 mod approvals_sync;
 pub mod auth;
+pub mod auth_failure;
 mod call_setup;
 mod capabilities;
 pub mod elicit;
