@@ -15,10 +15,10 @@ use crate::trace::now_ms;
 use rusqlite::{params, OptionalExtension, Row};
 use sandbox_runner::protocol::Language;
 
+pub(super) use super::capability_record::LAST_EXECUTION_KEY;
 pub use super::capability_record::{
     capability_id, split_name, CapabilityQuota, CapabilityRecord, LastExecution, NewCapability,
 };
-pub(super) use super::capability_record::LAST_EXECUTION_KEY;
 
 pub(super) const COLUMNS: &str = "id, name, version, code, code_sha256, description, input_schema, created_at, author, author_policies, language";
 
