@@ -11,7 +11,7 @@
 //!   `command`, `args`, `cwd` and `url` they are expanded when the config is read, with VS
 //!   Code's forms (`${env:NAME}`, `${workspaceFolder}`): see `vscode`.
 
-use super::ServerConfig;
+use super::server_config::{self, ServerConfig, ServerScope};
 
 /// Header names the MCP client sets itself; a config may not set them.
 const RESERVED_HEADERS: [&str; 6] = [
@@ -23,90 +23,7 @@ const RESERVED_HEADERS: [&str; 6] = [
     "last-event-id",
 ];
 
-/// A `${VAR}` whose variable is not set.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("{place} uses ${{{var}}}, which is not set in the host's environment: set it before starting mcp-sandbox")]
-pub struct MissingVar {
-    pub place: String,
-    pub var: String,
-}
-
-/// `NAME` or `NAME:-default` between `${` and `}`: the name and the default.
-fn reference(inner: &str) -> Option<(&str, Option<&str>)> {
-    let (name, default) = match inner.split_once(":-") {
-        Some((name, default)) => (name, Some(default)),
-        None => (inner, None),
-    };
-    is_name(name).then_some((name, default))
-}
-
-/// The `${NAME}` references of `text`, in order.
-pub fn references(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut rest = text;
-    while let Some(start) = rest.find("${") {
-        let after = &rest[start + 2..];
-        match after
-            .find('}')
-            .and_then(|end| reference(&after[..end]).map(|r| (end, r)))
-        {
-            Some((end, (name, _))) => {
-                out.push(name);
-                rest = &after[end + 1..];
-            }
-            None => rest = after,
-        }
-    }
-    out
-}
-
-fn is_name(s: &str) -> bool {
-    let mut chars = s.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
-/// `text` with each `${NAME}` replaced by `lookup(NAME)`.
-pub fn expand(
-    text: &str,
-    place: &str,
-    lookup: impl Fn(&str) -> Option<String>,
-) -> Result<String, MissingVar> {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        match after
-            .find('}')
-            .and_then(|end| reference(&after[..end]).map(|r| (end, r)))
-        {
-            Some((end, (var, default))) => {
-                let value = lookup(var)
-                    .or_else(|| default.map(str::to_string))
-                    .ok_or_else(|| MissingVar {
-                        place: place.to_string(),
-                        var: var.to_string(),
-                    })?;
-                out.push_str(&value);
-                rest = &after[end + 1..];
-            }
-            None => {
-                out.push_str("${");
-                rest = after;
-            }
-        }
-    }
-    out.push_str(rest);
-    Ok(out)
-}
-
-/// The host's variable `name` (when it is valid UTF-8).
-pub fn host_var(name: &str) -> Option<String> {
-    std::env::var(name).ok()
-}
+pub use super::var_expand::{expand, host_var, references, MissingVar};
 
 /// The checks of one server entry that `Config::parse` runs (see the module docs).
 pub fn check(name: &str, server: &ServerConfig) -> Result<(), String> {
@@ -234,7 +151,7 @@ fn check_headers(name: &str, server: &ServerConfig) -> Result<(), String> {
 /// only where the scope has them.
 fn check_scope_vars(
     name: &str,
-    scope: crate::config::ServerScope,
+    scope: ServerScope,
     place: &str,
     value: &str,
 ) -> Result<(), String> {
@@ -243,9 +160,9 @@ fn check_scope_vars(
         .filter(|v| SCOPE_VARS.contains(v))
     {
         let defined = match scope {
-            crate::config::ServerScope::Shared => false,
-            crate::config::ServerScope::Tenant => scoped == TENANT_VAR,
-            crate::config::ServerScope::Principal => true,
+            ServerScope::Shared => false,
+            ServerScope::Tenant => scoped == TENANT_VAR,
+            ServerScope::Principal => true,
         };
         if !defined {
             return Err(format!(
@@ -323,11 +240,7 @@ pub fn principal_slug(principal: &str) -> String {
 /// The entry one scoped process of `server` starts with: `${MCP_SANDBOX_TENANT}` and
 /// `${MCP_SANDBOX_PRINCIPAL}` in its `env` values replaced by the caller's, and both set as
 /// variables of the process (a principal only under `"scope": "principal"`).
-pub fn for_scope(
-    server: &crate::config::ServerConfig,
-    tenant: &str,
-    principal: Option<&str>,
-) -> crate::config::ServerConfig {
+pub fn for_scope(server: &ServerConfig, tenant: &str, principal: Option<&str>) -> ServerConfig {
     let mut out = server.clone();
     let slug = principal.map(principal_slug);
     for value in out.env.values_mut() {
@@ -383,12 +296,12 @@ impl ServerConfig {
     /// Who shares one process of this server: the entry's `scope`, else `tenant` for a stdio
     /// server (one tenant never sees what another left in a stateful server) and `shared` for a
     /// remote one (its state lives behind one credential, whatever the connection).
-    pub fn scope(&self) -> super::ServerScope {
+    pub fn scope(&self) -> ServerScope {
         self.scope
             .unwrap_or(if self.is_remote() || self.is_openapi() {
-                super::ServerScope::Shared
+                ServerScope::Shared
             } else {
-                super::ServerScope::Tenant
+                ServerScope::Tenant
             })
     }
 
@@ -396,23 +309,24 @@ impl ServerConfig {
     pub fn idle_timeout(&self) -> std::time::Duration {
         std::time::Duration::from_millis(
             self.idle_timeout_ms
-                .unwrap_or(super::DEFAULT_IDLE_TIMEOUT_MS),
+                .unwrap_or(server_config::DEFAULT_IDLE_TIMEOUT_MS),
         )
     }
 
     /// Most processes of a scoped server at once.
     pub fn max_instances(&self) -> usize {
-        self.max_instances.unwrap_or(super::DEFAULT_MAX_INSTANCES)
+        self.max_instances
+            .unwrap_or(server_config::DEFAULT_MAX_INSTANCES)
     }
 
     /// The bounds on this server's tool list: (tools, bytes, pages per listing).
     pub fn tool_list_bounds(&self) -> (usize, u64, usize) {
         (
-            self.max_tools.unwrap_or(super::DEFAULT_MAX_TOOLS),
+            self.max_tools.unwrap_or(server_config::DEFAULT_MAX_TOOLS),
             self.max_tool_list_bytes
-                .unwrap_or(super::DEFAULT_MAX_TOOL_LIST_BYTES),
+                .unwrap_or(server_config::DEFAULT_MAX_TOOL_LIST_BYTES),
             self.max_tool_list_pages
-                .unwrap_or(super::DEFAULT_MAX_TOOL_LIST_PAGES),
+                .unwrap_or(server_config::DEFAULT_MAX_TOOL_LIST_PAGES),
         )
     }
 
@@ -420,7 +334,7 @@ impl ServerConfig {
     pub fn startup_timeout(&self) -> std::time::Duration {
         std::time::Duration::from_millis(
             self.startup_timeout_ms
-                .unwrap_or(super::DEFAULT_STARTUP_TIMEOUT_MS),
+                .unwrap_or(server_config::DEFAULT_STARTUP_TIMEOUT_MS),
         )
     }
 }

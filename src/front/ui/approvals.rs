@@ -21,7 +21,7 @@
 //! another tenant's, which is answered like a missing one), `503 UI_STORE_ERROR` (the state
 //! store, which holds other gateways' questions, failed).
 
-use super::routes::{refuse, viewer, Ui, UiAccess, Viewer};
+use super::viewer::{refuse, viewer, Ui, UiAccess, Viewer};
 use crate::gate::approval::Answer;
 use crate::gate::pending::{AnswerError, PendingApprovals, PendingQuestion, WebAnswer};
 use axum::extract::{Request, State};

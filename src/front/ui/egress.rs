@@ -5,7 +5,7 @@
 //! UI_FORBIDDEN` for another). A shared server's connections have no tenant: an operator sees
 //! them.
 
-use super::routes::{viewer, Ui};
+use super::viewer::{viewer, Ui};
 use crate::tools::egress::events;
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
@@ -17,7 +17,7 @@ pub(super) async fn refused(State(ui): State<Ui>, req: Request) -> Response {
         Ok(v) => v,
         Err(r) => return *r,
     };
-    let asked = super::routes::params(&req).get("tenant").cloned();
+    let asked = super::viewer::params(&req).get("tenant").cloned();
     let tenant = match (v.operator, asked.as_deref()) {
         (true, None | Some("*")) => None,
         (_, asked) => match v.tenant(asked) {

@@ -8,7 +8,7 @@
 //!   audit log as a record of the operator (front `ui`). An operator only; the same same-origin
 //!   and JSON-body rules as answering an approval.
 
-use super::routes::{refuse, viewer, Ui, Viewer};
+use super::viewer::{refuse, viewer, Ui, Viewer};
 use crate::context::session::SessionScope;
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
@@ -63,7 +63,7 @@ pub(super) async fn show(State(ui): State<Ui>, req: Request) -> Response {
         Ok(v) => v,
         Err(r) => return *r,
     };
-    let q = super::routes::params(&req);
+    let q = super::viewer::params(&req);
     let (tenant, principal) = match target(
         &v,
         q.get("principal").map(String::as_str),
@@ -74,7 +74,7 @@ pub(super) async fn show(State(ui): State<Ui>, req: Request) -> Response {
     };
     let scope = SessionScope::labels_of_principal(&tenant, &principal);
     // Within the viewer's read bounds, as every read of the view.
-    super::routes::query(&ui, &v, move |s| {
+    super::viewer::query(&ui, &v, move |s| {
         let labels = s.session_labels(&scope)?;
         Ok(json!({"principal": principal, "tenant": tenant, "labels": labels}))
     })

@@ -23,5 +23,6 @@ pub mod egress;
 pub mod labels;
 pub mod limit;
 pub mod routes;
+pub mod viewer;
 
 pub use routes::{router, router_on, UiAccess};
