@@ -5,7 +5,7 @@
 //! [`SWEEP_EVERY`] the rows of gateways judged stopped (their liveness lock missing for
 //! `liveness::DEAD_AFTER`) are deleted.
 
-use super::remote::POLL;
+use super::held::remote::POLL;
 use super::Gateway;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -45,7 +45,7 @@ pub fn watch(gateway: Arc<Gateway>, stop: CancellationToken) {
             }
             if swept.elapsed() >= SWEEP_EVERY {
                 swept = Instant::now();
-                let dead_after = super::remote::dead_after(&gateway);
+                let dead_after = super::held::remote::dead_after(&gateway);
                 let stopped = |g: &str, alive: bool| {
                     gateway.suspects.missing_for(g, alive) >= dead_after && !alive
                 };

@@ -1,27 +1,35 @@
 //! `execute_code {code, context?, timeout_ms?, language?, limits?, max_output_bytes?,
 //! yield_after_ms?}`: one script in a fresh locked-down runner (still running after
-//! `yield_after_ms`: see `yielding`). `structuredContent` is the outcome (`{success, result,
+//! `yield_after_ms`: see `held`). `structuredContent` is the outcome (`{success, result,
 //! error, logs, traces, metrics, output}`); the text is a readable summary of it. Both together
 //! are cut to the caller's output budget (`exec::output_budget`). A failed script has
 //! `isError: true`.
 
-use super::search_tools::WithText;
-use super::summary::{result_chars, summary};
+pub use super::held::reply::refused;
+use super::held::reply::{answer_within, reserve_answer, tool_result};
 use super::{bad_args, Gateway};
 use crate::context::limits::RequestedLimits;
 use crate::context::RequestContext;
 use crate::error::ErrorCode;
 use crate::exec::outcome::Outcome;
-use crate::exec::output_budget::{
-    self, json_len, Budget, DEFAULT_MAX_OUTPUT_BYTES, MIN_MAX_OUTPUT_BYTES,
-};
+use crate::exec::output_budget::{json_len, Budget, MIN_MAX_OUTPUT_BYTES};
 use crate::exec::session::ExecRequest;
 use crate::script::transpile::{to_javascript_mapped, Language};
-use rmcp::model::{CallToolResponse, CallToolResult, JsonObject};
+use rmcp::model::{CallToolResponse, JsonObject};
 use rmcp::ErrorData;
 use serde_json::{json, Value};
 use std::fmt::Write;
 use tokio_util::sync::CancellationToken;
+
+/// The description of `execute_code`'s `yield_after_ms` argument.
+pub const YIELD_DESCRIPTION: &str = "Answer after this many milliseconds if the execution is still \
+running, instead of waiting for its end: the answer is then {status: \"running\", execution_id, \
+logs_so_far, calls_done, calls_in_flight} and the execution goes on under its own timeout and CPU \
+budget. Get its outcome with wait_execution (or stop it with cancel_execution). Use it for long \
+scripts, to do other work or report progress meanwhile. The outcome is kept for this session until \
+you read it (other requests never discard it; it is dropped when the session ends or stays idle past \
+its time-to-live). A value at or above the timeout means no yield. Each session may have a few \
+yielded executions running at once (LIMIT_EXCEEDED past that).";
 
 /// The description of `execute_code`; `max_output_bytes` is the caller's output budget.
 pub fn description(gateway: &Gateway, max_output_bytes: u64) -> String {
@@ -116,7 +124,7 @@ pub fn input_schema() -> Value {
             "limits": {"type": "object", "description": "Lower any of the server's limits for this execution (timeout_ms, cpu_ms, memory_mb, stack_kb, call_timeout_ms, max_calls, max_concurrent_calls, source_bytes, result_bytes, log_bytes, frame_bytes, max_output_bytes); larger values are capped.", "additionalProperties": {"type": "integer", "minimum": 0}},
             "max_output_bytes": {"type": "integer", "minimum": MIN_MAX_OUTPUT_BYTES, "description": "A smaller output budget for this answer, in bytes (text and structuredContent together). It can only lower the server's budget; a larger value is capped and the answer's `output` says so. Past the budget the answer is cut (truncated: true)."},
             "language": {"type": "string", "enum": ["javascript", "typescript", "python"], "description": "typescript is stripped to JavaScript before it runs: its types are not checked; python runs on monty, a subset of Python (default javascript)."},
-            "yield_after_ms": {"type": "integer", "minimum": 1, "description": super::wait_execution::YIELD_DESCRIPTION}
+            "yield_after_ms": {"type": "integer", "minimum": 1, "description": YIELD_DESCRIPTION}
         },
         "required": ["code"],
         "additionalProperties": false
@@ -232,7 +240,7 @@ pub async fn call(
         std::sync::Arc<crate::gate::approval::Approvals>,
         Option<crate::tools::passthrough::FeedbackRef>,
     ),
-    yielding: super::yielding::Yielding,
+    yielding: super::held::start::Yielding,
 ) -> Result<CallToolResponse, ErrorData> {
     let Parsed {
         yield_after,
@@ -283,7 +291,7 @@ pub async fn call(
                     let budget = budget_of(&request);
                     let run = (exec, held, budget, answer);
                     let when = (after, yield_after.is_some());
-                    return Ok(super::yielding::run(gateway, run, when, cancel, yielding).await);
+                    return Ok(super::held::start::run(gateway, run, when, cancel, yielding).await);
                 }
                 let _held = held;
                 gateway.sandbox.execute(exec).await
@@ -320,28 +328,6 @@ pub async fn call(
     Ok(tool_result(value, budget).into())
 }
 
-/// `outcome`'s answer cut to `budget`, with its room in the unread-answer budget, held until
-/// the client has read it. An answer that finds no room becomes `LIMIT_EXCEEDED` (the execution
-/// ran and was recorded).
-pub(super) fn reserve_answer(
-    gateway: &Gateway,
-    outcome: &Outcome,
-    budget: Budget,
-) -> (Value, Option<tokio::sync::OwnedSemaphorePermit>) {
-    let value = answer_within(outcome, budget);
-    // What is held until then: the text sent and the decoded answer (issue 25 item 16).
-    let held = super::responses::held_bytes(measure(&value, budget), &value);
-    match gateway.responses.reserve(held) {
-        Ok(room) => (value, Some(room)),
-        Err(e) => {
-            tracing::warn!("execute_code answer dropped: {e}");
-            let mut failed = Outcome::failed(e);
-            failed.metrics.limits = outcome.metrics.limits.clone();
-            (answer_within(&failed, budget), None)
-        }
-    }
-}
-
 /// The output budget of this request: the operator's (narrowed by the principal's policies),
 /// lowered by what the request asked for, and whether a larger ask was capped.
 fn budget_of(request: &RequestContext) -> Budget {
@@ -351,32 +337,4 @@ fn budget_of(request: &RequestContext) -> Budget {
         requested: applied.map(|a| a.requested),
         capped: applied.is_some_and(|a| a.capped),
     }
-}
-
-/// The bytes the client receives for `answer`: its text (as a JSON string) and its
-/// `structuredContent` (compact JSON) together.
-pub(super) fn measure(answer: &Value, budget: Budget) -> u64 {
-    let text = summary(answer, result_chars(budget.max_output_bytes));
-    json_len(answer).saturating_add(json_len(&text))
-}
-
-/// The outcome as the answer's `structuredContent`, cut to the budget (`exec::output_budget`).
-pub(super) fn answer_within(outcome: &Outcome, budget: Budget) -> Value {
-    output_budget::fit(outcome, budget, &|v| measure(v, budget))
-}
-
-pub(super) fn tool_result(value: Value, budget: Budget) -> CallToolResult {
-    let text = summary(&value, result_chars(budget.max_output_bytes));
-    let result = if value["success"] == Value::Bool(true) {
-        CallToolResult::structured(value)
-    } else {
-        CallToolResult::structured_error(value)
-    };
-    result.with_text(text)
-}
-
-/// The answer to an execute_code request refused before it ran (its outcome is the error).
-pub fn refused(error: crate::error::ExecError) -> CallToolResult {
-    let budget = Budget::new(DEFAULT_MAX_OUTPUT_BYTES);
-    tool_result(answer_within(&Outcome::failed(error), budget), budget)
 }

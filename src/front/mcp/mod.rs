@@ -19,9 +19,9 @@ mod call_setup;
 mod capabilities;
 pub mod elicit;
 pub(crate) mod execute_code;
-pub mod executions;
 pub mod handles;
 pub mod health;
+pub mod held;
 pub mod http;
 pub mod input_required;
 pub mod jsonrpc;
@@ -31,7 +31,6 @@ mod list_state;
 pub mod metrics;
 pub mod passthrough;
 pub mod rate;
-pub mod remote;
 mod request_of;
 pub mod responses;
 mod search_tools;
@@ -44,7 +43,6 @@ pub mod tls;
 mod tool_list;
 mod wait_execution;
 pub mod web_approval;
-mod yielding;
 
 use crate::context::limits::Limits;
 use crate::context::policy::Policy;
@@ -92,7 +90,7 @@ pub struct Gateway {
     /// `sandbox.session`: how long a session's state and unread outcomes live, and its bounds.
     pub session: crate::context::session::SessionOptions,
     /// Executions left running by `execute_code {yield_after_ms}` and their unread outcomes.
-    pub executions: executions::Executions,
+    pub executions: held::registry::Executions,
     /// Questions waiting for an answer on the web view (`/ui/api/approvals`).
     pub pending: Arc<crate::gate::pending::PendingApprovals>,
     /// Whether questions of HTTP clients are put on the web view: `serve --http` with the view
@@ -104,7 +102,7 @@ pub struct Gateway {
     /// On PostgreSQL: the liveness lock other gateways see this one alive by.
     pub liveness: Option<crate::store::pg::liveness::Liveness>,
     /// Other gateways seen without their liveness lock, and since when.
-    pub suspects: remote::Suspects,
+    pub suspects: held::remote::Suspects,
     /// Session handles this gateway resumed lately (`handles`).
     pub handles: handles::Resumed,
     /// Seals and opens the `requestState` of approvals asked through `input_required` (and
@@ -391,8 +389,7 @@ impl ServerHandler for GatewayServer {
             let retry = (request.input_responses, request.request_state);
             let (ct, answer) = (context.ct.clone(), answer_key(&context));
             let (response, handle) =
-                input_required::retry::resume(&self.gateway, &principal, retry, &args, ct, answer)
-                    .await?;
+                held::respond::resume(&self.gateway, &principal, retry, &args, ct, answer).await?;
             return Ok(named_in(response, handle.as_deref()));
         }
         // An execution is checked and admitted before anything is kept for it (a session
@@ -474,7 +471,7 @@ impl ServerHandler for GatewayServer {
                         .client_capabilities()
                         .is_some_and(|c| c.supports_tasks());
                 // What an execution that outlives its request (`yield_after_ms`) keeps.
-                let yielding = yielding::Yielding {
+                let yielding = held::start::Yielding {
                     permit: _permit.clone(),
                     session_gone: match &named.handle {
                         // Nothing ends a handle's session but its TTL: the execution ends by

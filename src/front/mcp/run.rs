@@ -368,7 +368,7 @@ pub async fn serve(args: ServeArgs) -> Result<i32, UsageError> {
     });
     let grace = Duration::from_millis(args.shutdown_grace_ms);
     let stop = CancellationToken::new();
-    super::remote::watch(gateway.clone(), stop.clone());
+    super::held::remote::watch(gateway.clone(), stop.clone());
     super::approvals_sync::watch(gateway.clone(), stop.clone());
     let write_timeout = Duration::from_millis(args.write_timeout_ms);
     let http_options = super::http::HttpOptions {

@@ -14,6 +14,7 @@
 //! oldest, so one principal's flood evicts only its own), so `tasks/get` may be repeated; a task of another
 //! gateway is reached through the store as `wait_execution` reaches it.
 
+use super::held;
 use super::input_required::state::Payload;
 use super::responses::AnswerKey;
 use super::Gateway;
@@ -195,11 +196,11 @@ pub async fn get(
     }
     // Ended here, or another gateway's: its outcome, once, through the registry or the store.
     let read = match gateway.executions.get(&owner, &payload.execution) {
-        Some(entry) => super::wait_execution::take(gateway, (&owner, None), &entry, answer).await,
+        Some(entry) => held::local::take(gateway, (&owner, None), &entry, answer).await,
         None => {
             let never = CancellationToken::new();
             let (exec, zero) = (&payload.execution, Duration::ZERO);
-            super::remote::wait(gateway, (&owner, None), exec, zero, &never, answer).await
+            held::remote::wait(gateway, (&owner, None), exec, zero, &never, answer).await
         }
     };
     let result = read.map_err(|_| unknown())?;
@@ -238,11 +239,11 @@ pub async fn cancel(
         Some(entry) => {
             entry.cancel.cancel();
             entry.wait(CANCEL_WAIT).await;
-            super::wait_execution::take(gateway, (&owner, None), &entry, answer).await
+            held::local::take(gateway, (&owner, None), &entry, answer).await
         }
         None => {
             let exec = &payload.execution;
-            super::remote::cancel(gateway, (&owner, None), exec, CANCEL_WAIT, answer).await
+            held::remote::cancel(gateway, (&owner, None), exec, CANCEL_WAIT, answer).await
         }
     };
     ended.map_err(|_| unknown())?;
@@ -279,14 +280,7 @@ pub async fn update(
         question: Some(open.pending_id),
         ..payload
     };
-    super::input_required::retry::answer_question(
-        gateway,
-        principal,
-        &entry,
-        &asked,
-        Some(&responses),
-    )
-    .await
+    held::respond::answer_question(gateway, principal, &entry, &asked, Some(&responses)).await
 }
 
 fn open(gateway: &Gateway, principal: &Principal, id: &str) -> Result<Payload, ErrorData> {

@@ -71,7 +71,7 @@ pub struct Execution {
     /// Orders recording the row and publishing the outcome (`remote::record`, `remote::publish`).
     pub publish: tokio::sync::Mutex<()>,
     /// The question it has open for a 2026-07-28 client (`input_required`), if it may ask one.
-    pub questions: Option<Arc<super::input_required::QuestionSlot>>,
+    pub questions: Option<Arc<crate::front::mcp::input_required::QuestionSlot>>,
     /// Whether it counts against `max_running`: it was started with `yield_after_ms` (an
     /// execution here only because it may ask its client does not).
     counted: bool,
@@ -161,7 +161,10 @@ impl Executions {
         (max_running, log_bytes): (u64, u64),
         budget: Budget,
         session_gone: CancellationToken,
-        (questions, counted): (Option<Arc<super::input_required::QuestionSlot>>, bool),
+        (questions, counted): (
+            Option<Arc<crate::front::mcp::input_required::QuestionSlot>>,
+            bool,
+        ),
     ) -> Result<Arc<Execution>, ExecError> {
         let key = owner.key();
         let mut inner = self.lock();

@@ -16,15 +16,15 @@
 //! removed. A cancel asked through another gateway is a flag on the row: the owning gateway
 //! looks for flags every [`POLL`] while it runs recorded executions ([`watch`]) and cancels them.
 
-use super::execute_code::refused;
-use super::executions::{Execution, Finished};
-use super::responses::AnswerKey;
-use super::search_tools::WithText;
-use super::Gateway;
+use super::registry::{Execution, Finished};
+use super::reply::{deliver, refused, unknown};
 use crate::context::session::SessionScope;
 use crate::error::{ErrorCode, ExecError};
 use crate::exec::output_budget::Budget;
 use crate::exec::sealing;
+use crate::front::mcp::responses::AnswerKey;
+use crate::front::mcp::search_tools::WithText;
+use crate::front::mcp::Gateway;
 use crate::store::session_state::StoredValue;
 use crate::store::yielded::Look;
 use crate::store::StoreError;
@@ -49,7 +49,7 @@ pub struct Suspects(Mutex<HashMap<String, Instant>>);
 
 impl Suspects {
     /// How long `gateway` has been seen missing (`alive`: it is not, forget it).
-    pub(super) fn missing_for(&self, gateway: &str, alive: bool) -> Duration {
+    pub fn missing_for(&self, gateway: &str, alive: bool) -> Duration {
         let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
         if alive {
             m.remove(gateway);
@@ -65,7 +65,7 @@ impl Suspects {
 
 /// How long another gateway's lock must be missing before it is judged stopped: at once on
 /// SQLite (one gateway per file), `liveness::DEAD_AFTER` on PostgreSQL.
-pub(super) fn dead_after(gateway: &Gateway) -> Duration {
+pub fn dead_after(gateway: &Gateway) -> Duration {
     match gateway.store.as_ref().and_then(|s| s.pg()) {
         Some(_) => crate::store::pg::liveness::DEAD_AFTER,
         None => Duration::ZERO,
@@ -239,7 +239,7 @@ pub async fn wait(
     answer: AnswerKey,
 ) -> Result<CallToolResult, ErrorData> {
     let Some(store) = gateway.store.clone() else {
-        return Err(super::wait_execution::unknown());
+        return Err(unknown());
     };
     let deadline = Instant::now() + timeout;
     loop {
@@ -249,18 +249,18 @@ pub async fn wait(
             Err(e) => return Ok(unreachable(e)),
         };
         let (runner, started_at) = match look {
-            Look::Unknown => return Err(super::wait_execution::unknown()),
+            Look::Unknown => return Err(unknown()),
             Look::Finished { outcome, at } => {
                 // Kept for the TTL from the later of its end and the session's last request
                 // (as this gateway saw it) before this one.
                 let since_end = Duration::from_millis((now_ms() - at).max(0.0) as u64);
                 if idle.map_or(since_end, |i| i.min(since_end)) >= gateway.session.ttl() {
-                    return Err(super::wait_execution::unknown());
+                    return Err(unknown());
                 }
                 return Ok(match open(owner, id, outcome) {
                     Ok((value, budget)) => {
                         let f = Finished::new(value, budget, None);
-                        super::wait_execution::deliver(gateway, f, answer)
+                        deliver(gateway, f, answer)
                     }
                     Err(e) => refused(e),
                 });
@@ -311,11 +311,11 @@ pub async fn cancel(
     answer: AnswerKey,
 ) -> Result<CallToolResult, ErrorData> {
     let Some(store) = gateway.store.clone() else {
-        return Err(super::wait_execution::unknown());
+        return Err(unknown());
     };
     let (o, i) = (owner.clone(), id.to_string());
     match store.run(move |s| s.request_cancel(&o, &i, now_ms())).await {
-        Ok(Look::Unknown) => Err(super::wait_execution::unknown()),
+        Ok(Look::Unknown) => Err(unknown()),
         Ok(_) => {
             let never = CancellationToken::new();
             wait(gateway, (owner, idle), id, within, &never, answer).await

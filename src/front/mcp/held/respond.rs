@@ -1,5 +1,5 @@
 //! The requests that wait on an execution which may ask: the first `execute_code` of a
-//! 2026-07-28 client ([`respond`], from `yielding`) and its retries carrying answers
+//! 2026-07-28 client ([`respond`], from `start`) and its retries carrying answers
 //! ([`resume`]). Each answers with the first of: the outcome, a new question
 //! (`input_required`), or `running` after `yield_after_ms`.
 //!
@@ -8,13 +8,16 @@
 //! still open; its `inputResponses` must answer that question. Then the answer goes through the
 //! question's registration, as the web view's does (the first answer wins).
 
-use super::state::Payload;
-use super::{wait, Waited};
+use super::local::{self, MAX_WAIT_MS};
+use super::registry::Execution;
+use super::remote;
+use super::reply::{running, tool_result};
 use crate::context::principal::Principal;
 use crate::context::session::SessionScope;
-use crate::front::mcp::executions::Execution;
+use crate::front::mcp::input_required::state::Payload;
+use crate::front::mcp::input_required::{self, Open, NO_YIELD};
 use crate::front::mcp::responses::AnswerKey;
-use crate::front::mcp::{bad_args, elicit, execute_code, wait_execution, Gateway};
+use crate::front::mcp::{bad_args, elicit, Gateway};
 use crate::gate::approval::By;
 use crate::gate::pending::{AnswerError, WebAnswer};
 use rmcp::model::{CallToolResponse, ElicitResult, InputResponses, JsonObject};
@@ -39,6 +42,29 @@ pub struct Waiter<'a> {
     pub as_task: bool,
 }
 
+/// What a request waiting on an execution saw first.
+pub enum Waited {
+    Ended,
+    Asked(Open),
+    /// `after` passed (`yield_after_ms`).
+    StillRunning,
+}
+
+/// Waits for the end of `entry`, a question of its `slot` other than `answered`, or `after`.
+pub async fn wait(entry: &Execution, after: Duration, answered: Option<&str>) -> Waited {
+    let asked = async {
+        match &entry.questions {
+            Some(slot) => slot.asked(answered).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        biased;
+        ended = entry.wait(after) => if ended { Waited::Ended } else { Waited::StillRunning },
+        open = asked => Waited::Asked(open),
+    }
+}
+
 /// Waits on `entry` (started by this request, or resumed by a retry that answered
 /// `answered`) and answers with what came first.
 pub async fn respond(
@@ -55,8 +81,8 @@ pub async fn respond(
             entry.cancel.cancel();
             entry.wait(CANCEL_WAIT).await;
             return match w.gateway.executions.take(w.owner, &entry.id) {
-                Some(f) => execute_code::tool_result(f.value, f.budget).into(),
-                None => wait_execution::running(entry).into(),
+                Some(f) => tool_result(f.value, f.budget).into(),
+                None => running(entry).into(),
             };
         }
     };
@@ -65,15 +91,13 @@ pub async fn respond(
         Waited::Ended => true,
         // Still running: it gets its row in the store (any gateway may be asked for it),
         // unless it ended meanwhile.
-        Waited::Asked(_) | Waited::StillRunning => {
-            !crate::front::mcp::remote::record(gateway, w.owner, entry).await
-        }
+        Waited::Asked(_) | Waited::StillRunning => !remote::record(gateway, w.owner, entry).await,
     };
     if ended {
         // Its outcome is here, or in its row when it was recorded.
-        return match wait_execution::take(gateway, (w.owner, None), entry, answer).await {
+        return match local::take(gateway, (w.owner, None), entry, answer).await {
             Ok(r) => r.into(),
-            Err(_) => wait_execution::running(entry).into(),
+            Err(_) => running(entry).into(),
         };
     }
     match waited {
@@ -89,17 +113,17 @@ pub async fn respond(
             // (a retry after the question timed out still gets the outcome).
             let ttl = gateway.approval_timeout + gateway.session.ttl();
             let sealed = gateway.request_states.seal(&payload, w.principal, ttl);
-            match sealed.and_then(|s| super::result(&open, s)) {
+            match sealed.and_then(|s| input_required::result(&open, s)) {
                 Ok(r) => CallToolResponse::InputRequired(r),
                 Err(e) => {
                     // Nobody can answer through the client: the question waits for its timeout
                     // (or the web view), and the client is told where the execution is.
                     tracing::warn!("an input_required result could not be made: {e}");
-                    wait_execution::running(entry).into()
+                    running(entry).into()
                 }
             }
         }
-        _ => wait_execution::running(entry).into(),
+        _ => running(entry).into(),
     }
 }
 
@@ -122,7 +146,7 @@ pub async fn resume(
     let owner = payload.owner(principal);
     let after = match args.get("yield_after_ms").and_then(Value::as_u64) {
         Some(ms) if ms > 0 => Duration::from_millis(ms),
-        _ => super::NO_YIELD,
+        _ => NO_YIELD,
     };
     let Some(entry) = gateway.executions.get(&owner, &payload.execution) else {
         // Another gateway's, or ended with its outcome in its row: through the store.
@@ -261,8 +285,8 @@ async fn elsewhere(
         give(gateway, principal, q, answer_to(q, responses)?).await?;
     }
     let owner = payload.owner(principal);
-    let timeout = after.min(Duration::from_millis(wait_execution::MAX_WAIT_MS));
-    let waited = crate::front::mcp::remote::wait(
+    let timeout = after.min(Duration::from_millis(MAX_WAIT_MS));
+    let waited = remote::wait(
         gateway,
         (&owner, None),
         &payload.execution,

@@ -11,17 +11,17 @@
 //! shutdown cancels it through the sandbox as any execution. The principal's `max_concurrent`
 //! permit and the admitted request bytes are held by the task until the execution ends.
 
-use super::admission::Held;
-use super::executions::Finished;
-use super::passthrough::Notes;
-use super::responses::AnswerKey;
-use super::sessions::DropGuardTask;
-use super::Gateway;
+use super::registry::Finished;
+use super::reply::{calls_progress, deliver_outcome, reserve_answer};
+use super::respond::{respond, Waiter};
 use crate::context::session::SessionScope;
-use crate::exec::live::LiveView;
 use crate::exec::outcome::Outcome;
 use crate::exec::output_budget::Budget;
 use crate::exec::session::ExecRequest;
+use crate::front::mcp::admission::Held;
+use crate::front::mcp::passthrough::Notes;
+use crate::front::mcp::responses::AnswerKey;
+use crate::front::mcp::Gateway;
 use rmcp::model::CallToolResponse;
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,13 +30,13 @@ use tokio_util::sync::CancellationToken;
 /// What a yieldable execution needs from its request besides the script.
 pub struct Yielding {
     /// The principal's `max_concurrent` slot (HTTP): held until the execution ends.
-    pub permit: Option<super::rate::ExecutionPermit>,
+    pub permit: Option<crate::front::mcp::rate::ExecutionPermit>,
     /// Cancelled when the session ends.
     pub session_gone: CancellationToken,
     /// The request's progress notifications (when it has a progress token).
     pub notes: Option<Arc<Notes>>,
     /// Where the execution publishes a question for its 2026-07-28 client (`input_required`).
-    pub questions: Option<Arc<super::input_required::QuestionSlot>>,
+    pub questions: Option<Arc<crate::front::mcp::input_required::QuestionSlot>>,
     /// Who asked: the next `requestState` is sealed for this principal.
     pub principal: Arc<crate::context::principal::Principal>,
     /// The session handle the answer names.
@@ -77,8 +77,7 @@ pub async fn run(
                 .audit_refusal(caller, &exec.code, Outcome::failed(e))
                 .await;
             outcome.metrics.limits = applied;
-            return super::wait_execution::deliver_outcome(gateway, &outcome, budget, answer)
-                .into();
+            return deliver_outcome(gateway, &outcome, budget, answer).into();
         }
     };
     exec.live = Some(entry.live.clone());
@@ -104,46 +103,21 @@ pub async fn run(
             }
         };
         outcome.metrics.limits = applied;
-        let (value, room) = super::execute_code::reserve_answer(&task_gateway, &outcome, budget);
+        let (value, room) = reserve_answer(&task_gateway, &outcome, budget);
         let f = Finished::new(value, budget, room);
         super::remote::publish(&task_gateway, &task_owner, &task_entry, f, sensitive).await;
     });
-    let waiter = super::input_required::retry::Waiter {
+    let waiter = Waiter {
         gateway,
         principal: &y.principal,
         owner: &owner,
         handle: y.handle.as_deref(),
         as_task: y.as_task,
     };
-    let response = super::input_required::retry::respond(
-        &waiter,
-        &entry,
-        (after, None),
-        &request_cancel,
-        answer,
-    )
-    .await;
+    let response = respond(&waiter, &entry, (after, None), &request_cancel, answer).await;
     drop(watcher);
     if let Some(n) = &y.notes {
         n.close();
     }
     response
-}
-
-/// One progress notification per ended call (`N tool calls done, M in flight`) until the
-/// returned guard is dropped.
-pub fn calls_progress(live: &LiveView, notes: Arc<Notes>) -> DropGuardTask {
-    let mut calls = live.watch_calls();
-    DropGuardTask(tokio::spawn(async move {
-        let mut done = calls.borrow_and_update().done;
-        while calls.changed().await.is_ok() {
-            let c = *calls.borrow_and_update();
-            // One per ended call, even when several ended between two looks (a call that
-            // started changes nothing here).
-            while done < c.done {
-                done += 1;
-                notes.send(format!("{done} tool calls done, {} in flight", c.in_flight));
-            }
-        }
-    }))
 }

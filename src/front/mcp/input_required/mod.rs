@@ -4,17 +4,16 @@
 //! elicitation to fulfil, and a signed `requestState` — and the client's retry of the same call
 //! carries the answer. Meanwhile the execution waits parked, as it waits for any approval.
 //!
-//! - The execution runs in the gateway's registry of executions (`executions`), as a yielded
-//!   one does, so it outlives the request that answered `input_required`.
+//! - The execution is held (`front::mcp::held`: its registry, its state), as a yielded one
+//!   is, so it outlives the request that answered `input_required`.
 //! - The question is registered on the web view's registry (`gate::pending`), which gives it an
 //!   id and the answer path: the client's retry answers it there like the page does (first
 //!   answer wins, on any gateway sharing the store). [`Asker`] only publishes the open question
 //!   on the execution's [`QuestionSlot`], for the request that waits on the execution.
 //! - `requestState` ([`state`]) names the execution and the question, signed with a key every
 //!   gateway on the store shares, expiring with the approval timeout, and bound to the
-//!   principal; [`retry`] checks all of it before it answers anything.
+//!   principal; `held::respond` checks all of it before it answers anything.
 
-pub mod retry;
 pub mod state;
 
 use crate::gate::approval::{Answer, ApprovalError, Approver, By, Question};
@@ -211,33 +210,6 @@ impl Drop for Withdraw<'_> {
             }
             mine
         });
-    }
-}
-
-/// What a request waiting on an execution saw first.
-pub enum Waited {
-    Ended,
-    Asked(Open),
-    /// `after` passed (`yield_after_ms`).
-    StillRunning,
-}
-
-/// Waits for the end of `entry`, a question of its `slot` other than `answered`, or `after`.
-pub async fn wait(
-    entry: &super::executions::Execution,
-    after: Duration,
-    answered: Option<&str>,
-) -> Waited {
-    let asked = async {
-        match &entry.questions {
-            Some(slot) => slot.asked(answered).await,
-            None => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        biased;
-        ended = entry.wait(after) => if ended { Waited::Ended } else { Waited::StillRunning },
-        open = asked => Waited::Asked(open),
     }
 }
 
