@@ -21,8 +21,19 @@
 //!   the retry or `tasks/update` that answers its question;
 //! - [`start`]: running one in its own task and answering its first request.
 //!
-//! The question an execution has open is `input_required::QuestionSlot` (the 2026-07-28
-//! protocol's part), held by the execution's registry entry.
+//! The states the issue names map onto [`registry::Phase`] and two signals beside it:
+//!
+//! - running: `Running{recorded: false}`; yielded (its request answered `running`, a task, or
+//!   `input_required`): `Running{recorded: true}`, a row in the store;
+//! - waiting for an answer: still `Running`, with a question open on its
+//!   `input_required::QuestionSlot` (the 2026-07-28 protocol's part, held by the registry
+//!   entry); resumed: the slot's question answered (by a retry, `tasks/update`, the web view or
+//!   the client's elicitation: the first answer wins) and cleared;
+//! - cancelled: its token cancelled (`cancel_execution`, `tasks/cancel`, a withdrawn request,
+//!   the end of its session, a flag on its row from another gateway), then `Finished` with
+//!   `CANCELLED` like any end; finished: `Finished` (outcome here) or `Stored` (outcome in its
+//!   row); read: `Read`; expired: a `Finished` one dropped by the registry's sweep after the
+//!   session's idle TTL or end (a row's, by the store's TTL).
 
 pub mod local;
 pub mod registry;

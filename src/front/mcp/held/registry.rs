@@ -1,7 +1,18 @@
-//! Yielded executions (`execute_code {yield_after_ms}`): an execution still running when its
-//! request answers goes on in its own task, owned by the client session that started it
-//! (`SessionScope`: tenant, principal and MCP session or stdio connection), until
-//! `wait_execution` reads its outcome or `cancel_execution` ends it.
+//! Held executions (`execute_code {yield_after_ms}`, a task, or one that may ask its 2026-07-28
+//! client): an execution still running when its request answers goes on in its own task, owned
+//! by the client session that started it (`SessionScope`: tenant, principal and MCP session,
+//! handle or stdio connection), until its outcome is read or it is cancelled.
+//!
+//! Its state is one [`Phase`], changed only by the transitions below (a question it has open
+//! is its `QuestionSlot`'s; a cancel is its token's, and ends it as `Finished` like any end):
+//!
+//! ```text
+//!  Running{recorded: false} --record()----------> Running{recorded: true}   (a row in the store)
+//!  Running{recorded}        --finish(outcome)---> Finished{outcome, recorded}
+//!  Running{recorded: true}  --finish_stored()---> Stored                    (outcome in its row)
+//!  Finished{outcome, r}     --take()------------> Read{recorded: r}         (read once)
+//!  Finished{..}             --(idle past the TTL, or its session ended)--> dropped by `sweep`
+//! ```
 //!
 //! Lifetime rules:
 //! - a running execution ends by itself (its own wall clock and CPU budget), by
@@ -51,7 +62,54 @@ impl Finished {
     }
 }
 
-/// One yielded (or yieldable) execution.
+/// Where a held execution is (the transitions are in the module docs).
+#[derive(Debug)]
+pub enum Phase {
+    /// Running; `recorded`: it has a row in the store (its request answered before its end).
+    Running { recorded: bool },
+    /// Ended, its outcome kept here until read or expired (`recorded`: it has a row that never
+    /// got the outcome, because the store failed).
+    Finished { outcome: Finished, recorded: bool },
+    /// Ended, its outcome in its row (any gateway sharing the store reads it there).
+    Stored,
+    /// Ended and its outcome read.
+    Read { recorded: bool },
+}
+
+/// A transition its phase does not allow: a bug of the caller, logged, the phase unchanged.
+fn refused(id: &str, transition: &str, phase: &Phase) {
+    tracing::warn!(
+        execution = id,
+        "held execution: {transition} refused in phase {}",
+        phase.name()
+    );
+}
+
+impl Phase {
+    fn name(&self) -> &'static str {
+        match self {
+            Phase::Running { .. } => "running",
+            Phase::Finished { .. } => "finished",
+            Phase::Stored => "stored",
+            Phase::Read { .. } => "read",
+        }
+    }
+
+    fn is_running(&self) -> bool {
+        matches!(self, Phase::Running { .. })
+    }
+
+    fn is_recorded(&self) -> bool {
+        match self {
+            Phase::Running { recorded }
+            | Phase::Finished { recorded, .. }
+            | Phase::Read { recorded } => *recorded,
+            Phase::Stored => true,
+        }
+    }
+}
+
+/// One held execution.
 #[derive(Debug)]
 pub struct Execution {
     pub id: String,
@@ -63,11 +121,10 @@ pub struct Execution {
     pub cancel: CancellationToken,
     /// Its session's end (a finished outcome of an ended session is dropped).
     session_gone: CancellationToken,
+    /// Its state; `done` says when it leaves `Running`.
+    phase: Mutex<Phase>,
     done: watch::Sender<bool>,
-    finished: Mutex<Option<Finished>>,
     pub started: Instant,
-    /// Whether it has a row in the store (`remote`): set when its request answered `running`.
-    recorded: std::sync::atomic::AtomicBool,
     /// Orders recording the row and publishing the outcome (`remote::record`, `remote::publish`).
     pub publish: tokio::sync::Mutex<()>,
     /// The question it has open for a 2026-07-28 client (`input_required`), if it may ask one.
@@ -78,30 +135,78 @@ pub struct Execution {
 }
 
 impl Execution {
-    /// Stores the outcome and wakes whoever waits.
-    pub fn finish(&self, f: Finished) {
-        *self.finished.lock().unwrap_or_else(|p| p.into_inner()) = Some(f);
+    fn phase(&self) -> std::sync::MutexGuard<'_, Phase> {
+        self.phase.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `Running` → `Finished`: keeps the outcome and wakes whoever waits. An execution ends
+    /// once: a second end is refused (logged) and its outcome dropped.
+    pub fn finish(&self, outcome: Finished) {
+        let mut phase = self.phase();
+        let Phase::Running { recorded } = *phase else {
+            return refused(&self.id, "finish", &phase);
+        };
+        *phase = Phase::Finished { outcome, recorded };
+        drop(phase);
         self.done.send_replace(true);
     }
 
-    /// Ended with its outcome in the store (its row): wakes whoever waits, holds nothing.
+    /// `Running{recorded: true}` → `Stored`: its outcome is in its row; wakes whoever waits,
+    /// holds nothing. Refused (logged) in any other phase.
     pub fn finish_stored(&self) {
+        let mut phase = self.phase();
+        if !matches!(*phase, Phase::Running { recorded: true }) {
+            return refused(&self.id, "finish_stored", &phase);
+        }
+        *phase = Phase::Stored;
+        drop(phase);
         self.done.send_replace(true);
     }
 
-    /// Marks it recorded in the store.
+    /// `Running` → `Running{recorded: true}`: it has a row in the store. Refused (logged) once
+    /// it ended.
     pub fn set_recorded(&self) {
-        self.recorded
-            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let mut phase = self.phase();
+        if !phase.is_running() {
+            return refused(&self.id, "set_recorded", &phase);
+        }
+        *phase = Phase::Running { recorded: true };
     }
 
-    /// Whether it has a row in the store.
+    /// Its phase's name (`running`, `finished`, `stored`, `read`).
+    pub fn phase_name(&self) -> &'static str {
+        self.phase().name()
+    }
+
+    /// Whether it has (or had) a row in the store.
     pub fn is_recorded(&self) -> bool {
-        self.recorded.load(std::sync::atomic::Ordering::SeqCst)
+        self.phase().is_recorded()
     }
 
+    /// Whether it left `Running`.
     pub fn is_finished(&self) -> bool {
-        *self.done.borrow()
+        !self.phase().is_running()
+    }
+
+    /// `Finished` → `Read`: its outcome, once (`None` in any other phase).
+    fn take_outcome(&self) -> Option<Finished> {
+        let mut phase = self.phase();
+        let recorded = phase.is_recorded();
+        match std::mem::replace(&mut *phase, Phase::Read { recorded }) {
+            Phase::Finished { outcome, .. } => Some(outcome),
+            other => {
+                *phase = other;
+                None
+            }
+        }
+    }
+
+    /// When its outcome was kept here (`None` unless `Finished`).
+    fn finished_at(&self) -> Option<Instant> {
+        match &*self.phase() {
+            Phase::Finished { outcome, .. } => Some(outcome.at),
+            _ => None,
+        }
     }
 
     /// Waits up to `timeout` for the end; whether it ended.
@@ -189,10 +294,9 @@ impl Executions {
             budget,
             cancel: CancellationToken::new(),
             session_gone,
+            phase: Mutex::new(Phase::Running { recorded: false }),
             done: watch::Sender::new(false),
-            finished: Mutex::new(None),
             started: Instant::now(),
-            recorded: Default::default(),
             publish: Default::default(),
             questions,
             counted,
@@ -220,8 +324,7 @@ impl Executions {
             .clone();
         inner.runs.remove(id);
         drop(inner);
-        let f = e.finished.lock().unwrap_or_else(|p| p.into_inner()).take();
-        f
+        e.take_outcome()
     }
 
     /// Forgets execution `id` (its outcome is in the store now).
@@ -265,14 +368,8 @@ impl Executions {
 fn sweep(inner: &mut Inner, now: Instant, ttl: Duration) {
     let seen = &inner.seen;
     inner.runs.retain(|_, e| {
-        let Some(at) = e
-            .finished
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-            .map(|f| f.at)
-        else {
-            return true; // running: it ends by itself
+        let Some(at) = e.finished_at() else {
+            return true; // running: it ends by itself (stored and read ones leave at once)
         };
         let last = seen.get(&e.owner).map_or(at, |s| (*s).max(at));
         !e.session_gone.is_cancelled() && now.duration_since(last) < ttl
@@ -289,6 +386,7 @@ fn sweep(inner: &mut Inner, now: Instant, ttl: Duration) {
 mod tests {
     use super::*;
     use crate::exec::output_budget::DEFAULT_MAX_OUTPUT_BYTES;
+    use serde_json::json;
 
     const B: Budget = Budget {
         max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
@@ -323,6 +421,44 @@ mod tests {
         assert!(ex.take(&scope("a"), &e.id).is_some());
         assert!(ex.take(&scope("a"), &e.id).is_none());
         assert!(ex.is_empty());
+    }
+
+    #[test]
+    fn each_transition_happens_once_and_in_order() {
+        let ex = Executions::default();
+        let gone = CancellationToken::new();
+        let budget = Budget::new(DEFAULT_MAX_OUTPUT_BYTES);
+        let e = ex
+            .start(&scope("a"), (4, 0), B, gone.clone(), (None, true))
+            .unwrap();
+        assert_eq!(e.phase_name(), "running");
+        e.finish_stored();
+        assert_eq!(e.phase_name(), "running", "stored needs a row first");
+        e.set_recorded();
+        assert!(e.is_recorded() && !e.is_finished());
+        e.finish(Finished::new(json!(1), budget, None));
+        assert_eq!(e.phase_name(), "finished");
+        e.finish(Finished::new(json!(2), budget, None));
+        e.set_recorded();
+        e.finish_stored();
+        assert_eq!(e.phase_name(), "finished", "an execution ends once");
+        let f = ex.take(&scope("a"), &e.id).expect("its outcome");
+        assert_eq!(f.value, json!(1), "the first end's outcome");
+        assert_eq!(e.phase_name(), "read");
+        assert!(e.is_recorded() && e.is_finished());
+        assert!(e.take_outcome().is_none(), "read once");
+
+        let s = ex
+            .start(&scope("a"), (4, 0), B, gone, (None, true))
+            .unwrap();
+        s.set_recorded();
+        s.finish_stored();
+        assert_eq!(s.phase_name(), "stored");
+        assert!(s.is_finished() && s.is_recorded());
+        assert!(
+            ex.take(&scope("a"), &s.id).is_none(),
+            "its outcome is in its row"
+        );
     }
 
     #[test]
