@@ -107,11 +107,14 @@ fn require_isolation_all_fails_on_an_unconfined_server_and_names_it() {
 
 /// `mcp-sandbox run --json -` of `script` with the fixture confined and no bubblewrap: the exit
 /// status, the outcome and stderr.
-fn run_without_bubblewrap(script: &str) -> (Option<i32>, serde_json::Value, String) {
+fn run_without_bubblewrap(
+    script: &str,
+    language: &str,
+) -> (Option<i32>, serde_json::Value, String) {
     let dir = tempfile::tempdir().unwrap();
     let path = config(dir.path(), json!({}));
     let out = Command::new(env!("CARGO_BIN_EXE_mcp-sandbox"))
-        .args(["run", "--json", "-", "--config"])
+        .args(["run", "--json", "--language", language, "-", "--config"])
         .arg(&path)
         .env("MCP_SANDBOX_RUNNER", bin("sandbox-runner"))
         .env("MCP_SANDBOX_BWRAP", repo_root().join("no-such-bwrap"))
@@ -136,8 +139,10 @@ fn run_without_bubblewrap(script: &str) -> (Option<i32>, serde_json::Value, Stri
 
 #[test]
 fn without_bubblewrap_a_confined_server_fails_closed_with_the_fix() {
-    let (status, o, stderr) =
-        run_without_bubblewrap("return await mcp.fixture.echo({message: 'hi'})");
+    let (status, o, stderr) = run_without_bubblewrap(
+        "return await mcp.fixture.echo({message: 'hi'})",
+        "javascript",
+    );
     assert_ne!(status, Some(0), "{o} {stderr}");
     assert_eq!(o["error"]["code"], "SERVER_CONFINEMENT_UNAVAILABLE", "{o}");
     assert_eq!(o["error"]["tool"], "fixture:echo", "{o}");
@@ -151,7 +156,18 @@ fn without_bubblewrap_a_confined_server_fails_closed_with_the_fix() {
     // The script sees the code on the error it catches.
     let (status, o, _) = run_without_bubblewrap(
         "try { await mcp.fixture.echo({message: 'hi'}) } catch (e) { return e.code }",
+        "javascript",
     );
     assert_eq!(status, Some(0), "{o}");
     assert_eq!(o["result"], "SERVER_CONFINEMENT_UNAVAILABLE", "{o}");
+    // And a Python script: the exception's message starts with the code, and uncaught it is
+    // the outcome's code.
+    let (_, o, _) = run_without_bubblewrap(
+        "try:\n    await mcp.fixture.echo(message='hi')\nexcept RuntimeError as e:\n    result = str(e).split(':', 1)[0]\nresult",
+        "python",
+    );
+    assert_eq!(o["result"], "SERVER_CONFINEMENT_UNAVAILABLE", "{o}");
+    let (status, o, _) = run_without_bubblewrap("await mcp.fixture.echo(message='hi')", "python");
+    assert_ne!(status, Some(0), "{o}");
+    assert_eq!(o["error"]["code"], "SERVER_CONFINEMENT_UNAVAILABLE", "{o}");
 }
