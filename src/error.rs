@@ -27,6 +27,10 @@ pub enum ErrorCode {
     Deadlock,
     /// A configured MCP server could not be started (or restarted); the message has the reason.
     ServerUnavailable,
+    /// A confined stdio MCP server (the default) could not be started in its sandbox: no
+    /// bubblewrap, or the kernel refuses it the namespaces; the message says how to fix it
+    /// (install bubblewrap, allow user namespaces, or `"confine": false` knowingly).
+    ServerConfinementUnavailable,
     /// The client withdrew the request (MCP `notifications/cancelled`, or its session ended).
     Cancelled,
     /// `store(key, value)` was given a value JSON cannot hold (a set, a BigInt, a function…).
@@ -37,7 +41,7 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 22] = [
+    pub const ALL: [ErrorCode; 23] = [
         ErrorCode::SyntaxError,
         ErrorCode::RuntimeError,
         ErrorCode::ExecutionTimeout,
@@ -57,6 +61,7 @@ impl ErrorCode {
         ErrorCode::CapabilityDepth,
         ErrorCode::Deadlock,
         ErrorCode::ServerUnavailable,
+        ErrorCode::ServerConfinementUnavailable,
         ErrorCode::Cancelled,
         ErrorCode::StateValueInvalid,
         ErrorCode::ReplayDiverged,
@@ -83,6 +88,7 @@ impl ErrorCode {
             ErrorCode::CapabilityDepth => "CAPABILITY_DEPTH",
             ErrorCode::Deadlock => "DEADLOCK",
             ErrorCode::ServerUnavailable => "SERVER_UNAVAILABLE",
+            ErrorCode::ServerConfinementUnavailable => "SERVER_CONFINEMENT_UNAVAILABLE",
             ErrorCode::Cancelled => "CANCELLED",
             ErrorCode::StateValueInvalid => "STATE_VALUE_INVALID",
             ErrorCode::ReplayDiverged => "REPLAY_DIVERGED",

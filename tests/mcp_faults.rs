@@ -14,9 +14,9 @@ use std::time::Duration;
 async fn two_servers() -> Catalog {
     let mut c = mcp_catalog(
         json!({
-            // Unconfined: these tests watch and kill the server by its host pid, which a
-            // confined server (in a PID namespace of its own) cannot tell.
-            "fixture": {"command": bin("fixture-mcp-server"), "args": [], "confine": false},
+            // Both confined (the default): the tests find the fixture's process on the host
+            // from its `pid_ns` answer (tests/common/server_process.rs).
+            "fixture": {"command": bin("fixture-mcp-server"), "args": []},
             "other": {"command": bin("fixture-mcp-server"), "args": ["--name", "other"]},
         }),
         Duration::from_secs(20),
@@ -26,10 +26,13 @@ async fn two_servers() -> Catalog {
     c
 }
 
+/// The host pid of the process that answers `mcp.fixture` now (it is confined: the pid it
+/// sees is one of its own PID namespace, so it says who it is and the test finds it).
 async fn fixture_pid(catalog: &Catalog) -> u32 {
-    let o = run(catalog, "return await mcp.fixture.pid({})").await;
+    let o = run(catalog, "return await mcp.fixture.pid_ns({})").await;
     assert!(o.success, "{o:?}");
-    o.result.as_str().unwrap().parse().unwrap()
+    server_process(&o.result)
+        .unwrap_or_else(|| panic!("no live process on the host is {}", o.result))
 }
 
 const SETTLED: &str = "
@@ -68,9 +71,12 @@ async fn a_server_that_exits_mid_call_is_reported_and_restarted() {
 async fn a_server_killed_from_outside_mid_call_is_reported_and_restarted() {
     let catalog = two_servers().await;
     let pid = fixture_pid(&catalog).await;
+    // What the catalog started and must reap: the `bwrap` above the server.
+    let child = my_child_above(pid).expect("the server runs under a child of this process");
     let killer = tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(300)).await;
-        // SAFETY: kill(2) on the pid of our own live child (it is not reaped while it runs).
+        // SAFETY: kill(2) on the pid of a live descendant (its parent, bubblewrap's init in
+        // the server's PID namespace, reaps it only after it ended).
         unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     });
     let o = run(
@@ -90,16 +96,26 @@ async fn a_server_killed_from_outside_mid_call_is_reported_and_restarted() {
     let o = run(&catalog, "return await mcp.fixture.add({ a: 1, b: 2 })").await;
     assert_eq!(o.result, json!({"sum": 3}), "{o:?}");
     assert_ne!(fixture_pid(&catalog).await, pid);
-    // The dead server was reaped (no zombie), and shutdown ends the new one.
+    // The dead server and the bwrap above it were reaped (no zombie), and shutdown ends the
+    // new one.
     assert!(
-        !child_pids().contains(&pid),
-        "the killed server is a zombie"
+        !child_pids().contains(&child),
+        "the killed server's bwrap {child} is a zombie"
+    );
+    assert!(
+        process_gone(pid, Duration::from_secs(5)),
+        "the killed server {pid} is still there"
     );
     let new_pid = fixture_pid(&catalog).await;
+    let new_child = my_child_above(new_pid).expect("the new server's bwrap");
     catalog.shutdown().await;
     assert!(
-        !child_pids().contains(&new_pid),
-        "shutdown left the server running"
+        !child_pids().contains(&new_child),
+        "shutdown left the server's bwrap {new_child} running"
+    );
+    assert!(
+        process_gone(new_pid, Duration::from_secs(5)),
+        "shutdown left the server {new_pid} running"
     );
 }
 

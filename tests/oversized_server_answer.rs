@@ -7,21 +7,21 @@ use crate::common;
 use common::*;
 
 const SCRIPT: &str = r#"
-const before = await mcp.fixture.pid({});
+const before = await mcp.fixture.pid_ns({});
 let code = null, message = null;
 const t0 = Date.now();
 try { await mcp.fixture.big({ bytes: 17 * 1024 * 1024 }) } catch (e) { code = e.code; message = e.message }
 const ms = Date.now() - t0;
-const after = await mcp.fixture.pid({});
+const after = await mcp.fixture.pid_ns({});
 return { code, message, ms, before, after, small: (await mcp.fixture.big({ bytes: 10 })).length };
 "#;
 
 #[test]
 fn an_answer_over_the_line_limit_fails_at_once_and_the_server_restarts() {
     let dir = tempfile::tempdir().unwrap();
-    // Unconfined: the test tells a restart by the server's pid, which a confined server (in a
-    // PID namespace of its own) reports as the same small number every time.
-    let config = fixture_config_file(dir.path(), serde_json::json!({"confine": false}));
+    // Confined (the default): the server tells who it is with `pid_ns` ({pid, ns, start}), as
+    // the pid it sees is one of its own PID namespace, the same small number every time.
+    let config = fixture_config_file(dir.path(), serde_json::json!({}));
     let script = dir.path().join("s.js");
     std::fs::write(&script, SCRIPT).unwrap();
     let state = dir.path().join("state.db");
@@ -65,6 +65,9 @@ fn an_answer_over_the_line_limit_fails_at_once_and_the_server_restarts() {
     );
     // At once, not after the 20 s call timeout (generous margin for a debug build).
     assert!(r["ms"].as_u64().unwrap() < 8000, "{r}");
+    // Another process: a later start (the kernel may give the new PID namespace the freed
+    // one's number, and the pid inside it is the same).
+    assert!(r["before"]["start"].is_u64(), "{r}");
     assert_ne!(r["before"], r["after"], "the server was restarted: {r}");
     assert_eq!(r["small"], 10, "{r}");
 }

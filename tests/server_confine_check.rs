@@ -105,12 +105,16 @@ fn require_isolation_all_fails_on_an_unconfined_server_and_names_it() {
     );
 }
 
-#[test]
-fn without_bubblewrap_a_confined_server_fails_closed_with_the_fix() {
+/// `mcp-sandbox run --json -` of `script` with the fixture confined and no bubblewrap: the exit
+/// status, the outcome and stderr.
+fn run_without_bubblewrap(
+    script: &str,
+    language: &str,
+) -> (Option<i32>, serde_json::Value, String) {
     let dir = tempfile::tempdir().unwrap();
     let path = config(dir.path(), json!({}));
     let out = Command::new(env!("CARGO_BIN_EXE_mcp-sandbox"))
-        .args(["run", "-", "--config"])
+        .args(["run", "--json", "--language", language, "-", "--config"])
         .arg(&path)
         .env("MCP_SANDBOX_RUNNER", bin("sandbox-runner"))
         .env("MCP_SANDBOX_BWRAP", repo_root().join("no-such-bwrap"))
@@ -120,23 +124,50 @@ fn without_bubblewrap_a_confined_server_fails_closed_with_the_fix() {
         .spawn()
         .and_then(|mut c| {
             use std::io::Write;
-            c.stdin
-                .take()
-                .unwrap()
-                .write_all(b"return await mcp.fixture.echo({text: 'hi'})")?;
+            c.stdin.take().unwrap().write_all(script.as_bytes())?;
             c.wait_with_output()
         })
         .unwrap();
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let outcome = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    (
+        out.status.code(),
+        outcome,
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+#[test]
+fn without_bubblewrap_a_confined_server_fails_closed_with_the_fix() {
+    let (status, o, stderr) = run_without_bubblewrap(
+        "return await mcp.fixture.echo({message: 'hi'})",
+        "javascript",
     );
-    assert_ne!(out.status.code(), Some(0), "{all}");
+    assert_ne!(status, Some(0), "{o} {stderr}");
+    assert_eq!(o["error"]["code"], "SERVER_CONFINEMENT_UNAVAILABLE", "{o}");
+    assert_eq!(o["error"]["tool"], "fixture:echo", "{o}");
+    let message = o["error"]["message"].as_str().unwrap();
     assert!(
-        all.contains("SERVER_CONFINEMENT_UNAVAILABLE: server 'fixture' is confined but bubblewrap was not found at"),
-        "{all}"
+        message.starts_with("MCP server 'fixture' is unavailable: SERVER_CONFINEMENT_UNAVAILABLE: server 'fixture' is confined but bubblewrap was not found at"),
+        "{message}"
     );
-    assert!(all.contains("apt-get install bubblewrap"), "{all}");
-    assert!(all.contains("\"confine\": false"), "{all}");
+    assert!(message.contains("apt-get install bubblewrap"), "{message}");
+    assert!(message.contains("\"confine\": false"), "{message}");
+    // The script sees the code on the error it catches.
+    let (status, o, _) = run_without_bubblewrap(
+        "try { await mcp.fixture.echo({message: 'hi'}) } catch (e) { return e.code }",
+        "javascript",
+    );
+    assert_eq!(status, Some(0), "{o}");
+    assert_eq!(o["result"], "SERVER_CONFINEMENT_UNAVAILABLE", "{o}");
+    // And a Python script: the exception's message starts with the code, and uncaught it is
+    // the outcome's code.
+    let (_, o, _) = run_without_bubblewrap(
+        "try:\n    await mcp.fixture.echo(message='hi')\nexcept RuntimeError as e:\n    result = str(e).split(':', 1)[0]\nresult",
+        "python",
+    );
+    assert_eq!(o["result"], "SERVER_CONFINEMENT_UNAVAILABLE", "{o}");
+    let (status, o, _) = run_without_bubblewrap("await mcp.fixture.echo(message='hi')", "python");
+    assert_ne!(status, Some(0), "{o}");
+    assert_eq!(o["error"]["code"], "SERVER_CONFINEMENT_UNAVAILABLE", "{o}");
 }

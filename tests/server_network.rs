@@ -8,7 +8,7 @@
 //! `mcp_sandbox::egress` events), in `/metrics` and on the web view's `/ui/api/egress`. The
 //! declared name comes from the proxy's test-only resolver hook (see tests/egress_proxy.rs).
 
-use crate::common::repo_root;
+use crate::common::{cli_run, repo_root};
 use crate::egress_proxy::{local_ip, tls_server, BODY, NAME};
 use crate::serve_support;
 use serde_json::{json, Value};
@@ -159,4 +159,66 @@ async fn a_confined_server_reaches_its_declared_host_and_nothing_else() {
         .collect();
     want.sort();
     assert_eq!(got, want, "{listed}");
+
+    // The audit log: each refusal is a warn line of the execution whose call made it, shown by
+    // the real `mcp-sandbox audit --detail` against the gateway's state store.
+    let state = h.state.to_str().unwrap();
+    let audit = cli_run(&[
+        "audit",
+        "--json",
+        "--detail",
+        "--tool",
+        "net:connect",
+        "--state",
+        state,
+    ]);
+    assert_eq!(
+        audit.status,
+        0,
+        "{}",
+        String::from_utf8_lossy(&audit.stderr)
+    );
+    let records: Value = serde_json::from_slice(&audit.stdout).unwrap();
+    let records = records.as_array().unwrap_or_else(|| panic!("{records}"));
+    assert_eq!(records.len(), 4, "one execution per connect: {records:?}");
+    for (host, port, reason) in &refused {
+        let target = format!("{host}:{port}");
+        let of_call: Vec<&Value> = records
+            .iter()
+            .filter(|r| {
+                r["code"]
+                    .as_str()
+                    .is_some_and(|c| c.contains(&format!("target: '{target}'")))
+            })
+            .collect();
+        assert_eq!(of_call.len(), 1, "{target}: {records:?}");
+        assert_eq!(
+            of_call[0]["detail"]["logs"],
+            json!([{
+                "level": "warn",
+                "message": format!("[net] mcp-sandbox egress: connection to {target} refused ({reason})")
+            }]),
+            "{target}: {}",
+            of_call[0]
+        );
+    }
+    // The text form: the line under its record.
+    let text = cli_run(&[
+        "audit",
+        "--detail",
+        "--tool",
+        "net:connect",
+        "--state",
+        state,
+    ]);
+    assert_eq!(text.status, 0);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.lines().any(|l| l
+            == "    warn [net] mcp-sandbox egress: connection to other.example:443 refused (not_allowed)"),
+        "{text}"
+    );
+    // Without --detail, one line per record as before.
+    let plain = cli_run(&["audit", "--tool", "net:connect", "--state", state]);
+    assert_eq!(String::from_utf8_lossy(&plain.stdout).lines().count(), 4);
 }

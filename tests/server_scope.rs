@@ -3,14 +3,13 @@
 //! real HTTP with the official Python SDK client, the reference `memory` server from npm and
 //! the fixture server (its `pid` and `env` tools show which process a call reached).
 
-use crate::common::{bin, repo_root};
+use crate::common::{bin, repo_root, server_alive, server_ended};
 use crate::serve_support;
 use crate::serve_tenant_isolation::tenant_clients;
 use serde_json::{json, Value};
-use serve_support::alive;
 use serve_support::http::*;
 use serve_support::team::*;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn code(code: &str) -> Value {
     json!({ "code": code })
@@ -62,19 +61,20 @@ fn three_scopes(idle_ms: u64) -> Value {
     let fixture = bin("fixture-mcp-server");
     json!({
         "mcpServers": {
-            // Unconfined: the tests tell processes apart and watch them stop by their host pids,
-            // which confined servers (each in a PID namespace of its own) cannot report.
-            "fixture": {"command": fixture, "idleTimeoutMs": idle_ms, "confine": false},
-            "per_principal": {"command": fixture, "scope": "principal", "confine": false},
-            "shared": {"command": fixture, "scope": "shared", "confine": false}
+            // Confined (the default): each process says who it is with `pid_ns`, and the test
+            // finds it on the host from that (tests/common/server_process.rs).
+            "fixture": {"command": fixture, "idleTimeoutMs": idle_ms},
+            "per_principal": {"command": fixture, "scope": "principal"},
+            "shared": {"command": fixture, "scope": "shared"}
         },
         "sandbox": {"auth": {}}
     })
 }
 
-const PIDS: &str = "return [await mcp.fixture.pid({}), await mcp.per_principal.pid({}), await mcp.shared.pid({})].map(Number)";
+/// Who answers each server: `{pid, ns, start}` (the fixture's `pid_ns`), one process each.
+const PIDS: &str = "return [await mcp.fixture.pid_ns({}), await mcp.per_principal.pid_ns({}), await mcp.shared.pid_ns({})]";
 
-fn pids(h: &HttpServed, token: &str) -> Vec<u64> {
+fn pids(h: &HttpServed, token: &str) -> Vec<Value> {
     let r = results(&sdk(&url(h), Some(token), &json!([code(PIDS)])));
     serde_json::from_value(result(&r[0]).clone()).unwrap()
 }
@@ -92,7 +92,7 @@ async fn processes_follow_the_scope_and_an_idle_tenants_process_stops() {
         {"name": "blue", "token": blue, "calls": [code(PIDS)]}
     ]);
     let out = tenant_clients(&url(&h), &plan);
-    let of = |name: &str| -> Vec<u64> {
+    let of = |name: &str| -> Vec<Value> {
         serde_json::from_value(out[name]["results"][0]["result"].clone())
             .unwrap_or_else(|e| panic!("{e}: {out}"))
     };
@@ -113,20 +113,23 @@ async fn processes_follow_the_scope_and_an_idle_tenants_process_stops() {
 
     // Idle for longer than idleTimeoutMs: red's tenant process is stopped, and red's next call
     // starts a new one.
-    let idle_since = Instant::now();
-    while alive(r[0] as u32) && idle_since.elapsed() < Duration::from_secs(10) {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
     assert!(
-        !alive(r[0] as u32),
+        server_alive(&r[2]),
+        "the shared process is not running: {r:?}"
+    );
+    let gone = r[0].clone();
+    assert!(
+        tokio::task::spawn_blocking(move || server_ended(&gone, Duration::from_secs(10)))
+            .await
+            .unwrap(),
         "red's idle process {} still runs",
         r[0]
     );
     let again = pids(&h, &red);
     assert_ne!(again[0], r[0]);
-    assert!(alive(again[0] as u32));
+    assert!(server_alive(&again[0]), "{again:?}");
     assert!(
-        alive(r[2] as u32),
+        server_alive(&r[2]),
         "the shared process is never stopped for idleness"
     );
     let log = h.stderr();

@@ -185,6 +185,24 @@ pub struct ToolRef {
 pub struct UnavailableServer {
     pub server: String,
     pub reason: String,
+    /// The code its calls fail with, when not `SERVER_UNAVAILABLE` (one of
+    /// [`UNAVAILABLE_CODES`]; anything else is taken as `SERVER_UNAVAILABLE`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+}
+
+/// The codes a call to an unavailable server may fail with.
+pub const UNAVAILABLE_CODES: &[&str] = &["SERVER_UNAVAILABLE", "SERVER_CONFINEMENT_UNAVAILABLE"];
+
+impl UnavailableServer {
+    /// The code its calls fail with.
+    pub fn code(&self) -> &'static str {
+        UNAVAILABLE_CODES
+            .iter()
+            .copied()
+            .find(|c| self.code.as_deref() == Some(*c))
+            .unwrap_or("SERVER_UNAVAILABLE")
+    }
 }
 
 /// The limits the runner enforces itself (the host enforces the wall clock, per-call timeouts and

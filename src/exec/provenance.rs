@@ -43,7 +43,8 @@ pub fn origin(code: ErrorCode) -> Origin {
         | ErrorCode::CapabilityCycle
         | ErrorCode::CapabilityDepth
         | ErrorCode::ToolError
-        | ErrorCode::ServerUnavailable => Origin::CallAnswer,
+        | ErrorCode::ServerUnavailable
+        | ErrorCode::ServerConfinementUnavailable => Origin::CallAnswer,
         ErrorCode::SyntaxError
         | ErrorCode::RuntimeError
         | ErrorCode::CpuLimit
@@ -83,11 +84,15 @@ pub fn check(code: ErrorCode, tool: Option<&str>, seen: &Seen<'_>) -> Result<(),
     match origin(code) {
         Origin::HostOnly => Err(format!("it claimed {code}, which only the host decides")),
         Origin::CallAnswer => {
-            // A call to a server that failed to start is refused by the runner itself.
-            let unavailable = matches!(code, ErrorCode::ToolError | ErrorCode::ServerUnavailable)
-                && tool
-                    .and_then(|t| t.split_once(':'))
-                    .is_some_and(|(s, _)| seen.catalog.unavailable().contains_key(s));
+            // A call to a server that failed to start is refused by the runner itself, with
+            // the code the host gave it for that server.
+            let unavailable = tool
+                .and_then(|t| t.split_once(':'))
+                .and_then(|(s, _)| seen.catalog.unavailable().get(s))
+                .is_some_and(|reason| {
+                    code == ErrorCode::ToolError
+                        || code == crate::tools::catalog::unavailable_code(reason)
+                });
             if unavailable {
                 return Ok(());
             }

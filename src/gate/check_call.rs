@@ -25,7 +25,7 @@ pub fn check_call(
     let qualified = format!("{server}:{tool}");
     if let Some(reason) = catalog.unavailable().get(server) {
         return Err(ExecError::new(
-            ErrorCode::ServerUnavailable,
+            crate::tools::catalog::unavailable_code(reason),
             format!("MCP server '{server}' is unavailable: {reason}"),
         )
         .with_tool(qualified));

@@ -8,6 +8,8 @@ mod cli_run;
 pub use cli_run::*;
 mod notes;
 pub use notes::*;
+mod server_process;
+pub use server_process::*;
 
 use mcp_sandbox::config::Config;
 use mcp_sandbox::tools::catalog::start_mcp_servers;

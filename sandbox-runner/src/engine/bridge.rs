@@ -16,7 +16,8 @@ use std::rc::Rc;
 pub struct Bridge<'js> {
     pub channel: Rc<RefCell<Channel>>,
     tools: BTreeMap<String, BTreeSet<String>>,
-    unavailable: HashMap<String, String>,
+    /// Each unavailable server's code and reason.
+    unavailable: HashMap<String, (&'static str, String)>,
     pending: RefCell<HashMap<u64, (Function<'js>, Function<'js>)>>,
     next_id: Cell<u64>,
     calls: Cell<u64>,
@@ -51,7 +52,7 @@ impl<'js> Bridge<'js> {
             tools: map,
             unavailable: unavailable
                 .iter()
-                .map(|u| (u.server.clone(), u.reason.clone()))
+                .map(|u| (u.server.clone(), (u.code(), u.reason.clone())))
                 .collect(),
             pending: RefCell::new(HashMap::new()),
             next_id: Cell::new(1),
@@ -89,9 +90,9 @@ impl<'js> Bridge<'js> {
     }
 
     fn check(&self, server: &str, tool: &str) -> Result<(), WireError> {
-        if let Some(reason) = self.unavailable.get(server) {
+        if let Some((code, reason)) = self.unavailable.get(server) {
             let mut e = WireError::new(
-                "SERVER_UNAVAILABLE",
+                *code,
                 format!("MCP server '{server}' is unavailable: {reason}"),
             );
             e.tool = Some(format!("{server}:{tool}"));

@@ -31,7 +31,8 @@ pub enum Route {
 
 pub struct Host {
     tools: BTreeMap<String, BTreeSet<String>>,
-    unavailable: BTreeMap<String, String>,
+    /// Each unavailable server's code and reason.
+    unavailable: BTreeMap<String, (&'static str, String)>,
     /// Each server's object id, by server name (index order).
     servers: Vec<(String, MontyUuid)>,
     mcp: MontyUuid,
@@ -52,9 +53,9 @@ impl Host {
                 .or_default()
                 .insert(t.name.clone());
         }
-        let unavailable: BTreeMap<String, String> = unavailable
+        let unavailable: BTreeMap<String, (&'static str, String)> = unavailable
             .iter()
-            .map(|u| (u.server.clone(), u.reason.clone()))
+            .map(|u| (u.server.clone(), (u.code(), u.reason.clone())))
             .collect();
         let names: BTreeSet<&String> = by_server.keys().chain(unavailable.keys()).collect();
         let servers = names
@@ -125,9 +126,9 @@ impl Host {
     }
 
     fn tool_route(&self, server: &str, tool: &str) -> Route {
-        if let Some(reason) = self.unavailable.get(server) {
+        if let Some((code, reason)) = self.unavailable.get(server) {
             let mut err = WireError::new(
-                "SERVER_UNAVAILABLE",
+                *code,
                 format!("MCP server '{server}' is unavailable: {reason}"),
             );
             err.tool = Some(format!("{server}:{tool}"));
@@ -259,10 +260,23 @@ mod tests {
                 name: t.to_string(),
             })
             .collect::<Vec<_>>();
-        let down = [UnavailableServer {
-            server: "down".into(),
-            reason: "it exited".into(),
-        }];
+        let down = [
+            UnavailableServer {
+                server: "down".into(),
+                reason: "it exited".into(),
+                code: None,
+            },
+            UnavailableServer {
+                server: "boxed".into(),
+                reason: "SERVER_CONFINEMENT_UNAVAILABLE: server 'boxed' is confined but …".into(),
+                code: Some("SERVER_CONFINEMENT_UNAVAILABLE".into()),
+            },
+            UnavailableServer {
+                server: "odd".into(),
+                reason: "it exited".into(),
+                code: Some("TOOL_TIMEOUT".into()),
+            },
+        ];
         Host::new(&tools, &down)
     }
 
@@ -305,6 +319,16 @@ mod tests {
             format!("{}: {}", e.code, e.message),
             "SERVER_UNAVAILABLE: MCP server 'down' is unavailable: it exited"
         );
+        // The host's code for the server, when it is one a call to an unavailable server may
+        // have; any other is SERVER_UNAVAILABLE.
+        let Route::Fail(e) = h.route("echo", Some(server_id(&h, "boxed"))) else {
+            panic!("expected a refusal")
+        };
+        assert_eq!(e.code, "SERVER_CONFINEMENT_UNAVAILABLE");
+        let Route::Fail(e) = h.route("echo", Some(server_id(&h, "odd"))) else {
+            panic!("expected a refusal")
+        };
+        assert_eq!(e.code, "SERVER_UNAVAILABLE");
     }
 
     #[test]

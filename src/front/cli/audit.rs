@@ -293,6 +293,11 @@ pub struct AuditArgs {
     /// One JSON array of the records.
     #[arg(long)]
     pub json: bool,
+    /// Also what each execution logged (its code's output and its servers' log lines, such as
+    /// a confined server's refused connection), as the web view shows it: one indented line
+    /// each under the record; with --json, each record's `detail` (trace events, logs, error).
+    #[arg(long)]
+    pub detail: bool,
     #[command(flatten)]
     pub store: TeamStoreArgs,
 }
@@ -335,14 +340,29 @@ pub fn audit(args: AuditArgs) -> Result<i32, UsageError> {
         limit: args.limit.clamp(1, 100_000),
     };
     let (store, _) = args.store.open()?;
-    let records = store
+    let mut records = store
         .query_audit(&filter)
         .map_err(|e| UsageError(e.to_string()))?;
+    if args.detail {
+        for r in &mut records {
+            r.detail = store
+                .audit_record(r.id)
+                .map_err(|e| UsageError(e.to_string()))?
+                .and_then(|full| full.detail);
+        }
+    }
     if args.json {
         outln(&serde_json::to_string_pretty(&records).unwrap_or_default());
     } else {
         for r in &records {
             outln(&escape(&render(r)));
+            for log in r.detail.iter().flat_map(|d| &d.logs) {
+                outln(&format!(
+                    "    {} {}",
+                    field(&log.level),
+                    escape(&log.message)
+                ));
+            }
         }
     }
     Ok(0)

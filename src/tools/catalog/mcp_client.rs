@@ -265,7 +265,7 @@ impl Inner {
                 Err(Some(reason))
             }
             Err(reason) => {
-                let reason = format!("it died and could not be restarted: {reason}");
+                let reason = format!("{}{reason}", super::unavailable::RESTART_FAILED);
                 tracing::warn!(server = %self.name, "{reason}");
                 *state = State::Failed(reason.clone());
                 Err(Some(reason))
@@ -468,7 +468,7 @@ impl ToolProvider for McpServer {
             let conn = inner.connection().await.map_err(|reason| match reason {
                 // It could not be (re)started: the same code as a server that never started.
                 Some(reason) => ExecError::new(
-                    ErrorCode::ServerUnavailable,
+                    super::unavailable_code(&reason),
                     format!("MCP server '{server}' is unavailable: {reason}"),
                 )
                 .with_tool(&qualified),

@@ -23,6 +23,8 @@ pub mod spawn_thread;
 mod stderr_excerpt;
 mod stdio_transport;
 mod tool_list;
+mod unavailable;
+pub use unavailable::unavailable_code;
 
 pub use in_process::InProcessServer;
 pub use mcp_client::McpServer;
@@ -265,6 +267,10 @@ impl Catalog {
             .map(|(s, r)| UnavailableServer {
                 server: s.clone(),
                 reason: r.clone(),
+                code: match unavailable_code(r) {
+                    crate::error::ErrorCode::ServerUnavailable => None,
+                    other => Some(other.as_str().to_string()),
+                },
             })
             .collect()
     }

@@ -212,7 +212,7 @@ impl Inner {
 
     fn unavailable(&self, reason: String) -> ExecError {
         ExecError::new(
-            ErrorCode::ServerUnavailable,
+            super::unavailable_code(&reason),
             format!("MCP server '{}' is unavailable: {reason}", self.name),
         )
     }

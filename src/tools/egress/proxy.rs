@@ -130,12 +130,7 @@ async fn handle(mut client: UnixStream, ctx: &Context) {
     let setup = tokio::time::timeout(HANDSHAKE_TIMEOUT, setup(&mut client, ctx, &mut record)).await;
     let (upstream, pending) = match setup {
         Ok(Some(v)) => v,
-        Ok(None) => {
-            if record.outcome == Outcome::Refused {
-                ctx.report(&record);
-            }
-            return events::record(record);
-        }
+        Ok(None) => return events::record(record),
         Err(_) => {
             record.outcome = Outcome::BadRequest;
             record.reason = "handshake_timeout".into();
@@ -212,6 +207,13 @@ async fn setup(
     record.host = host.clone();
     record.port = port;
     let decision = decide(ctx, &host, port).await;
+    if let Decision::Refused { reason, .. } = &decision {
+        record.outcome = Outcome::Refused;
+        record.reason = (*reason).into();
+        // Before the answer: the server learns of the refusal (and may end its call) only
+        // after the execution calling it has the log line.
+        ctx.report(record);
+    }
     let answer = match (&proto, &decision) {
         (Proto::Socks, Decision::Connected(..)) => socks5::reply(client, socks5::REPLY_OK).await,
         (Proto::Socks, Decision::Refused { .. }) => {
