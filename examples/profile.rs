@@ -7,6 +7,8 @@
 //! - `calls N`: one execution making N sequential calls to an in-process echo tool;
 //! - `pooled N`: N pooled executions of `return 1+1`, each after the pool refilled;
 //! - `cold N`: N executions on a freshly forked runner (no pool);
+//! - `parallel N`: one execution awaiting N rounds of 100 calls in one `Promise.all` to the
+//!   in-process echo (the batched path: the calls of a round cross the socket together);
 //! - `mcp N`: one execution making N sequential calls to the rmcp fixture's `echo` over stdio;
 //! - `observe N`: the host's `/proc` isolation check (`exec::isolation::observe`), of itself.
 use mcp_sandbox::config::Config;
@@ -104,6 +106,18 @@ async fn run() {
             );
             split("call", &o);
         }
+        "parallel" => {
+            let t = Instant::now();
+            let code = format!(
+                "for (let r = 0; r < {n}; r++) await Promise.all(Array.from({{length: 100}}, (_, i) => mcp.bench.echo({{ i }}))); return 1"
+            );
+            let o = mcp_sandbox::execute(&catalog, &runner, request(code, n * 100 + 1)).await;
+            assert!(o.success, "{o:?}");
+            println!(
+                "{n} rounds of 100 calls in one Promise.all: {:.2} µs/call",
+                t.elapsed().as_secs_f64() * 1e6 / (n * 100) as f64
+            );
+        }
         "mcp" => {
             let config = Config::parse(
                 &json!({"mcpServers": {"fixture": {"command": release("fixture-mcp-server")}}})
@@ -176,7 +190,7 @@ async fn run() {
             report("isolation::observe", us);
         }
         other => {
-            eprintln!("unknown mode {other:?}: calls | pooled | cold | mcp | observe");
+            eprintln!("unknown mode {other:?}: calls | parallel | pooled | cold | mcp | observe");
             std::process::exit(2);
         }
     }

@@ -26,6 +26,9 @@ pub struct Bridge<'js> {
     pub broken: RefCell<Option<String>>,
     /// How `console.*` shows values that are not strings (`inspect.js`).
     inspect: RefCell<Option<Function<'js>>>,
+    /// The `JSON.stringify` replacer of tool arguments, made at the first call (stateless, so
+    /// one serves every call).
+    replacer: RefCell<Option<Function<'js>>>,
 }
 
 impl<'js> Bridge<'js> {
@@ -60,6 +63,7 @@ impl<'js> Bridge<'js> {
             max_calls,
             broken: RefCell::new(None),
             inspect: RefCell::new(None),
+            replacer: RefCell::new(None),
         }
     }
 
@@ -87,6 +91,17 @@ impl<'js> Bridge<'js> {
     pub fn clear(&self) {
         self.pending.borrow_mut().clear();
         self.inspect.borrow_mut().take();
+        self.replacer.borrow_mut().take();
+    }
+
+    /// [`super::convert::finite_replacer`], made once per execution.
+    fn replacer(&self, ctx: &Ctx<'js>) -> rquickjs::Result<Function<'js>> {
+        if let Some(f) = self.replacer.borrow().as_ref() {
+            return Ok(f.clone());
+        }
+        let f = super::convert::finite_replacer(ctx)?;
+        *self.replacer.borrow_mut() = Some(f.clone());
+        Ok(f)
     }
 
     fn check(&self, server: &str, tool: &str) -> Result<(), WireError> {
@@ -165,7 +180,8 @@ impl<'js> Bridge<'js> {
             None => "{}".to_string(),
             Some(v) if v.is_undefined() || v.is_null() => "{}".to_string(),
             Some(v) if v.is_object() && !v.is_array() && !v.is_function() => {
-                let replacer = super::convert::finite_replacer(ctx)
+                let replacer = self
+                    .replacer(ctx)
                     .map_err(|e| invalid(format!("arguments of {tool_name}: {e}")))?;
                 match ctx.json_stringify_replacer(v, replacer) {
                     Ok(Some(s)) => crate::protocol::replace_lone_surrogates(

@@ -124,6 +124,36 @@ fn tool_calls_resolve_and_reject_with_codes() {
     assert_eq!(outcome(all), ok(json!([1, 2, 3])));
 }
 
+/// The arguments' replacer is made once per execution and serves every call after: a call
+/// refused for a non-finite number leaves the calls before and after it as they were.
+#[test]
+fn one_replacer_serves_every_call_of_an_execution() {
+    let code = "const a = await mcp.fx.echo({n: 1, s: [2.5, null]});
+        let refused;
+        try { await mcp.fx.echo({m: {x: -Infinity}}) } catch (e) { refused = [e.code, e.message] }
+        const b = await Promise.all([3, 4].map(n => mcp.fx.echo({n})));
+        return [a, refused, b.map(x => x.n)]";
+    let RunnerMessage::ExecutionComplete {
+        success: true,
+        result: Some(r),
+        ..
+    } = outcome(code)
+    else {
+        panic!("the script failed");
+    };
+    assert_eq!(r[0], json!({"n": 1, "s": [2.5, null]}));
+    assert_eq!(r[1][0], "INVALID_ARGUMENTS");
+    let message = r[1][1].as_str().unwrap();
+    assert!(
+        message.starts_with("arguments of fx:echo cannot be sent as JSON: ")
+            && message.contains(
+                "it contains the number -Infinity (key \"x\"), which JSON cannot represent"
+            ),
+        "{message}"
+    );
+    assert_eq!(r[2], json!([3, 4]));
+}
+
 #[test]
 fn unknown_and_reserved_names_reject_with_alternatives() {
     let (code, msg) = code_of(outcome("await mcp.fx.ecko({})"));

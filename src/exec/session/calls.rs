@@ -61,7 +61,9 @@ impl Run {
         }
         let tool = format!("{}:{}", q.server, q.tool);
         let arg_bytes = q.oversized.unwrap_or_else(|| budget::json_len(&q.args));
-        self.routed.insert(tool.clone());
+        if !self.routed.contains(&tool) {
+            self.routed.insert(tool.clone());
+        }
         let trace_id = new_trace_id();
         let provider = catalog.provider(&q.server);
         let capability = provider.is_some_and(|p| p.is_capability());
@@ -103,7 +105,7 @@ impl Run {
         self.inflight.insert(
             q.id,
             Call {
-                tool,
+                tool: tool.clone(),
                 capability,
                 trace_id,
                 transport,
@@ -119,7 +121,6 @@ impl Run {
             .max_arg_bytes(&q.server)
             .unwrap_or(self.limits.max_arg_bytes);
         if arg_bytes > max_args {
-            let tool = format!("{}:{}", q.server, q.tool);
             // Screened frames were not decoded: their size is the whole frame's.
             let about = if q.oversized.is_some() { "about " } else { "" };
             let e = ExecError::new(
@@ -133,7 +134,6 @@ impl Run {
             return None;
         }
         if let Some(tree) = self.tree().filter(|t| !t.take_call()) {
-            let tool = format!("{}:{}", q.server, q.tool);
             let e = ExecError::new(
                 ErrorCode::LimitExceeded,
                 format!(
@@ -147,11 +147,10 @@ impl Run {
         }
         // Judged on the bytes the server would get: the placeholders resolved (one that does
         // not resolve is refused here, after the names; `send_time` resolves again).
-        let qualified = format!("{}:{}", q.server, q.tool);
         let resolved = super::send_time::resolve(
             self.placeholders.as_deref(),
             self.request.policy.sensitive().map(|s| &**s),
-            &qualified,
+            &tool,
             &q.args,
         );
         let judged = match &resolved {
@@ -166,7 +165,7 @@ impl Run {
             return None;
         }
         let mut q = q;
-        match self.flow_check(&format!("{}:{}", q.server, q.tool)) {
+        match self.flow_check(&tool) {
             Ok(ask) => q.ask = ask,
             Err(e) => {
                 self.finish_call(q.id, Err(e), tx, max_frame);

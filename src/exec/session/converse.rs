@@ -134,7 +134,7 @@ impl Run {
                     // times its size (`[0,0,…]`), so what is over a budget is never built.
                     let mut oversized = None;
                     let msg = match self.screen(catalog, &payload)? {
-                        Screened::Decode => sandbox_runner::protocol::decode_from_runner(&payload)
+                        Screened::Decode => super::decode::decode_runner_frame(&payload)
                             .map_err(|e| protocol(e.to_string()))?,
                         Screened::OversizedCall { id, server, tool } => {
                             oversized = Some(payload.len() as u64);

@@ -18,6 +18,7 @@
 
 mod calls;
 mod converse;
+mod decode;
 mod finish;
 mod flow_calls;
 mod preflight;

@@ -68,16 +68,19 @@ impl Outgoing {
     }
 
     /// The bytes to send, once every decision allows them; else the error the script gets.
-    pub(super) async fn decide(self) -> Result<Value, ExecError> {
+    pub(super) async fn decide(mut self) -> Result<Value, ExecError> {
         let qualified = self.qualified();
-        // 1. The bytes to send.
-        let sent = resolve(
+        // 1. The bytes to send (the script's own when there is nothing to resolve: moved, not
+        // copied).
+        let sent = match resolve(
             self.placeholders.as_deref(),
             self.sensitive.as_deref(),
             &qualified,
             &self.args,
-        )?
-        .unwrap_or_else(|| self.args.clone());
+        )? {
+            Some(sent) => sent,
+            None => std::mem::take(&mut self.args),
+        };
         // 2. Conditions of allow and deny rules, on those bytes.
         crate::gate::check_call::check_conditions(&self.request, &self.server, &self.tool, &sent)?;
         // 3-4. Flow rules on the labels read so far, and approvals, until nothing new asks.
