@@ -63,6 +63,13 @@ fn check_reads_each_layer_of_a_started_server_from_proc() {
         l["gateway_files"],
         json!("none visible (config, state store)")
     );
+    // No /proc file shows a Landlock domain: the layer is what the wrapper reported.
+    let landlock = l["landlock"].as_str().unwrap();
+    assert!(
+        landlock.starts_with("fully enforced (ruleset abi 6, kernel abi ")
+            && landlock.ends_with(") (the wrapper's report)"),
+        "{landlock}"
+    );
 }
 
 #[test]
