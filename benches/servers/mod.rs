@@ -9,6 +9,9 @@
 //! - `server_start_added_ms`: confined p50 − unconfined p50.
 //! - `server_call_{confined,unconfined}_us`: one `echo` call through the started server's client
 //!   (no script: the gateway's own path to a server), 400 each, in alternating blocks of 50.
+//! - `server_confine_prepare_us`: the gateway's own part of a confined start, before bubblewrap
+//!   runs (`confine::command`: the install roots, the private directories, the pids cgroup, the
+//!   seccomp memfd, the argv), 50 times.
 //! - `server_start_memory_{confined,unconfined}_ms`: the npm reference memory server (Node), 10
 //!   starts each, when node and its package are there (else `server_memory_skipped` says why).
 //!
@@ -104,7 +107,19 @@ pub async fn bench() -> Value {
     c.shutdown().await;
     u.shutdown().await;
 
+    let mut prepare = Vec::new();
+    let entry = &confined.servers["s"];
+    for _ in 0..50 {
+        let t = Instant::now();
+        let c = mcp_sandbox::tools::catalog::confine::command("s", entry, Path::new("/"))
+            .await
+            .expect("confined command");
+        prepare.push(t.elapsed().as_secs_f64() * 1e6);
+        drop(c);
+    }
+
     let mut out = serde_json::Map::new();
+    out.insert("server_confine_prepare_us".into(), percentiles(prepare));
     out.insert(
         "server_start_added_ms".into(),
         json!(round(p50(&start_c) - p50(&start_u))),

@@ -106,7 +106,15 @@ async fn observe_started(
     }
     let layers = match leaf {
         Some(pid) => Ok(layers_of(pid)),
-        None => Err("the server's process did not appear inside the sandbox within 2 s".into()),
+        None => Err(confine::probe::why_not().map_or_else(
+            || "the server's process did not appear inside the sandbox within 2 s".into(),
+            |why| {
+                format!(
+                    "{}: confinement cannot work here: {why}",
+                    confine::UNAVAILABLE
+                )
+            },
+        )),
     };
     if let Some(g) = group {
         g.signal(nix::sys::signal::Signal::SIGKILL);
@@ -210,7 +218,7 @@ fn layers_of(pid: u32) -> BTreeMap<String, String> {
     out.insert(
         "landlock".into(),
         state(
-            !landlock.starts_with("not") && landlock != "no report",
+            landlock.starts_with("fully enforced"),
             format!("{landlock} (the wrapper's report)"),
         ),
     );
