@@ -41,12 +41,13 @@ fn find() -> Result<PathBuf, String> {
         return Ok(given);
     }
     let path = std::env::var("PATH").unwrap_or_default();
-    path.split(':')
+    let found = path
+        .split(':')
         .chain(["/usr/bin", "/usr/local/bin"])
         .filter(|d| !d.is_empty())
         .map(|d| PathBuf::from(d).join("bwrap"))
-        .find(|p| p.is_file())
-        .ok_or_else(|| format!("bubblewrap (`bwrap`) is not installed: {FIX}"))
+        .find(|p| p.is_file());
+    found.ok_or_else(|| format!("bubblewrap (`bwrap`) is not installed: {FIX}"))
 }
 
 /// `exe` if it makes the namespaces a confined server needs.
