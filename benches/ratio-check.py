@@ -73,6 +73,16 @@ RATIOS = {
         True,
         lambda r, a: div(r.get("gateway_stdio_paced_added_ms"), p50(r, "pooled_exec_ms")),
     ),
+    "server_start_confined_vs_unconfined": (
+        "a stdio MCP server's start (spawn -> tools listed) confined / unconfined (server_start_confined_ms / server_start_unconfined_ms)",
+        True,
+        lambda r, a: div(p50(r, "server_start_confined_ms"), p50(r, "server_start_unconfined_ms")),
+    ),
+    "server_call_confined_vs_unconfined": (
+        "one call through a confined stdio MCP server / through the same server unconfined (server_call_confined_us / server_call_unconfined_us)",
+        True,
+        lambda r, a: div(p50(r, "server_call_confined_us"), p50(r, "server_call_unconfined_us")),
+    ),
     "wasm_cold_vs_cold": (
         "the QuickJS-wasm anchor's cold start / our cold execution (higher is better)",
         False,

@@ -26,6 +26,10 @@ RUN = {
     "mcp_call_added_pct": 50.0,
     "gateway_http_paced_added_ms": 0.45,
     "gateway_stdio_paced_added_ms": 0.24,
+    "server_start_confined_ms": {"p50": 12.0},
+    "server_start_unconfined_ms": {"p50": 8.0},
+    "server_call_confined_us": {"p50": 60.0},
+    "server_call_unconfined_us": {"p50": 50.0},
 }
 ANCHOR = {"cold_start_ms_p50": 0.4}
 
@@ -46,6 +50,8 @@ class RatioCheck(unittest.TestCase):
         self.assertAlmostEqual(v["mcp_added_pct"], 50.0)
         self.assertAlmostEqual(v["gateway_http_paced_added_vs_pooled"], 1.5)
         self.assertAlmostEqual(v["gateway_stdio_paced_added_vs_pooled"], 0.8)
+        self.assertAlmostEqual(v["server_start_confined_vs_unconfined"], 1.5)
+        self.assertAlmostEqual(v["server_call_confined_vs_unconfined"], 1.2)
         self.assertAlmostEqual(v["wasm_cold_vs_cold"], 0.4)
         self.assertAlmostEqual(v["wasm_cold_vs_pooled"], 0.4 / 0.3)
 

@@ -40,6 +40,8 @@
 //!   `policy/mod.rs`).
 //! - `redaction_mb_per_s`: replacing sensitive values by placeholders in a 10 MiB result with
 //!   100,000 matches (see `redaction/mod.rs`).
+//! - `server_*`: a stdio MCP server's start (spawn → tools listed) and one call through it,
+//!   confined against unconfined in the same run (see `servers/mod.rs`).
 //! - `state_*`: session state's costs (`store` + `load` of 1 KiB; see `state/mod.rs`).
 //! - `telemetry_added_us`: what exporting spans and counting metrics add to one pooled execution
 //!   with a tool call, p50 on vs off (see `telemetry/mod.rs`).
@@ -58,6 +60,7 @@ mod pg;
 mod policy;
 mod python;
 mod redaction;
+mod servers;
 mod state;
 mod telemetry;
 mod timers;
@@ -518,6 +521,7 @@ async fn bench() -> Value {
         python::bench().await,
         redaction::bench().await,
         pg::bench().await,
+        servers::bench().await,
     ];
     for part in parts {
         if let (Value::Object(r), Value::Object(a)) = (&mut report, part) {

@@ -63,6 +63,13 @@ fn check_reads_each_layer_of_a_started_server_from_proc() {
         l["gateway_files"],
         json!("none visible (config, state store)")
     );
+    // No /proc file shows a Landlock domain: the layer is what the wrapper reported.
+    let landlock = l["landlock"].as_str().unwrap();
+    assert!(
+        landlock.starts_with("fully enforced (ruleset abi 6, kernel abi ")
+            && landlock.ends_with(") (the wrapper's report)"),
+        "{landlock}"
+    );
 }
 
 #[test]
@@ -170,4 +177,40 @@ fn without_bubblewrap_a_confined_server_fails_closed_with_the_fix() {
     let (status, o, _) = run_without_bubblewrap("await mcp.fixture.echo(message='hi')", "python");
     assert_ne!(status, Some(0), "{o}");
     assert_eq!(o["error"]["code"], "SERVER_CONFINEMENT_UNAVAILABLE", "{o}");
+}
+
+/// A bubblewrap that cannot make its namespaces (a kernel refusing unprivileged user
+/// namespaces). This machine allows them, so a stand-in script plays bubblewrap refused by the
+/// kernel: the only way to cause that fault here. The start fails, and only then the trial run
+/// (once per process; a working machine never pays it) says why, with the fix.
+#[test]
+fn a_bubblewrap_refused_its_namespaces_fails_closed_with_the_reason_and_the_fix() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = config(dir.path(), json!({}));
+    let fake = dir.path().join("bwrap");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_mcp-sandbox"))
+        .args(["tools", "--config"])
+        .arg(&path)
+        .env("MCP_SANDBOX_RUNNER", bin("sandbox-runner"))
+        .env("MCP_SANDBOX_BWRAP", &fake)
+        .output()
+        .unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = format!(
+        "SERVER_CONFINEMENT_UNAVAILABLE: server 'fixture' is confined but {} cannot make its namespaces here (bwrap: setting up uid map: Permission denied): install bubblewrap",
+        fake.display()
+    );
+    assert!(all.contains(&said), "{all}");
+    assert!(all.contains("\"confine\": false"), "{all}");
 }

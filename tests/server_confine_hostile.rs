@@ -2,7 +2,10 @@
 //! `serve --http` gateway it tries to read the gateway's state store, config, a key file, another
 //! tenant's directory, the gateway's environment and the operator's home; to write outside its
 //! declared path; to ptrace the gateway; to make system calls no server needs; to fork-bomb and
-//! to fill the disk. Each is refused (the exact errno the kernel gave the server) or bounded,
+//! to fill the disk; and what only the Landlock ruleset refuses (the mount view alone lets it
+//! through, bubblewrap's root and `/dev` being tmpfs the sandbox's user owns): to write at `/`
+//! and in `/dev`, and to run a program it wrote to `/tmp`. Each is refused (the exact errno the
+//! kernel gave the server) or bounded,
 //! and the gateway keeps serving another tenant afterwards. The server is
 //! tests/python/hostile_server.py on the official Python SDK, from the repository's venv.
 
@@ -94,6 +97,12 @@ async fn a_confined_hostile_server_sees_nothing_of_the_gateway_and_is_bounded() 
         code("return await mcp.hostile.fork_bomb({limit: 1000})"),
         code("return await mcp.hostile.fill({path: '/tmp/big', mb: 100})"),
         code("return await mcp.hostile.fill({path: '/home/server/big', mb: 100})"),
+        // Landlock: bubblewrap's root and /dev are writable tmpfs in the mount view.
+        code("return await mcp.hostile.write({path: '/evil'})"),
+        code("return await mcp.hostile.write({path: '/dev/evil'})"),
+        code("return await mcp.hostile.fill({path: '/dev/shm/big', mb: 100})"),
+        code("return await mcp.hostile.run_copy({src: '/usr/bin/true', dest: '/tmp/true'})"),
+        code("return await mcp.hostile.run_copy({src: '/usr/bin/true', dest: '/home/server/true'})"),
     ]);
     let r = results(&sdk(&url(&h), Some(&red), &calls));
     let gone = json!({"ok": false, "errno": "ENOENT"});
@@ -103,16 +112,13 @@ async fn a_confined_hostile_server_sees_nothing_of_the_gateway_and_is_bounded() 
     assert_eq!(answer(&r[3]), gone, "another tenant's directory");
     assert_eq!(answer(&r[4]), gone, "the operator's home");
     assert_eq!(answer(&r[5]), gone, "the gateway's /proc entry");
-    // Its /proc is its own PID namespace's: pid 1 is the sandbox's init, with the server's
-    // own environment, not the gateway's.
-    let init = answer(&r[6]);
-    assert_eq!(init["ok"], json!(true), "{init}");
-    assert!(
-        !init["text"]
-            .as_str()
-            .unwrap()
-            .contains("gateway-environment-secret"),
-        "{init}"
+    // Its /proc is its own PID namespace's: pid 1 is the sandbox's init (bubblewrap's), which
+    // is outside the server's Landlock domain, so even its environment is refused (Landlock
+    // forbids ptrace-mode access, which /proc/<pid>/environ needs, across domains).
+    assert_eq!(
+        answer(&r[6]),
+        json!({"ok": false, "errno": "EACCES"}),
+        "the sandbox's init"
     );
     assert_eq!(
         answer(&r[7]),
@@ -160,6 +166,19 @@ async fn a_confined_hostile_server_sees_nothing_of_the_gateway_and_is_bounded() 
         json!({"ok": false, "errno": "EFBIG", "mb": 16}),
         "a file in its home is bounded by fileSizeMb"
     );
+    let landlock = json!({"ok": false, "errno": "EACCES"});
+    assert_eq!(answer(&r[18]), landlock, "bubblewrap's root tmpfs");
+    assert_eq!(answer(&r[19]), landlock, "bubblewrap's /dev tmpfs");
+    let shm = answer(&r[20]);
+    assert_eq!(shm["errno"], json!("ENOSPC"), "/dev/shm is bounded: {shm}");
+    assert!(shm["mb"].as_u64().unwrap() <= 8, "{shm}");
+    assert_eq!(
+        answer(&r[21]),
+        json!({"ok": false, "errno": "EACCES", "step": "exec"}),
+        "a program it wrote to /tmp does not run"
+    );
+    // Its home may hold what it runs (uvx's cache, npx's packages).
+    assert_eq!(answer(&r[22]), json!({"ok": true, "exit": 0}));
 
     // The gateway still serves another tenant, whose server process is confined too.
     let b = results(&sdk(
@@ -176,6 +195,11 @@ async fn a_confined_hostile_server_sees_nothing_of_the_gateway_and_is_bounded() 
     let who = answer(&b[0]);
     assert_eq!(who["uid"], json!(65534), "{who}");
     assert_eq!(who["home"], json!("/home/server"), "{who}");
+    let landlock = who["landlock"].as_str().unwrap_or_else(|| panic!("{who}"));
+    assert!(
+        landlock.starts_with("fully enforced (ruleset abi 6, kernel abi "),
+        "{who}"
+    );
     let notes = answer(&b[1]);
     assert_eq!(notes["text"], json!("BLUE ONLY"), "{notes}");
 }

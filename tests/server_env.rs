@@ -66,9 +66,11 @@ fn a_server_without_env_sees_only_the_default_variables() {
                 "TERM",
                 "USER",
                 "MCP_SANDBOX_TENANT",
-                // Set by the server sandbox: its private /tmp, and bubblewrap's --chdir.
+                // Set by the server sandbox: its private /tmp, bubblewrap's --chdir, and the
+                // Landlock wrapper's report (what it enforced).
                 "TMPDIR",
-                "PWD"
+                "PWD",
+                "MCP_SANDBOX_LANDLOCK"
             ]
             .contains(&name),
             "unexpected variable {name} in {env:?}"
@@ -78,6 +80,12 @@ fn a_server_without_env_sees_only_the_default_variables() {
     // A confined server's HOME is its private home inside the sandbox, not the host's.
     assert_eq!(env["HOME"], "/home/server");
     assert_eq!(env["TMPDIR"], "/tmp");
+    assert!(
+        env["MCP_SANDBOX_LANDLOCK"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("fully enforced (ruleset abi 6")),
+        "{env:?}"
+    );
     assert_eq!(env["TERM"], "xterm-test");
     assert!(env.contains_key("PATH"), "{env:?}");
 }

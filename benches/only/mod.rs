@@ -1,5 +1,5 @@
 //! `cargo bench --bench sandbox -- gateway` (or `audit`, `state`, `policy`, `redaction`,
-//! `telemetry`, `ui`, `pg`, `python`): measures only those parts of the benchmark and prints their keys (not
+//! `telemetry`, `ui`, `pg`, `python`, `servers`): measures only those parts of the benchmark and prints their keys (not
 //! written to target/bench).
 
 use super::{audit, gateway, pg, policy, redaction, release_bin, state, telemetry, ui};
@@ -19,6 +19,7 @@ pub fn run(rt: &tokio::runtime::Runtime) -> Option<Value> {
         "ui",
         "pg",
         "python",
+        "servers",
     ];
     if !parts.iter().any(|p| only(p)) {
         return None;
@@ -72,6 +73,11 @@ pub fn run(rt: &tokio::runtime::Runtime) -> Option<Value> {
                 }
                 if only("pg") {
                     if let Value::Object(a) = pg::bench().await {
+                        out.extend(a);
+                    }
+                }
+                if only("servers") {
+                    if let Value::Object(a) = super::servers::bench().await {
                         out.extend(a);
                     }
                 }

@@ -9,7 +9,9 @@ Tools (each returns JSON text: {"ok": bool, "errno": "ENOENT"|..., ...}):
 - syscall {name}: mount / bpf / keyctl / unshare / perf_event_open through libc;
 - fork_bomb {limit}: forks sleeping children until refused or `limit` reached, then reaps them;
 - fill {path, mb}: appends 1 MiB blocks to the file until refused or `mb` reached;
-- whoami: uid, gid, pid, ppid, hostname, HOME, TMPDIR and the working directory.
+- run_copy {src, dest}: copies the executable `src` to `dest` and runs the copy;
+- whoami: uid, gid, pid, ppid, hostname, HOME, TMPDIR, the working directory and the Landlock
+  wrapper's report (MCP_SANDBOX_LANDLOCK).
 """
 
 import ctypes
@@ -131,6 +133,32 @@ def fill(path: str, mb: int) -> str:
 
 
 @server.tool()
+def run_copy(src: str, dest: str) -> str:
+    """Copies an executable and runs the copy."""
+    try:
+        with open(src, "rb") as f, open(dest, "wb") as g:
+            g.write(f.read())
+        os.chmod(dest, 0o755)
+    except OSError as e:
+        return refused(e, step="copy")
+    try:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.execv(dest, [dest])
+            except OSError as e:
+                os._exit(100 + (e.errno or 0) % 100)
+        _, status = os.waitpid(pid, 0)
+        code = os.waitstatus_to_exitcode(status)
+        if code >= 100:
+            err = code - 100
+            return json.dumps({"ok": False, "errno": errno.errorcode.get(err, str(err)), "step": "exec"})
+        return json.dumps({"ok": True, "exit": code})
+    except OSError as e:
+        return refused(e, step="fork")
+
+
+@server.tool()
 def whoami() -> str:
     """Who and where the server is."""
     return json.dumps(
@@ -143,6 +171,7 @@ def whoami() -> str:
             "home": os.environ.get("HOME"),
             "tmpdir": os.environ.get("TMPDIR"),
             "cwd": os.getcwd(),
+            "landlock": os.environ.get("MCP_SANDBOX_LANDLOCK"),
         }
     )
 

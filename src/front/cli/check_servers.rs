@@ -97,7 +97,8 @@ async fn observe_started(
     for _ in 0..100 {
         let l = deepest(outer);
         let exe = std::fs::read_link(format!("/proc/{l}/exe")).ok();
-        if l != outer && exe.is_some() && exe != bwrap {
+        // The Landlock wrapper puts its report in the environment of what it execs.
+        if l != outer && exe.is_some() && exe != bwrap && landlock_report(l).is_some() {
             leaf = Some(l);
             break;
         }
@@ -105,7 +106,15 @@ async fn observe_started(
     }
     let layers = match leaf {
         Some(pid) => Ok(layers_of(pid)),
-        None => Err("the server's process did not appear inside the sandbox within 2 s".into()),
+        None => Err(confine::probe::why_not().map_or_else(
+            || "the server's process did not appear inside the sandbox within 2 s".into(),
+            |why| {
+                format!(
+                    "{}: confinement cannot work here: {why}",
+                    confine::UNAVAILABLE
+                )
+            },
+        )),
     };
     if let Some(g) = group {
         g.signal(nix::sys::signal::Signal::SIGKILL);
@@ -130,6 +139,16 @@ fn deepest(pid: u32) -> u32 {
         }
     }
     at
+}
+
+/// What the Landlock wrapper reported in the environment it gave process `pid`.
+fn landlock_report(pid: u32) -> Option<String> {
+    let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let key = format!("{}=", confine::landlock::REPORT_VAR);
+    env.split(|b| *b == 0).find_map(|kv| {
+        kv.strip_prefix(key.as_bytes())
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+    })
 }
 
 fn read(path: String) -> String {
@@ -191,6 +210,16 @@ fn layers_of(pid: u32) -> BTreeMap<String, String> {
             } else {
                 format!("shares the host's {}", shared.join(", "))
             },
+        ),
+    );
+    // The kernel shows no Landlock domain in /proc: this is what the wrapper reported when it
+    // applied the ruleset, just before it became the server.
+    let landlock = landlock_report(pid).unwrap_or_else(|| "no report".into());
+    out.insert(
+        "landlock".into(),
+        state(
+            landlock.starts_with("fully enforced"),
+            format!("{landlock} (the wrapper's report)"),
         ),
     );
     let limits = read(format!("/proc/{pid}/limits"));

@@ -64,6 +64,33 @@ pub enum Command {
     /// and run the server as a child (internal; see `tools::egress::bridge`).
     #[command(name = "__egress-bridge", hide = true)]
     EgressBridge(EgressBridgeArgs),
+    /// Inside a confined server's sandbox: restrict itself with Landlock, then exec the server
+    /// (internal; see `tools::catalog::confine::landlock`).
+    #[command(name = "__server-landlock", hide = true)]
+    ServerLandlock(ServerLandlockArgs),
+}
+
+/// `__server-landlock [--rx P]… [--rwx P]… [--rw P]… [--dev P]… [--ro P]… -- CMD ARGS...`
+#[derive(Debug, clap::Args)]
+pub struct ServerLandlockArgs {
+    /// Read and execute beneath this path.
+    #[arg(long)]
+    pub rx: Vec<std::path::PathBuf>,
+    /// Read, write and execute beneath this path.
+    #[arg(long)]
+    pub rwx: Vec<std::path::PathBuf>,
+    /// Read and write beneath this path, no execute.
+    #[arg(long)]
+    pub rw: Vec<std::path::PathBuf>,
+    /// Device files beneath this path: read, write, ioctl.
+    #[arg(long)]
+    pub dev: Vec<std::path::PathBuf>,
+    /// Read only beneath this path.
+    #[arg(long)]
+    pub ro: Vec<std::path::PathBuf>,
+    /// The server's command and its arguments.
+    #[arg(last = true, required = true)]
+    pub command: Vec<std::ffi::OsString>,
 }
 
 /// `__egress-bridge --socket PATH --listen 127.0.0.1:PORT -- CMD ARGS...`

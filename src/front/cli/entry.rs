@@ -31,6 +31,18 @@ pub fn main() -> ! {
         let status = crate::tools::egress::bridge::run(&args.socket, args.listen, &args.command);
         std::process::exit(status);
     }
+    if let Command::ServerLandlock(args) = &cli.command {
+        // No runtime, no subscriber: it becomes the confined server.
+        let rules = crate::tools::catalog::confine::landlock::Rules {
+            rx: args.rx.clone(),
+            rwx: args.rwx.clone(),
+            rw: args.rw.clone(),
+            dev: args.dev.clone(),
+            ro: args.ro.clone(),
+        };
+        let status = crate::tools::catalog::confine::landlock::run(&rules, &args.command);
+        std::process::exit(status);
+    }
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         // Colours only for a person at a terminal: no escape codes in a log file or a pipe.
@@ -79,7 +91,7 @@ pub fn main() -> ! {
             Command::Ui(args) => cli::ui::command(args).await,
             Command::Migrate(args) => cli::migrate::command(args),
             // Run before the runtime started (above); never reached.
-            Command::EgressBridge(_) => Ok(EXIT_USAGE),
+            Command::EgressBridge(_) | Command::ServerLandlock(_) => Ok(EXIT_USAGE),
         }
     });
     match status {

@@ -362,6 +362,15 @@ async fn connect(
         Ok(s) => s,
         Err(e) => {
             last_words(reader).await;
+            // A confined start that failed: bubblewrap's namespaces, or the server itself?
+            let probe = super::confine::probe::why_not;
+            if let Some(why) = config.is_confined().then(probe).flatten() {
+                return Err(super::confine::ConfineError::Unavailable {
+                    server: name.to_string(),
+                    why,
+                }
+                .to_string());
+            }
             return Err(explain(format!(
                 "initialize failed: {}",
                 super::error_chain(&e)

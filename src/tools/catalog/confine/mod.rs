@@ -13,10 +13,15 @@
 //!   other servers' homes are masked wherever a visible directory holds them;
 //! - rlimits (address space, processes, open files, file size, no core dumps) set before
 //!   bubblewrap starts, a seccomp filter ([`seccomp`]) loaded by bubblewrap before it runs the
-//!   server, `no_new_privs` (bubblewrap sets it).
+//!   server, `no_new_privs` (bubblewrap sets it);
+//! - a Landlock ruleset ([`landlock`]) the server's first process applies to itself inside the
+//!   sandbox (the mcp-sandbox executable as a wrapper) before it execs the server: writes only
+//!   where the entry may write, `/tmp` and `/dev/shm` (both size-bounded tmpfs), signals and
+//!   abstract sockets scoped to the sandbox.
 
 pub mod home;
 pub mod install;
+pub mod landlock;
 pub mod limits;
 pub mod pids;
 pub mod probe;
@@ -89,10 +94,6 @@ pub async fn command(
         NetworkPolicy::Host => Net::Host,
         NetworkPolicy::None => Net::Own,
         NetworkPolicy::Allow(allow) => {
-            let bridge = bridge_exe().ok_or_else(|| ConfineError::Unavailable {
-                server: name.to_string(),
-                why: "its network allow list needs the mcp-sandbox executable (for the egress bridge), which was not found beside this program".into(),
-            })?;
             let tenant = config.env.get(crate::config::server_entry::TENANT_VAR);
             let principal = config.env.get(crate::config::server_entry::PRINCIPAL_VAR);
             let scope = egress::EgressScope {
@@ -111,9 +112,6 @@ pub async fn command(
             extra
                 .rw_binds
                 .push((plan.host_dir.clone(), plan.inner_dir.clone()));
-            extra
-                .ro_binds
-                .push((bridge, PathBuf::from(egress::EgressPlan::BRIDGE_EXE)));
             extra.env = plan.env.clone();
             extra.prefix = plan.wrapper_argv.clone();
             keep.push(Box::new(guard));
@@ -133,7 +131,8 @@ pub async fn command(
     Ok(confined)
 }
 
-/// The `mcp-sandbox` executable (the egress bridge is its hidden subcommand): this program
+/// The `mcp-sandbox` executable (the Landlock wrapper and the egress bridge are its hidden
+/// subcommands), bound at [`landlock::EXE`] in every sandbox: this program
 /// when it is `mcp-sandbox`, else the one beside it or one level up (a test binary in
 /// `target/<profile>/deps`).
 fn bridge_exe() -> Option<PathBuf> {
@@ -171,6 +170,10 @@ pub fn build(
                 command: config.command.clone(),
             }
         })?;
+    let exe = bridge_exe().ok_or_else(|| ConfineError::Unavailable {
+        server: name.to_string(),
+        why: "its Landlock wrapper (and egress bridge) is the mcp-sandbox executable, which was not found beside this program".into(),
+    })?;
     let cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
     let dirs = home::Dirs::of(name, config).map_err(|(path, source)| ConfineError::Home {
         server: name.to_string(),
@@ -183,12 +186,27 @@ pub fn build(
     // First: a declared path under /tmp is bound over it, not hidden by it.
     let tmp = config.limits.resolved().tmp_bytes.to_string();
     args.push_all(["--perms", "1777", "--size", &tmp, "--tmpfs", "/tmp"]);
+    // POSIX shared memory (Python's multiprocessing locks): bounded like /tmp, not bubblewrap's
+    // unbounded /dev.
+    args.push_all(["--perms", "1777", "--size", &tmp, "--tmpfs", "/dev/shm"]);
+    let mut rules = landlock::Rules {
+        rx: vec![PathBuf::from("/usr"), PathBuf::from(landlock::EXE)],
+        rw: vec![PathBuf::from("/tmp"), PathBuf::from("/dev/shm")],
+        dev: vec![PathBuf::from("/dev")],
+        ro: vec![PathBuf::from("/etc"), PathBuf::from("/proc")],
+        ..Default::default()
+    };
+    rules
+        .rx
+        .extend(["/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"].map(PathBuf::from));
     for root in install::roots(&program, &config.args, &cwd) {
         args.bind("--ro-bind", &root, &root);
+        rules.rx.push(root);
     }
     for path in &config.files.read {
         let p = expand_path(path, &cwd);
         args.bind("--ro-bind-try", &p, &p);
+        rules.rx.push(p);
     }
     for path in &config.files.write {
         let p = expand_path(path, &cwd);
@@ -196,18 +214,25 @@ pub fn build(
             let _ = home::make_private_dir(&p);
         }
         args.bind("--bind-try", &p, &p);
+        rules.rwx.push(p);
     }
+    args.bind("--ro-bind", &exe, Path::new(landlock::EXE));
     for (src, dest) in &extra.ro_binds {
         args.bind("--ro-bind", src, dest);
+        rules.rx.push(dest.clone());
     }
     for (src, dest) in &extra.rw_binds {
         args.bind("--bind", src, dest);
+        rules.rwx.push(dest.clone());
     }
     args.mask(&hidden(&dirs));
     if let Some(dir) = install::script_dir(&program, &config.args, &cwd) {
-        args.writable_layer(&dir, &dirs.layer, &hidden(&dirs));
+        if args.writable_layer(&dir, &dirs.layer, &hidden(&dirs)) {
+            rules.rwx.push(dir);
+        }
     }
     args.bind("--bind", &dirs.home, Path::new(INNER_HOME));
+    rules.rwx.push(PathBuf::from(INNER_HOME));
     args.push_all(["--setenv", "HOME", INNER_HOME, "--setenv", "TMPDIR", "/tmp"]);
     for (k, v) in &extra.env {
         args.push_all(["--setenv", k, v]);
@@ -225,6 +250,9 @@ pub fn build(
     args.push("--seccomp");
     args.push(filter.as_raw_fd().to_string());
     args.push("--");
+    for a in rules.wrapper_argv() {
+        args.push(a);
+    }
     for a in &extra.prefix {
         args.push(a);
     }
@@ -390,9 +418,10 @@ impl Args {
     /// over it read-write and each of `dir`'s own entries bound back read-only on top, so what
     /// the server writes beside its script (the memory server's `memory.jsonl`) lands in
     /// `layer`, one per tenant, and its code stays the host's.
-    fn writable_layer(&mut self, dir: &Path, layer: &Path, hidden: &[PathBuf]) {
+    /// Whether the layer was made.
+    fn writable_layer(&mut self, dir: &Path, layer: &Path, hidden: &[PathBuf]) -> bool {
         let Ok(read) = std::fs::read_dir(dir) else {
-            return;
+            return false;
         };
         let entries: Vec<PathBuf> = read
             .flatten()
@@ -401,11 +430,12 @@ impl Args {
             .take(MAX_LAYER_ENTRIES + 1)
             .collect();
         if entries.len() > MAX_LAYER_ENTRIES || home::make_private_dir(layer).is_err() {
-            return;
+            return false;
         }
         self.bind("--bind", layer, dir);
         for e in entries {
             self.bind("--ro-bind", &e, &e);
         }
+        true
     }
 }

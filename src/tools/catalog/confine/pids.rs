@@ -36,6 +36,8 @@ impl PidsCgroup {
     pub fn create(max: u64) -> Option<PidsCgroup> {
         let parent = base()?.join("mcp-sandbox-servers");
         let _ = std::fs::create_dir(&parent);
+        static SWEPT: std::sync::Once = std::sync::Once::new();
+        SWEPT.call_once(|| sweep(&parent));
         let mut id = [0u8; 8];
         getrandom::fill(&mut id).ok()?;
         let name: String = id.iter().map(|b| format!("{b:02x}")).collect();
@@ -78,6 +80,27 @@ impl PidsCgroup {
             }
             Ok(())
         }
+    }
+}
+
+/// Removes the empty cgroups that processes gone before they could remove theirs left behind
+/// (a gateway killed, a CLI command that exited before its removal thread ran). Once per
+/// process; only groups older than a minute, so none another gateway has just made and is
+/// about to join. The kernel refuses to remove a group that still has processes.
+fn sweep(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+    let mut removed = 0usize;
+    for e in entries.flatten() {
+        let made = e.metadata().and_then(|m| m.modified());
+        if made.is_ok_and(|t| t < old) && std::fs::remove_dir(e.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    if removed > 0 {
+        tracing::debug!(removed, "empty pids cgroups of gone servers removed");
     }
 }
 

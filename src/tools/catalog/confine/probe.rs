@@ -1,6 +1,7 @@
-//! Whether confinement can work here: bubblewrap is installed and the kernel lets it make a
-//! user namespace. Found once per process; a confined server that cannot be confined fails to
-//! start (never silently unconfined).
+//! Whether confinement can work here: bubblewrap is installed (found once per process, before
+//! the first confined start) and the kernel lets it make its namespaces (a trial run, made only
+//! after a confined start failed, to say why: a machine where confinement works never pays it).
+//! A confined server that cannot be confined fails to start (never silently unconfined).
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -11,6 +12,18 @@ const FIX: &str = "install bubblewrap (Debian/Ubuntu: `apt-get install bubblewra
 pub fn bwrap() -> Result<PathBuf, String> {
     static FOUND: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     FOUND.get_or_init(find).clone()
+}
+
+/// Why bubblewrap cannot make a confined server's namespaces here (with how to fix it), or
+/// `None` when it can: for a confined start that failed. One trial run per process.
+pub fn why_not() -> Option<String> {
+    static TRIED: OnceLock<Option<String>> = OnceLock::new();
+    TRIED
+        .get_or_init(|| match bwrap() {
+            Ok(exe) => try_run(exe).err(),
+            Err(why) => Some(why),
+        })
+        .clone()
 }
 
 /// Names the bubblewrap executable instead of the `PATH` search.
@@ -25,17 +38,16 @@ fn find() -> Result<PathBuf, String> {
                 given.display()
             ));
         }
-        return try_run(given);
+        return Ok(given);
     }
     let path = std::env::var("PATH").unwrap_or_default();
-    let exe = path
+    let found = path
         .split(':')
         .chain(["/usr/bin", "/usr/local/bin"])
         .filter(|d| !d.is_empty())
         .map(|d| PathBuf::from(d).join("bwrap"))
-        .find(|p| p.is_file())
-        .ok_or_else(|| format!("bubblewrap (`bwrap`) is not installed: {FIX}"))?;
-    try_run(exe)
+        .find(|p| p.is_file());
+    found.ok_or_else(|| format!("bubblewrap (`bwrap`) is not installed: {FIX}"))
 }
 
 /// `exe` if it makes the namespaces a confined server needs.
