@@ -5,7 +5,8 @@
 //! HTTPS_PROXY), and its connections to the cloud metadata address, to PostgreSQL's port on
 //! loopback, to the gateway's own port and to a host not allowed are refused; a connection
 //! that ignores the proxy has no network at all. The refusals are in the gateway's trace (its
-//! `mcp_sandbox::egress` events), in `/metrics` and on the web view's `/ui/api/egress`. The
+//! `mcp_sandbox::egress` events), in `/metrics`, on the web view's `/ui/api/egress` and its Network
+//! page (rendered by headless Chromium), and in `mcp-sandbox audit --detail`. The
 //! declared name comes from the proxy's test-only resolver hook (see tests/egress_proxy.rs).
 
 use crate::common::{cli_run, repo_root};
@@ -159,6 +160,34 @@ async fn a_confined_server_reaches_its_declared_host_and_nothing_else() {
         .collect();
     want.sort();
     assert_eq!(got, want, "{listed}");
+
+    // The same four on the web view's Network page, rendered by headless Chromium: one row each,
+    // with the server, host:port and reason the proxy decided.
+    let origin = format!("http://{}", h.addr);
+    let mut shown: Vec<(String, String, String)> = tokio::task::block_in_place(|| {
+        let mut b = serve_support::cdp::Browser::start(1100, 700);
+        b.navigate(&format!("{origin}/ui#/network"));
+        let rows = b.wait_for(
+            "the Network page's four refused connections",
+            "document.querySelectorAll('#egress-table tr').length === 5 && [...document.querySelectorAll('#egress-table tr')].slice(1).map(r => [...r.children].map(td => td.textContent))",
+            std::time::Duration::from_secs(10),
+        );
+        rows.as_array()
+            .unwrap_or_else(|| panic!("{rows}"))
+            .iter()
+            .map(|r| {
+                assert_eq!(r[1], "net", "{r}");
+                let (host, port) = r[3].as_str().unwrap().rsplit_once(':').unwrap();
+                (
+                    host.to_string(),
+                    port.to_string(),
+                    r[5].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    });
+    shown.sort();
+    assert_eq!(shown, want);
 
     // The audit log: each refusal is a warn line of the execution whose call made it, shown by
     // the real `mcp-sandbox audit --detail` against the gateway's state store.

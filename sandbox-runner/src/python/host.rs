@@ -343,7 +343,7 @@ mod tests {
         match h.lookup("nope", Some(h.mcp)) {
             Err(e) => assert_eq!(
                 format!("{}: {}", e.code, e.message),
-                "TOOL_NOT_FOUND: no MCP server 'nope'; the servers are down, fixture, fs"
+                "TOOL_NOT_FOUND: no MCP server 'nope'; the servers are boxed, down, fixture, fs, odd"
             ),
             other => panic!("unexpected {other:?}"),
         }
