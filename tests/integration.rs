@@ -161,6 +161,7 @@ mod serve_typescript_sdk;
 mod serve_unread_answers;
 mod serve_yield;
 mod server_confine_check;
+mod server_confine_home;
 mod server_confine_hostile;
 mod server_confine_memory;
 mod server_env;

@@ -1,6 +1,6 @@
 //! The confinement keys of a stdio server entry (`tools::catalog::confine` applies them):
 //! `confine` (default on), `files` (what the server may read and write besides its own install
-//! and its private home) and `limits` (its rlimits and `/tmp` size).
+//! and its private home) and `limits` (its rlimits, its `/tmp` size and its home's bound on disk).
 
 use serde::Deserialize;
 
@@ -15,6 +15,8 @@ pub const DEFAULT_OPEN_FILES: u64 = 1024;
 pub const DEFAULT_FILE_SIZE_MB: u64 = 256;
 /// Default size of its private `/tmp` (`limits.tmpMb`), a tmpfs.
 pub const DEFAULT_TMP_MB: u64 = 64;
+/// Default bound of its private home and writable layer together (`limits.homeMb`), on disk.
+pub const DEFAULT_HOME_MB: u64 = 1024;
 
 /// `"files": {"read": [...], "write": [...]}`: host paths the confined server sees, read-only
 /// or read-write. `${MCP_SANDBOX_TENANT}` and `${MCP_SANDBOX_PRINCIPAL}` in a path are the
@@ -42,6 +44,8 @@ pub struct LimitsConfig {
     pub file_size_mb: Option<u64>,
     #[serde(default, rename = "tmpMb")]
     pub tmp_mb: Option<u64>,
+    #[serde(default, rename = "homeMb")]
+    pub home_mb: Option<u64>,
 }
 
 /// The limits with their defaults filled in.
@@ -52,6 +56,7 @@ pub struct Limits {
     pub open_files: u64,
     pub file_size_bytes: u64,
     pub tmp_bytes: u64,
+    pub home_bytes: u64,
 }
 
 const MB: u64 = 1024 * 1024;
@@ -70,6 +75,7 @@ impl LimitsConfig {
                 .unwrap_or(DEFAULT_FILE_SIZE_MB)
                 .saturating_mul(MB),
             tmp_bytes: self.tmp_mb.unwrap_or(DEFAULT_TMP_MB).saturating_mul(MB),
+            home_bytes: self.home_mb.unwrap_or(DEFAULT_HOME_MB).saturating_mul(MB),
         }
     }
 
@@ -81,6 +87,7 @@ impl LimitsConfig {
             ("openFiles", self.open_files),
             ("fileSizeMb", self.file_size_mb),
             ("tmpMb", self.tmp_mb),
+            ("homeMb", self.home_mb),
         ];
         match keys.iter().find(|(_, v)| *v == Some(0)) {
             Some((key, _)) => Err(format!(

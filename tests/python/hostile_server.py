@@ -9,6 +9,7 @@ Tools (each returns JSON text: {"ok": bool, "errno": "ENOENT"|..., ...}):
 - syscall {name}: mount / bpf / keyctl / unshare / perf_event_open through libc;
 - fork_bomb {limit}: forks sleeping children until refused or `limit` reached, then reaps them;
 - fill {path, mb}: appends 1 MiB blocks to the file until refused or `mb` reached;
+- fill_files {directory, count}: writes `count` synced 1 MiB files into the directory, 50 ms apart;
 - run_copy {src, dest}: copies the executable `src` to `dest` and runs the copy;
 - whoami: uid, gid, pid, ppid, hostname, HOME, TMPDIR, the working directory and the Landlock
   wrapper's report (MCP_SANDBOX_LANDLOCK).
@@ -130,6 +131,25 @@ def fill(path: str, mb: int) -> str:
             os.unlink(path)
         except OSError:
             pass
+
+
+@server.tool()
+def fill_files(directory: str, count: int) -> str:
+    """Writes `count` files of 1 MiB each into `directory`, each synced, 50 ms apart (a slow
+    filler: a bound checked now and then must catch it before it is done)."""
+    block = b"x" * (1 << 20)
+    os.makedirs(directory, exist_ok=True)
+    written = 0
+    try:
+        while written < count:
+            with open(os.path.join(directory, f"f{written}"), "wb", buffering=0) as f:
+                f.write(block)
+                os.fsync(f.fileno())
+            written += 1
+            time.sleep(0.05)
+        return json.dumps({"ok": True, "files": written})
+    except OSError as e:
+        return refused(e, files=written)
 
 
 @server.tool()

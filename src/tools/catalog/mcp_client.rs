@@ -292,6 +292,7 @@ async fn connect(
     if config.is_remote() {
         return connect_remote(name, config, cwd, watcher).await;
     }
+    let mut home_pid = None;
     let (mut cmd, seccomp, keep) = if config.is_confined() {
         let c = super::confine::command(name, config, cwd)
             .await
@@ -300,6 +301,9 @@ async fn connect(
         for kept in &c.keep {
             if let Some(guard) = kept.downcast_ref::<crate::tools::egress::EgressGuard>() {
                 guard.report_to(watcher.routes.clone());
+            }
+            if let Some(quota) = kept.downcast_ref::<super::confine::home_quota::HomeQuota>() {
+                home_pid = Some(quota.pid_slot());
             }
         }
         (c.command, Some(c.seccomp), c.keep)
@@ -319,6 +323,10 @@ async fn connect(
         stderr,
         oversize,
     } = spawned.map_err(|e| format!("cannot start `{}`: {e}", config.command))?;
+    // The home's watch kills this process (bubblewrap's; its sandbox dies with it) when over.
+    if let (Some(slot), Some(pid)) = (home_pid, pid) {
+        slot.set(pid);
+    }
     let group = pid.and_then(ProcessGroup::of_leader);
     if let Some(g) = &group {
         // Its children die with the host too (they do not inherit the death signal).

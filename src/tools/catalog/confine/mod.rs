@@ -20,6 +20,7 @@
 //!   abstract sockets scoped to the sandbox.
 
 pub mod home;
+pub mod home_quota;
 pub mod install;
 pub mod landlock;
 pub mod limits;
@@ -47,6 +48,16 @@ pub const UNAVAILABLE: &str = "SERVER_CONFINEMENT_UNAVAILABLE";
 pub enum ConfineError {
     #[error("{UNAVAILABLE}: server '{server}' is confined but {why}")]
     Unavailable { server: String, why: String },
+    #[error(
+        "{UNAVAILABLE}: server '{server}': its private home holds {used_mb} MiB, over limits.homeMb ({limit_mb} MiB); remove files under {} or raise limits.homeMb",
+        path.display()
+    )]
+    HomeFull {
+        server: String,
+        path: PathBuf,
+        used_mb: u64,
+        limit_mb: u64,
+    },
     #[error("{UNAVAILABLE}: server '{server}': {source}")]
     Seccomp {
         server: String,
@@ -119,6 +130,28 @@ pub async fn command(
         }
     };
     let mut confined = build(name, config, cwd, net, &extra)?;
+    // `build` made the private directories; their bound on disk is watched as the server runs.
+    let dirs = home::Dirs::of(name, config).map_err(|(path, source)| ConfineError::Home {
+        server: name.to_string(),
+        path,
+        source,
+    })?;
+    let limit = config.limits.resolved().home_bytes;
+    let base = dirs
+        .home
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or(dirs.home.clone());
+    let quota =
+        home_quota::HomeQuota::start(name, vec![dirs.home, dirs.layer], limit).map_err(|over| {
+            ConfineError::HomeFull {
+                server: name.to_string(),
+                path: base,
+                used_mb: over.used.div_ceil(1024 * 1024),
+                limit_mb: limit / (1024 * 1024),
+            }
+        })?;
+    keep.push(Box::new(quota));
     let processes = config.limits.resolved().processes;
     if let Some(cg) = pids::PidsCgroup::create(processes) {
         // SAFETY: the step only opens and writes a path made before the fork.
