@@ -3,7 +3,7 @@
 //! a replay that reaches a call not kept stops with `REPLAY_DIVERGED` saying why.
 
 use crate::common::fixture_config_file;
-use crate::serve_support::team::{audit, cli};
+use crate::common::replay::{first_execution_id, replay, run_recorded};
 use serde_json::{json, Value};
 
 #[test]
@@ -14,25 +14,13 @@ fn a_recording_keeps_at_most_its_bounds_and_says_what_it_left_out() {
     let file = dir.path().join("s.js");
     let script = "let n = 0;\nfor (let i = 0; i < 10005; i++) n += Date.now() > 0 ? 1 : 0;\nconst a = await mcp.fixture.big({bytes: 3000000});\nconst b = await mcp.fixture.big({bytes: 3000000});\nreturn [n, a.length, b.length];\n";
     std::fs::write(&file, script).unwrap();
-    let (status, out, err) = cli(&[
-        "run".as_ref(),
-        file.as_os_str(),
-        "--config".as_ref(),
-        config.as_os_str(),
-        "--state".as_ref(),
-        state.as_os_str(),
-        "--audit-record".as_ref(),
-        "full".as_ref(),
-    ]);
+    let (status, out, err) = run_recorded(&file, &config, &state);
     assert_eq!(status, 0, "{err}");
     assert_eq!(
         serde_json::from_str::<Value>(&out).unwrap(),
         json!([10005, 3000000, 3000000])
     );
-    let id = audit(&state, &[])[0]["execution_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = first_execution_id(&state);
     let c = rusqlite::Connection::open(&state).unwrap();
     let detail: String = c
         .query_row("SELECT detail FROM audit", [], |r| r.get(0))
@@ -49,13 +37,7 @@ fn a_recording_keeps_at_most_its_bounds_and_says_what_it_left_out() {
     assert_eq!(recording["calls"].as_array().unwrap().len(), 1);
     assert_eq!(recording["calls_dropped"], 1);
 
-    let (status, out, err) = cli(&[
-        "replay".as_ref(),
-        id.as_ref(),
-        "--state".as_ref(),
-        state.as_os_str(),
-        "--json".as_ref(),
-    ]);
+    let (status, out, err) = replay(&id, &state, &["--json".as_ref()]);
     assert_eq!(status, 1, "{out}{err}");
     let answer: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(

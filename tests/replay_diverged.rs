@@ -4,9 +4,8 @@
 //! difference; exit 1.
 
 use crate::common::fixture_config_file;
-use crate::serve_support::team::{audit, cli};
+use crate::common::replay::{first_execution_id, replay, run_recorded};
 use serde_json::{json, Value};
-use std::ffi::OsStr;
 use std::path::Path;
 
 const RECORDED: &str = "const a = await mcp.fixture.echo({message: 'one'});\nconst b = await mcp.fixture.add({a: 2, b: 3});\nreturn {a, b};\n";
@@ -16,21 +15,9 @@ fn record(dir: &Path) -> (std::path::PathBuf, String) {
     let state = dir.join("state.db");
     let file = dir.join("s.js");
     std::fs::write(&file, RECORDED).unwrap();
-    let (status, _, err) = cli(&[
-        "run".as_ref(),
-        file.as_os_str(),
-        "--config".as_ref(),
-        config.as_os_str(),
-        "--state".as_ref(),
-        state.as_os_str(),
-        "--audit-record".as_ref(),
-        "full".as_ref(),
-    ]);
+    let (status, _, err) = run_recorded(&file, &config, &state);
     assert_eq!(status, 0, "{err}");
-    let id = audit(&state, &[])[0]["execution_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = first_execution_id(&state);
     (state, id)
 }
 
@@ -38,15 +25,11 @@ fn record(dir: &Path) -> (std::path::PathBuf, String) {
 fn replay_code(dir: &Path, state: &Path, id: &str, code: &str, name: &str) -> (i32, Value) {
     let file = dir.join(name);
     std::fs::write(&file, code).unwrap();
-    let (status, out, err) = cli(&[
-        "replay".as_ref(),
-        OsStr::new(id),
-        "--state".as_ref(),
-        state.as_os_str(),
-        "--code".as_ref(),
-        file.as_os_str(),
-        "--json".as_ref(),
-    ]);
+    let (status, out, err) = replay(
+        id,
+        state,
+        &["--code".as_ref(), file.as_os_str(), "--json".as_ref()],
+    );
     let answer = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
     (status, answer)
 }
@@ -112,14 +95,7 @@ fn other_arguments_another_tool_or_one_call_more_stop_the_replay_at_that_call() 
 
     // Text: the verdict names the parts that differ.
     let file = dir.path().join("fix.js");
-    let (status, out, _) = cli(&[
-        "replay".as_ref(),
-        id.as_ref(),
-        "--state".as_ref(),
-        state.as_os_str(),
-        "--code".as_ref(),
-        file.as_os_str(),
-    ]);
+    let (status, out, _) = replay(&id, &state, &["--code".as_ref(), file.as_os_str()]);
     assert_eq!(status, 1, "{out}");
     assert!(
         out.lines().nth(1).is_some_and(|l| l

@@ -5,8 +5,8 @@
 //! script the same clock and random values, and prints `matches: true`. The recording is in the
 //! hash chain: an edit of it makes `audit verify` fail. Without the flag nothing is recorded.
 
-use crate::common::bin;
-use crate::serve_support::team::{audit, cli};
+use crate::common::replay::{deletable_fixture, first_execution_id, replay};
+use crate::serve_support::team::cli;
 use serde_json::{json, Value};
 use std::ffi::OsStr;
 use std::path::Path;
@@ -54,14 +54,7 @@ fn rows(table: &str) -> Vec<(String, String)> {
 fn a_recorded_execution_replays_identically_without_its_server() {
     let dir = tempfile::tempdir().unwrap();
     // The server is a copy of the fixture binary that is deleted after the run.
-    let server = dir.path().join("server");
-    std::fs::copy(bin("fixture-mcp-server"), &server).unwrap();
-    let config = dir.path().join("config.json");
-    std::fs::write(
-        &config,
-        json!({"mcpServers": {"fixture": {"command": server, "args": []}}}).to_string(),
-    )
-    .unwrap();
+    let (server, config) = deletable_fixture(dir.path());
     let state = dir.path().join("state.db");
     let (status, out, err) = run(
         dir.path(),
@@ -82,10 +75,7 @@ fn a_recorded_execution_replays_identically_without_its_server() {
         ],
         "{err}"
     );
-    let id = audit(&state, &[])[0]["execution_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = first_execution_id(&state);
 
     // No server any more: the same config now fails at once.
     std::fs::remove_file(&server).unwrap();
@@ -99,15 +89,11 @@ fn a_recorded_execution_replays_identically_without_its_server() {
     assert_eq!(gone["error"]["code"], "SERVER_UNAVAILABLE", "{gone}");
 
     // The replay: no --config (no server is configured, none is started).
-    let (status, out, err) = cli(&[
-        "replay".as_ref(),
-        id.as_ref(),
-        "--state".as_ref(),
-        state.as_os_str(),
-        "--json".as_ref(),
-        "--trace".as_ref(),
-        "table".as_ref(),
-    ]);
+    let (status, out, err) = replay(
+        &id,
+        &state,
+        &["--json".as_ref(), "--trace".as_ref(), "table".as_ref()],
+    );
     assert_eq!(status, 0, "{out}{err}");
     let answer: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(answer["matches"], true, "{answer}");
@@ -134,12 +120,7 @@ fn a_recorded_execution_replays_identically_without_its_server() {
     assert!(!err.contains("SERVER_UNAVAILABLE"), "{err}");
 
     // Text: both outcomes and the verdict.
-    let (status, out, _) = cli(&[
-        "replay".as_ref(),
-        id.as_ref(),
-        "--state".as_ref(),
-        state.as_os_str(),
-    ]);
+    let (status, out, _) = replay(&id, &state, &[]);
     assert_eq!(status, 0, "{out}");
     let lines: Vec<&str> = out.lines().collect();
     assert!(lines[0].starts_with("recorded: OK {\"a\":\"one\""), "{out}");
@@ -196,27 +177,14 @@ fn without_the_flag_nothing_is_recorded_and_replay_says_so() {
     let state = dir.path().join("state.db");
     let (status, _, err) = run(dir.path(), &config, &state, &[]);
     assert_eq!(status, 0, "{err}");
-    let id = audit(&state, &[])[0]["execution_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let (status, out, err) = cli(&[
-        "replay".as_ref(),
-        id.as_ref(),
-        "--state".as_ref(),
-        state.as_os_str(),
-    ]);
+    let id = first_execution_id(&state);
+    let (status, out, err) = replay(&id, &state, &[]);
     assert_eq!(status, 2, "{out}{err}");
     assert!(
         err.contains(&format!("the record of execution {id} has no recording: it ran without --audit-record full (or sandbox.audit.record: \"full\")")),
         "{err}"
     );
-    let (status, _, err) = cli(&[
-        "replay".as_ref(),
-        "no-such-id".as_ref(),
-        "--state".as_ref(),
-        state.as_os_str(),
-    ]);
+    let (status, _, err) = replay("no-such-id", &state, &[]);
     assert_eq!(status, 2, "{err}");
     assert!(
         err.contains("no audit record of execution no-such-id in this store"),

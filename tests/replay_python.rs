@@ -2,8 +2,7 @@
 //! `datetime.date.today()`, which the runner answers for monty) is recorded and given back, and
 //! its calls are answered from the recording with no server running.
 
-use crate::common::bin;
-use crate::serve_support::team::{audit, cli};
+use crate::common::replay::{deletable_fixture, first_execution_id, replay, run_recorded};
 use serde_json::{json, Value};
 
 const SCRIPT: &str = "import datetime\na = await mcp.fixture.echo(message='py')\nt = datetime.datetime.now()\nu = datetime.datetime.now(datetime.timezone.utc)\nd = datetime.date.today()\nprint('at', str(t))\n{'a': a, 't': str(t), 'u': str(u), 'd': str(d)}\n";
@@ -11,34 +10,15 @@ const SCRIPT: &str = "import datetime\na = await mcp.fixture.echo(message='py')\
 #[test]
 fn a_python_execution_replays_with_its_clock() {
     let dir = tempfile::tempdir().unwrap();
-    let server = dir.path().join("server");
-    std::fs::copy(bin("fixture-mcp-server"), &server).unwrap();
-    let config = dir.path().join("config.json");
-    std::fs::write(
-        &config,
-        json!({"mcpServers": {"fixture": {"command": server, "args": []}}}).to_string(),
-    )
-    .unwrap();
+    let (server, config) = deletable_fixture(dir.path());
     let state = dir.path().join("state.db");
     let file = dir.path().join("s.py");
     std::fs::write(&file, SCRIPT).unwrap();
-    let (status, out, err) = cli(&[
-        "run".as_ref(),
-        file.as_os_str(),
-        "--config".as_ref(),
-        config.as_os_str(),
-        "--state".as_ref(),
-        state.as_os_str(),
-        "--audit-record".as_ref(),
-        "full".as_ref(),
-    ]);
+    let (status, out, err) = run_recorded(&file, &config, &state);
     assert_eq!(status, 0, "{err}");
     let ran: Value = serde_json::from_str(&out).unwrap();
     std::fs::remove_file(&server).unwrap();
-    let id = audit(&state, &[])[0]["execution_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = first_execution_id(&state);
     // Three clock values were recorded, in microseconds, the first matching `t`.
     let c = rusqlite::Connection::open(&state).unwrap();
     let detail: String = c
@@ -55,13 +35,7 @@ fn a_python_execution_replays_with_its_clock() {
     drop(c);
 
     std::thread::sleep(std::time::Duration::from_millis(20));
-    let (status, out, err) = cli(&[
-        "replay".as_ref(),
-        id.as_ref(),
-        "--state".as_ref(),
-        state.as_os_str(),
-        "--json".as_ref(),
-    ]);
+    let (status, out, err) = replay(&id, &state, &["--json".as_ref()]);
     assert_eq!(status, 0, "{out}{err}");
     let answer: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(answer["matches"], true, "{answer}");

@@ -4,7 +4,8 @@
 //! the recorded outcome; the execution still replays over the placeholders.
 
 use crate::common::bin;
-use crate::serve_support::team::{audit, cli};
+use crate::common::replay::{first_execution_id, replay};
+use crate::serve_support::team::cli;
 use serde_json::{json, Value};
 
 const REAL: [&str; 2] = ["ada7@example.com", "4111 1111 1111 1111"];
@@ -62,17 +63,8 @@ fn a_recording_keeps_placeholders_where_the_audit_log_does() {
     assert_eq!(calls[1]["args"], json!({"message": email}), "{recording}");
     assert_eq!(recording["outcome"]["result"], shown, "{recording}");
 
-    let id = audit(&state, &[])[0]["execution_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let (status, out, err) = cli(&[
-        "replay".as_ref(),
-        id.as_ref(),
-        "--state".as_ref(),
-        state.as_os_str(),
-        "--json".as_ref(),
-    ]);
+    let id = first_execution_id(&state);
+    let (status, out, err) = replay(&id, &state, &["--json".as_ref()]);
     assert_eq!(status, 0, "{out}{err}");
     let answer: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(answer["matches"], true, "{answer}");

@@ -2,6 +2,7 @@
 //! execution replays after the gateway (and with it the fixture server it started) is gone
 //! (issue 62).
 
+use crate::common::replay::replay;
 use crate::serve_support;
 use serde_json::{json, Value};
 use serve_support::http::*;
@@ -32,13 +33,7 @@ async fn an_execution_recorded_by_the_gateway_replays_after_it_stopped() {
         .find(|r| r["front"] == "http")
         .unwrap_or_else(|| panic!("{records:?}"));
     let exec_id = execution["execution_id"].as_str().unwrap().to_string();
-    let (status, out, err) = cli(&[
-        "replay".as_ref(),
-        exec_id.as_ref(),
-        "--state".as_ref(),
-        state.as_os_str(),
-        "--json".as_ref(),
-    ]);
+    let (status, out, err) = replay(&exec_id, &state, &["--json".as_ref()]);
     assert_eq!(status, 0, "{out}{err}");
     let answer: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(answer["matches"], true, "{answer}");

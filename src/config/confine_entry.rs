@@ -97,3 +97,37 @@ impl LimitsConfig {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_default_refuse_zero_and_reject_garbage_with_the_key_named() {
+        let none = LimitsConfig::default().resolved();
+        assert_eq!(none.home_bytes, DEFAULT_HOME_MB * MB);
+        assert_eq!(none.tmp_bytes, DEFAULT_TMP_MB * MB);
+        let zero: LimitsConfig = serde_json::from_str(r#"{"homeMb": 0}"#).unwrap();
+        assert_eq!(
+            zero.check("mem").unwrap_err(),
+            "server \"mem\": limits.homeMb is 0, which no server can start with; give a positive number or leave it out for the default"
+        );
+        let huge: LimitsConfig =
+            serde_json::from_str(r#"{"homeMb": 18446744073709551615}"#).unwrap();
+        assert_eq!(huge.resolved().home_bytes, u64::MAX);
+        for bad in [
+            r#"{"homeMb": -1}"#,
+            r#"{"homeMb": "big"}"#,
+            r#"{"homeMb": 1.5}"#,
+            r#"{"homeMB": 4}"#,
+        ] {
+            let e = serde_json::from_str::<LimitsConfig>(bad)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("homeMb") || e.contains("homeMB") || e.contains("invalid"),
+                "{bad}: {e}"
+            );
+        }
+    }
+}

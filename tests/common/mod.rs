@@ -10,6 +10,7 @@ mod notes;
 pub use notes::*;
 mod server_process;
 pub use server_process::*;
+pub mod replay;
 
 use mcp_sandbox::config::Config;
 use mcp_sandbox::tools::catalog::start_mcp_servers;
